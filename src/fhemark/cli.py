@@ -1,0 +1,223 @@
+"""The `fhemark` command line."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+from enum import Enum
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from . import export as export_mod
+from .drivers import available, manifests
+from .errors import DriverError, UserError
+from .locations import default_db, project_root
+from .metadata import environment
+from .ops import CATALOG
+from .plan import build
+from .report import markdown
+from .report.text import print_results
+from .run import Runner
+from .store import Store
+from .suites import builtin_names, load
+from .supervise import Driver
+
+app = typer.Typer(add_completion=False, no_args_is_help=True,
+                  help="Benchmark FHE libraries and schemes on this machine, with checked results.")
+# Wide enough for the result table when output goes to a file or a CI log.
+console = Console(width=None if sys.stdout.isatty() else 200)
+err_console = Console(stderr=True, width=None if sys.stderr.isatty() else 200)
+
+
+def _fail(exc: UserError) -> None:
+    err_console.print(f"[red]error:[/] {exc.line()}", highlight=False, soft_wrap=True)
+    raise typer.Exit(exc.exit_code)
+
+
+@app.command()
+def run(suite: str = typer.Option("quick", help="built-in suite name or path to a YAML file"),
+        db: Path = typer.Option(None, help="SQLite store (default ./fhemark.db or $FHEMARK_DB)"),
+        resume: bool = typer.Option(False, help="continue the latest run of this suite, skipping finished jobs"),
+        allow_insecure: bool = typer.Option(False, help="run parameter sets below the suite's security level, marked"),
+        library: list[str] = typer.Option(None, help="only these libraries (repeatable)"),
+        report: Path = typer.Option(None, help="report folder (default ./report/<suite>)")) -> None:
+    """Plan, check, run, store and print a result table; write the report."""
+    try:
+        s = load(suite)
+        plan = build(s, available(), allow_insecure, library or None)
+        store = Store(db or default_db())
+    except UserError as exc:
+        _fail(exc)
+    plan_json = plan.to_json()
+    suite_hash = hashlib.sha256(json.dumps(plan_json, sort_keys=True).encode()).hexdigest()[:16]
+    env = environment(s.threads, project_root())
+    skip: set[str] = set()
+    prev = store.latest_run(suite_hash) if resume else None
+    if prev:
+        run_id = prev["run_id"]
+        skip = store.done_keys(run_id)
+        console.print(f"resuming run {run_id}: {len(skip)} of {len(plan.jobs)} jobs already done")
+    else:
+        if resume:
+            console.print("nothing to resume for this suite: starting a new run")
+        run_id = store.start_run(s.name, suite_hash, allow_insecure, env, plan_json)
+    todo = [j for j in plan.jobs if j.key not in skip]
+    failures: list[str] = []
+    with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  TextColumn("{task.fields[last]}"), console=console, transient=False) as progress:
+        task = progress.add_task(f"{s.name}", total=len(todo), last="")
+
+        def on_record(job, recs) -> None:
+            progress.update(task, advance=1, last=f"{job.library} {job.scheme} N={job.params.N} {job.op}")
+            for r in recs[:1]:
+                if r["status"] not in ("ok", "unsupported"):
+                    failures.append(f"{job.library} {job.scheme} N={job.params.N} {job.op}: "
+                                    f"{r['status']}: {r['error']}")
+
+        runner = Runner(plan, store, run_id, env, skip, on_record)
+        try:
+            runner.execute()
+        except KeyboardInterrupt:
+            store.close()
+            err_console.print(f"interrupted: results so far are in {store.path}; "
+                              f"continue with: fhemark run --suite {suite} --resume")
+            raise typer.Exit(130)
+    store.finish_run(run_id)
+    recs = list(store.records(run_id))
+    print_results(recs, console)
+    for line in failures:
+        err_console.print(f"[red]failed:[/] {line}", highlight=False)
+    out = report or Path("report") / s.name
+    files = markdown.write(recs, out, f"fhemark: suite {s.name}, run {run_id}", env)
+    console.print(f"stored in {store.path} (run {run_id}); report: {files[0]}")
+    store.close()
+    if failures:
+        raise typer.Exit(1)
+
+
+class ListWhat(str, Enum):
+    libraries = "libraries"
+    schemes = "schemes"
+    ops = "ops"
+    suites = "suites"
+
+
+def _capabilities() -> dict[str, dict | str]:
+    """Ask every available driver what it can do (its own answer, not a list kept here)."""
+    out: dict[str, dict | str] = {}
+    for name, m in manifests().items():
+        if not m.available:
+            out[name] = m.why_unavailable()
+            continue
+        d = Driver(m)
+        try:
+            out[name] = d.request("capabilities", timeout_s=120)
+        except DriverError as exc:
+            out[name] = f"{exc.kind}: {exc.message}"
+        finally:
+            d.stop()
+    return out
+
+
+@app.command("list")
+def list_(what: ListWhat) -> None:
+    """What is available here: libraries, schemes, ops, suites."""
+    if what is ListWhat.suites:
+        for name in builtin_names():
+            try:
+                console.print(f"{name:10} {load(name).description}")
+            except UserError as exc:
+                console.print(f"{name:10} (invalid: {exc.line()})")
+        return
+    caps = _capabilities()
+    if what is ListWhat.libraries:
+        for name, c in caps.items():
+            if isinstance(c, str):
+                console.print(f"{name:10} unavailable: {c}")
+            else:
+                console.print(f"{name:10} {c['library_version']:12} schemes: {', '.join(c['schemes'])}; "
+                              f"threads {c['threads']}; driver {c['driver_version']}")
+    elif what is ListWhat.schemes:
+        schemes: dict[str, list[str]] = {}
+        for name, c in caps.items():
+            if not isinstance(c, str):
+                for sch in c["schemes"]:
+                    schemes.setdefault(sch, []).append(name)
+        for sch, libs in sorted(schemes.items()):
+            console.print(f"{sch:8} {', '.join(libs)}")
+    else:
+        libs = {n: c for n, c in caps.items() if not isinstance(c, str)}
+        for name, op in CATALOG.items():
+            support = []
+            for lib, c in libs.items():
+                ok = [sch for sch in op.schemes if sch in c["schemes"]
+                      and op.program(sch).primitives() <= set(c["schemes"][sch]["ops"])]
+                if ok:
+                    support.append(f"{lib}: {'/'.join(s.upper() for s in ok)}")
+            console.print(f"{name:20} {op.title:50} {'; '.join(support) or 'no driver here'}")
+
+
+@app.command()
+def env() -> None:
+    """The environment record attached to every result."""
+    print(json.dumps(environment(1, project_root()), indent=2))
+
+
+class Format(str, Enum):
+    json = "json"
+    csv = "csv"
+
+
+def _open(db: Path | None) -> Store:
+    path = db or default_db()
+    if not path.exists():
+        raise UserError(f"store {path} does not exist", "run `fhemark run` first or pass --db")
+    return Store(path)
+
+
+@app.command()
+def export(db: Path = typer.Option(None, help="SQLite store"),
+           format: Format = typer.Option(Format.json, "--format"),
+           run_id: Optional[str] = typer.Option(None, "--run", help="only this run"),
+           out: Path = typer.Option(None, help="write to this file instead of stdout")) -> None:
+    """All results, one record per measurement."""
+    try:
+        store = _open(db)
+    except UserError as exc:
+        _fail(exc)
+    recs = export_mod.records(store, run_id)
+    text = export_mod.to_json(recs) if format is Format.json else export_mod.to_csv(recs)
+    if out:
+        out.write_text(text)
+    else:
+        sys.stdout.write(text + ("\n" if not text.endswith("\n") else ""))
+
+
+@app.command()
+def report(db: Path = typer.Option(None, help="SQLite store"),
+           out: Path = typer.Option(Path("report"), help="folder for report.md and csv/"),
+           run_id: Optional[str] = typer.Option(None, "--run", help="only this run (default: newest result of every job)"),
+           suite: Optional[str] = typer.Option(None, help="only this suite's runs")) -> None:
+    """Markdown and CSV tables in the studies' layout."""
+    try:
+        store = _open(db)
+    except UserError as exc:
+        _fail(exc)
+    recs = [r for r in store.records(run_id) if suite is None or r["suite"] == suite]
+    if not recs:
+        _fail(UserError("no results match", "check --run/--suite against `fhemark export`"))
+    files = markdown.write(recs, out, f"fhemark report{f': suite {suite}' if suite else ''}", recs[-1].get("env", {}))
+    console.print(f"wrote {files[0]} and {len(files) - 1} CSV tables")
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()

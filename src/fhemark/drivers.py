@@ -1,0 +1,47 @@
+"""The driver registry: one `drivers/<library>/driver.json` each (PROTOCOL.md)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from .locations import cache_dir, project_root
+
+
+@dataclass(frozen=True)
+class Manifest:
+    library: str
+    folder: Path
+    command: tuple[str, ...]
+    requires: str
+
+    @property
+    def available(self) -> bool:
+        prog = self.command[0]
+        return Path(prog).exists() if os.sep in prog else shutil.which(prog) is not None
+
+    def why_unavailable(self) -> str:
+        return f"{self.command[0]} not found; needs {self.requires}"
+
+
+def _expand(arg: str) -> str:
+    values = {"FHEMARK_CACHE": str(cache_dir()), "PYTHON": sys.executable}
+    return re.sub(r"\$\{(\w+)\}", lambda m: values.get(m.group(1), os.environ.get(m.group(1), "")), arg)
+
+
+def manifests() -> dict[str, Manifest]:
+    out = {}
+    for path in sorted((project_root() / "drivers").glob("*/driver.json")):
+        data = json.loads(path.read_text())
+        out[data["library"]] = Manifest(data["library"], path.parent, tuple(_expand(a) for a in data["command"]),
+                                        data.get("requires", "see its README"))
+    return out
+
+
+def available() -> list[str]:
+    return [name for name, m in manifests().items() if m.available]

@@ -1,0 +1,34 @@
+"""Export every stored measurement, one record each (the contract in docs/export.md)."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+from .store import Store
+
+# CSV columns in order; nested values are written as JSON text.
+CSV_COLUMNS = ["run_id", "suite", "timestamp", "library", "library_version", "scheme", "op", "status",
+               "check_passed", "params", "security_bits", "security_table", "insecure", "params_match", "slots",
+               "threads", "iters", "median_ns", "ci95_ns", "mean_ns", "stdev_ns", "mad_ns", "min_ns", "max_ns",
+               "rel_ci_half_width", "stop_reason", "outliers", "noise_budget_bits", "precision_bits",
+               "sizes_bytes", "levels", "peak_rss_bytes", "driver_overhead_ns", "error", "notes", "samples_ns",
+               "env", "job_key"]
+
+
+def records(store: Store, run_id: str | None = None) -> list[dict]:
+    return list(store.records(run_id))
+
+
+def to_json(recs: list[dict]) -> str:
+    return json.dumps(recs, indent=1)
+
+
+def to_csv(recs: list[dict]) -> str:
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=CSV_COLUMNS, extrasaction="ignore")
+    w.writeheader()
+    for r in recs:
+        w.writerow({k: json.dumps(v) if isinstance(v, (dict, list)) else v for k, v in r.items()})
+    return buf.getvalue()

@@ -1,0 +1,176 @@
+"""Protocol v1 messages as typed models: the orchestrator validates every
+driver reply against these, and `protocol/schema/*.json` is generated from
+them (`python -m fhemark.messages > ...`, checked by a test), so the schema and
+the code cannot drift apart."""
+
+from __future__ import annotations
+
+import base64
+import json
+from typing import Any, Literal
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
+
+PROTOCOL_VERSION = 1
+
+_DTYPES = {"i64": "<i8", "f64": "<f8", "u64": "<u8"}
+
+
+class Vector(BaseModel):
+    dtype: Literal["i64", "f64", "u64"]
+    b64: str
+
+    @classmethod
+    def of(cls, a: np.ndarray) -> "Vector":
+        kind = "f64" if a.dtype.kind == "f" else ("u64" if a.dtype.kind == "u" else "i64")
+        return cls(dtype=kind, b64=base64.b64encode(np.ascontiguousarray(a, dtype=_DTYPES[kind]).tobytes()).decode())
+
+    def array(self) -> np.ndarray:
+        return np.frombuffer(base64.b64decode(self.b64), dtype=_DTYPES[self.dtype])
+
+
+class Step(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    out: str
+    op: str
+    args: list[str] = []
+    attrs: dict[str, Any] = {}
+
+
+class Program(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    steps: list[Step]
+    timed: list[str]
+    outputs: list[str] = []
+    noise: list[str] = []
+    sizes: list[str] = []
+    levels: list[str] = []
+
+
+class Sample(BaseModel):
+    inputs: dict[str, Vector]
+    scalars: dict[str, Any] = {}
+
+
+class CapabilitiesRequest(BaseModel):
+    v: Literal[1] = 1
+    id: int
+    type: Literal["capabilities"] = "capabilities"
+
+
+class SetupRequest(BaseModel):
+    v: Literal[1] = 1
+    id: int
+    type: Literal["setup"] = "setup"
+    setup_id: str
+    scheme: str
+    params: dict[str, Any]
+    rotations: list[int] = []
+    rotations_pow2: bool = False
+    allow_insecure: bool = False
+
+
+class RunRequest(BaseModel):
+    v: Literal[1] = 1
+    id: int
+    type: Literal["run"] = "run"
+    setup_id: str
+    program: Program
+    iters: int = Field(1, ge=1)
+    samples: list[Sample]
+
+
+class ShutdownRequest(BaseModel):
+    v: Literal[1] = 1
+    id: int
+    type: Literal["shutdown"] = "shutdown"
+
+
+class SchemeCaps(BaseModel):
+    ops: list[str]
+    limits: dict[str, Any] = {}
+
+
+class Capabilities(BaseModel):
+    protocol: int
+    library: str
+    library_version: str
+    driver_version: str
+    build: dict[str, Any] = {}
+    threads: int
+    schemes: dict[str, SchemeCaps]
+
+
+class Effective(BaseModel):
+    model_config = ConfigDict(extra="allow")
+    N: int
+    q_bits: list[int]
+    p_bits: list[int]
+    log_q: float
+    log_qp: float
+    t: int | None = None
+    scale_bits: float | None = None
+    slots: int
+    levels: int | None = None
+    dnum: int | None = None
+
+
+class SetupResult(BaseModel):
+    effective: Effective
+    sizes_bytes: dict[str, int] = {}
+
+
+class SampleResult(BaseModel):
+    ns: dict[str, int]
+    outputs: dict[str, Vector] = {}
+
+
+class RunResult(BaseModel):
+    samples: list[SampleResult]
+    overhead_ns: int
+    noise_budget_bits: dict[str, float] = {}
+    sizes_bytes: dict[str, int] = {}
+    levels: dict[str, int] = {}
+    notes: list[str] = []
+
+
+class ErrorValue(BaseModel):
+    kind: Literal["unsupported", "invalid_params", "insecure_params", "wrong_result",
+                  "timeout", "crashed", "out_of_memory", "internal"]
+    message: str
+
+
+class Reply(BaseModel):
+    v: Literal[1]
+    id: int
+    ok: bool
+    result: dict[str, Any] | None = None
+    error: ErrorValue | None = None
+
+
+REQUESTS = {"capabilities": CapabilitiesRequest, "setup": SetupRequest, "run": RunRequest,
+            "shutdown": ShutdownRequest}
+RESULTS = {"capabilities": Capabilities, "setup": SetupResult, "run": RunResult}
+
+
+def schemas() -> dict[str, dict]:
+    """The JSON schemas published in protocol/schema/."""
+    from pydantic import TypeAdapter
+    from typing import Annotated, Union
+
+    req = Annotated[Union[tuple(REQUESTS.values())], Field(discriminator="type")]
+    return {
+        "request.json": TypeAdapter(req).json_schema(),
+        "reply.json": Reply.model_json_schema(),
+        "results.json": {"$defs": {name: m.model_json_schema() for name, m in RESULTS.items()}},
+    }
+
+
+if __name__ == "__main__":
+    import sys
+    from pathlib import Path
+
+    out = Path(sys.argv[1] if len(sys.argv) > 1 else "protocol/schema")
+    for name, schema in schemas().items():
+        (out / name).write_text(json.dumps(schema, indent=2, sort_keys=True) + "\n")

@@ -1,0 +1,233 @@
+"""The benchmark operations: for each, a program (PROTOCOL.md primitives) per
+scheme, which steps are timed, and the plaintext result it must decrypt to.
+
+A micro-benchmark is a program with one timed step; a pipeline times every
+stage. Programs are built here once and sent unchanged to every driver, so
+every library runs the same work.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+
+from .semantics import Plain
+
+RLWE = ("bfv", "bgv", "ckks")
+INT = ("bfv", "bgv")
+GALOIS_LIST_STEPS = list(range(1, 9))
+
+
+def step(out: str, op: str, *args: str, **attrs: Any) -> dict:
+    s: dict[str, Any] = {"out": out, "op": op, "args": list(args)}
+    if attrs:
+        s["attrs"] = attrs
+    return s
+
+
+def encrypted(v: str, how: str = "encrypt_pk") -> list[dict]:
+    return [step(f"p{v}", "encode", v), step(f"c{v}", how, f"p{v}")]
+
+
+def decrypted(ct: str, **attrs: Any) -> list[dict]:
+    return [step("pz", "decrypt", ct, **attrs), step("z", "decode", "pz")]
+
+
+@dataclass(frozen=True)
+class Program:
+    steps: list[dict]
+    timed: list[str]
+    outputs: list[str] = field(default_factory=lambda: ["z"])
+    noise: list[str] = field(default_factory=list)
+    sizes: list[str] = field(default_factory=list)
+    levels: list[str] = field(default_factory=list)
+
+    def wire(self) -> dict:
+        return {"steps": self.steps, "timed": self.timed, "outputs": self.outputs,
+                "noise": self.noise, "sizes": self.sizes, "levels": self.levels}
+
+    def primitives(self) -> set[str]:
+        return {s["op"] for s in self.steps}
+
+
+Expect = Callable[[Plain, dict[str, np.ndarray], dict[str, Any]], np.ndarray]
+
+
+@dataclass(frozen=True)
+class BenchOp:
+    name: str
+    title: str
+    schemes: tuple[str, ...]
+    program: Callable[[str], Program]
+    expect: Expect
+    inputs: tuple[str, ...] = ("x",)
+    scalars: Callable[[Plain, np.random.Generator], dict[str, Any]] = lambda p, r: {}
+    rotations: tuple[int, ...] = ()
+    rotations_pow2: bool = False
+    # Pipelines: stage name -> timed steps whose times add up to the stage.
+    stages: dict[str, tuple[str, ...]] | None = None
+    group: str = "micro"
+
+
+def _ct_op(prim: str, *, two: bool = True, plain_second: bool = False, after: str | None = None,
+           before: str | None = None, **attrs: Any) -> Callable[[str], Program]:
+    """Program: encrypt inputs, optionally one untimed op before, the timed op, decrypt."""
+    def build(scheme: str) -> Program:
+        steps = encrypted("x")
+        if two:
+            steps += [step("py", "encode", "y")] if plain_second else encrypted("y")
+        src = ["cx", "py" if plain_second else "cy"] if two else ["cx"]
+        if before:
+            steps.append(step("cb", before, *src))
+            src = ["cb"]
+        steps.append(step("cz", prim, *src, **attrs))
+        steps += decrypted("cz")
+        return Program(steps, ["cz"], noise=["cz"], sizes=["cz"], levels=["cz"])
+    return build
+
+
+def _rot_prim(scheme: str) -> str:
+    return "rotate" if scheme == "ckks" else "rotate_rows"
+
+
+def _rotate(steps_attr: Any) -> Callable[[str], Program]:
+    def build(scheme: str) -> Program:
+        return _ct_op(_rot_prim(scheme), two=False, steps=steps_attr)(scheme)
+    return build
+
+
+def _keygen(prim: str, use: Callable[[str], list[dict]], **attrs: Any) -> Callable[[str], Program]:
+    """Time key generation, then use the new key so the decrypted output proves it works."""
+    def build(scheme: str) -> Program:
+        steps = [step("k", prim, **attrs)] + use(scheme)
+        return Program(steps, ["k"])
+    return build
+
+
+def _use_secret(scheme: str) -> list[dict]:
+    return [step("px", "encode", "x"), step("cx", "encrypt_sk", "px", key="k")] + decrypted("cx", key="k")
+
+
+def _use_public(scheme: str) -> list[dict]:
+    return [step("px", "encode", "x"), step("cx", "encrypt_pk", "px", key="k")] + decrypted("cx")
+
+
+def _use_relin(scheme: str) -> list[dict]:
+    return encrypted("x") + encrypted("y") + [step("cz", "mul_relin", "cx", "cy", key="k")] + decrypted("cz")
+
+
+def _use_galois(scheme: str) -> list[dict]:
+    return encrypted("x") + [step("cz", _rot_prim(scheme), "cx", steps=1, key="k")] + decrypted("cz")
+
+
+def _codec(timed: str) -> Callable[[str], Program]:
+    def build(scheme: str) -> Program:
+        return Program([step("px", "encode", "x"), step("z", "decode", "px")], [timed], sizes=["px"])
+    return build
+
+
+def _encrypt(how: str) -> Callable[[str], Program]:
+    def build(scheme: str) -> Program:
+        steps = encrypted("x", how) + decrypted("cx")
+        return Program(steps, ["cx"], noise=["cx"], sizes=["cx"], levels=["cx"])
+    return build
+
+
+def _decrypt(scheme: str) -> Program:
+    return Program(encrypted("x") + decrypted("cx"), ["pz"], noise=["cx"], sizes=["pz"])
+
+
+def _pipeline(kind: str) -> Callable[[str], Program]:
+    """encode -> encrypt -> op -> decrypt -> decode, every stage timed (Study 1)."""
+    def build(scheme: str) -> Program:
+        steps = [step("px", "encode", "x")]
+        if kind != "square":
+            steps.append(step("py", "encode", "y"))
+        steps.append(step("cx", "encrypt_pk", "px"))
+        if kind != "square":
+            steps.append(step("cy", "encrypt_pk", "py"))
+        if kind == "add":
+            op_steps = [step("cz", "add", "cx", "cy")]
+        elif kind == "mul":
+            op_steps = [step("cz", "mul_relin", "cx", "cy")]
+        else:
+            op_steps = [step("c2", "square", "cx"), step("cz", "relinearize", "c2")]
+        if scheme == "ckks" and kind != "add":
+            op_steps[-1]["out"] = "cm"
+            op_steps.append(step("cz", "rescale", "cm"))
+        steps += op_steps + decrypted("cz")
+        return Program(steps, [s["out"] for s in steps], noise=["cz"], sizes=["cz"], levels=["cz"])
+    return build
+
+
+def _pipeline_stages(kind: str) -> dict[str, tuple[str, ...]]:
+    two = kind != "square"
+    op = {"add": ("cz",), "mul": ("cz", "cm"), "square": ("c2", "cz", "cm")}[kind]
+    return {"encode": ("px", "py") if two else ("px",), "encrypt": ("cx", "cy") if two else ("cx",),
+            "op": op, "decrypt": ("pz",), "decode": ("z",)}
+
+
+def _x(p, v, s):
+    return v["x"]
+
+
+def _xy_sum(p, v, s):
+    return p.add(v["x"], v["y"])
+
+
+def _xy_prod(p, v, s):
+    return p.mul(v["x"], v["y"])
+
+
+def _catalog() -> dict[str, BenchOp]:
+    xy = ("x", "y")
+    ops = [
+        BenchOp("keygen_secret", "key generation: secret key", RLWE, _keygen("keygen_secret", _use_secret), _x, group="keygen"),
+        BenchOp("keygen_public", "key generation: public key", RLWE, _keygen("keygen_public", _use_public), _x, group="keygen"),
+        BenchOp("keygen_relin", "key generation: relinearization keys", RLWE, _keygen("keygen_relin", _use_relin),
+                _xy_prod, inputs=xy, group="keygen"),
+        BenchOp("keygen_galois_list", f"key generation: Galois keys for steps {GALOIS_LIST_STEPS[0]}..{GALOIS_LIST_STEPS[-1]}",
+                RLWE, _keygen("keygen_galois", _use_galois, steps=GALOIS_LIST_STEPS),
+                lambda p, v, s: p.rotate(v["x"], 1), group="keygen"),
+        BenchOp("keygen_galois_all", "key generation: Galois keys, all power-of-two steps", RLWE,
+                _keygen("keygen_galois", _use_galois, steps="pow2"), lambda p, v, s: p.rotate(v["x"], 1), group="keygen"),
+        BenchOp("encode", "encode", RLWE, _codec("px"), _x),
+        BenchOp("decode", "decode", RLWE, _codec("z"), _x),
+        BenchOp("encrypt_pk", "encrypt (public key)", RLWE, _encrypt("encrypt_pk"), _x),
+        BenchOp("encrypt_sk", "encrypt (secret key)", RLWE, _encrypt("encrypt_sk"), _x),
+        BenchOp("decrypt", "decrypt", RLWE, _decrypt, _x),
+        BenchOp("add", "add (ciphertext + ciphertext)", RLWE, _ct_op("add"), _xy_sum, inputs=xy),
+        BenchOp("add_plain", "add plaintext", RLWE, _ct_op("add_plain", plain_second=True), _xy_sum, inputs=xy),
+        BenchOp("sub", "subtract", RLWE, _ct_op("sub"), lambda p, v, s: p.sub(v["x"], v["y"]), inputs=xy),
+        BenchOp("mul", "multiply (no relinearization)", RLWE, _ct_op("mul"), _xy_prod, inputs=xy),
+        BenchOp("mul_relin", "multiply + relinearize", RLWE, _ct_op("mul_relin"), _xy_prod, inputs=xy),
+        BenchOp("mul_plain", "multiply by plaintext", RLWE, _ct_op("mul_plain", plain_second=True), _xy_prod, inputs=xy),
+        BenchOp("mul_scalar", "multiply by scalar", RLWE, _ct_op("mul_scalar", two=False, scalar="$s"),
+                lambda p, v, s: p.mul(v["x"], s["s"]), scalars=lambda p, r: {"s": p.random_scalar(r)}),
+        BenchOp("square", "square (no relinearization)", RLWE, _ct_op("square", two=False),
+                lambda p, v, s: p.mul(v["x"], v["x"])),
+        BenchOp("relinearize", "relinearize", RLWE, _ct_op("relinearize", before="mul"), _xy_prod, inputs=xy),
+        BenchOp("rescale", "rescale", ("ckks",), _ct_op("rescale", before="mul_relin"), _xy_prod, inputs=xy),
+        BenchOp("mod_switch", "modulus switch", INT, _ct_op("mod_switch", two=False), _x),
+        BenchOp("rotate_1", "rotate by one step (BFV/BGV: rows)", RLWE, _rotate(1),
+                lambda p, v, s: p.rotate(v["x"], 1), rotations=(1,)),
+        BenchOp("rotate_random", "rotate by a random step (new each sample)", RLWE, _rotate("$k"),
+                lambda p, v, s: p.rotate(v["x"], s["k"]),
+                scalars=lambda p, r: {"k": int(r.integers(1, p.row_length()))}, rotations_pow2=True),
+        BenchOp("rotate_columns", "rotate columns (swap rows)", INT, _ct_op("rotate_columns", two=False),
+                lambda p, v, s: p.swap_rows(v["x"]), rotations_pow2=True),
+        BenchOp("conjugate", "complex conjugate", ("ckks",), _ct_op("conjugate", two=False),
+                lambda p, v, s: p.conjugate(v["x"]), rotations_pow2=True),
+    ]
+    for kind, expect, inputs in (("add", _xy_sum, xy), ("mul", _xy_prod, xy),
+                                 ("square", lambda p, v, s: p.mul(v["x"], v["x"]), ("x",))):
+        ops.append(BenchOp(f"pipeline_{kind}", f"pipeline: {kind}", ("bfv", "ckks", "bgv"), _pipeline(kind), expect,
+                           inputs=inputs, stages=_pipeline_stages(kind), group="pipeline"))
+    return {o.name: o for o in ops}
+
+
+CATALOG: dict[str, BenchOp] = _catalog()
+MICRO = [n for n, o in CATALOG.items() if o.group != "pipeline"]
+PIPELINES = [n for n, o in CATALOG.items() if o.group == "pipeline"]

@@ -1,0 +1,196 @@
+"""Library-neutral parameter sets: presets, validation, the plaintext modulus.
+
+Every driver receives the same resolved set (same N, prime bit sizes, t and
+scale); what each library really used comes back in its setup reply and is
+compared in `equivalence.py`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from .errors import UserError
+
+SCHEMES_RLWE = ("bfv", "bgv", "ckks")
+
+# SEAL's CoeffModulus::BFVDefault(N, tc128): the last prime is the special prime.
+_SEAL_DEFAULT_BITS = {
+    4096: [36, 36, 37],
+    8192: [43, 43, 44, 44, 44],
+    16384: [48, 48, 48, 49, 49, 49, 49, 49, 49],
+    32768: [55] * 15 + [56],
+}
+
+# CKKS chains with the same N and the same total log QP as SEAL's defaults, so
+# both families sit at the same security estimate: a large first prime for
+# the integer part, scale-sized middle primes so rescale keeps the scale.
+_CKKS_CHAINS = {
+    4096: ([40, 30], [39], 30),
+    8192: ([50, 40, 40, 40], [48], 40),
+    16384: ([60] + [40] * 8, [58], 40),
+    32768: ([60] + [40] * 19, [60], 40),
+}
+
+_PRESET_T_BITS = 20
+
+
+class ParamSet(BaseModel):
+    """A resolved parameter set: exactly what every driver is asked to use."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    N: int
+    q_bits: tuple[int, ...]
+    p_bits: tuple[int, ...]
+    t: int | None = None
+    scale_bits: int | None = None
+    secret: Literal["ternary"] = "ternary"
+    sigma: float = 3.2
+    name: str | None = None
+
+    @property
+    def log_qp_nominal(self) -> int:
+        return sum(self.q_bits) + sum(self.p_bits)
+
+    def slots(self, scheme: str) -> int:
+        return self.N // 2 if scheme == "ckks" else self.N
+
+    def label(self) -> str:
+        return self.name or f"N={self.N},logQP={self.log_qp_nominal}"
+
+    def wire(self) -> dict[str, Any]:
+        return self.model_dump(exclude={"name"})
+
+
+class ParamSpec(BaseModel):
+    """What a suite may write inline; resolved per scheme into a ParamSet."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    N: int
+    q_bits: list[int]
+    p_bits: list[int] = []
+    t: int | None = None
+    t_bits: int | None = None
+    scale_bits: int | None = None
+    sigma: float = 3.2
+    name: str | None = None
+
+
+def preset_names() -> list[str]:
+    return [f"n{n}" for n in _SEAL_DEFAULT_BITS]
+
+
+def resolve(spec: str | dict | ParamSpec, scheme: str, where: str = "params") -> ParamSet:
+    """Turn a preset name or an inline spec into a validated ParamSet for one scheme."""
+    if isinstance(spec, str):
+        return _preset(spec, scheme, where)
+    if isinstance(spec, dict):
+        try:
+            spec = ParamSpec(**spec)
+        except Exception as exc:  # pydantic's message names the field
+            first = str(exc).splitlines()
+            raise UserError(f"{where}: {' '.join(first[1:3]) if len(first) > 2 else first[0]}",
+                            "write N, q_bits, p_bits and t or t_bits (BFV/BGV) or scale_bits (CKKS)")
+    return _validated(spec, scheme, where)
+
+
+def _preset(name: str, scheme: str, where: str) -> ParamSet:
+    try:
+        n = int(name.lstrip("n"))
+        bits = _SEAL_DEFAULT_BITS[n]
+    except (ValueError, KeyError):
+        raise UserError(f"{where}: unknown parameter preset '{name}'",
+                        f"use one of {', '.join(preset_names())} or write the set inline")
+    if scheme == "ckks":
+        q, p, scale = _CKKS_CHAINS[n]
+        spec = ParamSpec(N=n, q_bits=q, p_bits=p, scale_bits=scale, name=name)
+    else:
+        spec = ParamSpec(N=n, q_bits=bits[:-1], p_bits=bits[-1:], t_bits=_PRESET_T_BITS, name=name)
+    return _validated(spec, scheme, where)
+
+
+def _validated(spec: ParamSpec, scheme: str, where: str) -> ParamSet:
+    n = spec.N
+    if n < 2 or n & (n - 1):
+        raise UserError(f"{where}.N: {n} is not a power of two", "use N = 2^k, e.g. 8192")
+    if not 1024 <= n <= 131072:
+        raise UserError(f"{where}.N: {n} is outside 1024..131072", "use N between 2^10 and 2^17")
+    if not spec.q_bits:
+        raise UserError(f"{where}.q_bits: empty", "give at least one ciphertext prime, e.g. q_bits: [60, 40, 60]")
+    for field, bits in (("q_bits", spec.q_bits), ("p_bits", spec.p_bits)):
+        for b in bits:
+            if not 17 <= b <= 60:
+                raise UserError(f"{where}.{field}: a {b}-bit prime is outside 17..60 bits",
+                                "use primes of 17 to 60 bits (the common limit of SEAL, Lattigo and OpenFHE)")
+    t = None
+    scale = None
+    if scheme == "ckks":
+        if spec.t is not None or spec.t_bits is not None:
+            raise UserError(f"{where}.t: CKKS has no plaintext modulus", "remove t/t_bits and give scale_bits")
+        scale = spec.scale_bits
+        if scale is None:
+            raise UserError(f"{where}.scale_bits: missing for CKKS", "give scale_bits, e.g. 40")
+        if not 10 <= scale < spec.q_bits[0]:
+            raise UserError(f"{where}.scale_bits: {scale} must be at least 10 and below the first prime ({spec.q_bits[0]} bits)",
+                            "lower scale_bits or enlarge q_bits[0]")
+    elif scheme in ("bfv", "bgv"):
+        if spec.scale_bits is not None:
+            raise UserError(f"{where}.scale_bits: only CKKS has a scale", "remove scale_bits for BFV/BGV")
+        if spec.t is not None:
+            t = spec.t
+            if not (is_prime(t) and t % (2 * n) == 1):
+                raise UserError(f"{where}.t: {t} is not batching-friendly for N={n} (needs a prime t = 1 mod {2 * n})",
+                                f"use t_bits instead, or t = {batching_prime(n, max(t.bit_length(), (2 * n).bit_length() + 1))}")
+        elif spec.t_bits is not None:
+            if not (2 * n).bit_length() < spec.t_bits <= 60:
+                raise UserError(f"{where}.t_bits: {spec.t_bits} leaves no prime t = 1 mod {2 * n}",
+                                f"use t_bits between {(2 * n).bit_length() + 1} and 60")
+            t = batching_prime(n, spec.t_bits)
+        else:
+            raise UserError(f"{where}.t: missing for {scheme.upper()}", "give t (a prime = 1 mod 2N) or t_bits, e.g. 20")
+        if t.bit_length() >= min(spec.q_bits):
+            raise UserError(f"{where}.t: {t.bit_length()}-bit t does not fit under the {min(spec.q_bits)}-bit primes",
+                            "lower t_bits or enlarge q_bits")
+    else:
+        raise UserError(f"{where}: scheme '{scheme}' has no RLWE parameter set", f"use one of {', '.join(SCHEMES_RLWE)}")
+    return ParamSet(N=n, q_bits=tuple(spec.q_bits), p_bits=tuple(spec.p_bits), t=t, scale_bits=scale,
+                    sigma=spec.sigma, name=spec.name)
+
+
+def batching_prime(n: int, bits: int) -> int:
+    """The largest prime below 2^bits that is 1 mod 2N (what batching needs)."""
+    m = 2 * n
+    c = ((1 << bits) - 2) // m * m + 1
+    while c > m:
+        if is_prime(c):
+            return c
+        c -= m
+    raise UserError(f"t_bits: no {bits}-bit prime is 1 mod {m}", "raise t_bits")
+
+
+def is_prime(n: int) -> bool:
+    """Deterministic Miller-Rabin for 64-bit integers."""
+    if n < 2:
+        return False
+    small = (2, 3, 5, 7, 11, 13, 17, 19, 23, 29, 31, 37)
+    for p in small:
+        if n % p == 0:
+            return n == p
+    d, s = n - 1, 0
+    while d % 2 == 0:
+        d //= 2
+        s += 1
+    for a in small:
+        x = pow(a, d, n)
+        if x in (1, n - 1):
+            continue
+        for _ in range(s - 1):
+            x = x * x % n
+            if x == n - 1:
+                break
+        else:
+            return False
+    return True

@@ -1,0 +1,136 @@
+"""Expand a suite into a frozen plan: groups of jobs sharing one driver setup.
+
+Everything the run needs is resolved here (parameters validated, security
+estimated and enforced, policies merged), so the run only executes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+
+from pydantic import ValidationError
+
+from .errors import UserError
+from .ops import CATALOG, MICRO, PIPELINES
+from .params import SCHEMES_RLWE, ParamSet, resolve
+from .security import Estimate, estimate
+from .suites import Policy, Suite
+
+
+@dataclass(frozen=True)
+class Job:
+    library: str
+    scheme: str
+    params: ParamSet
+    op: str
+    slots: int | None
+    policy: Policy
+    threads: int
+    allow_insecure: bool
+
+    @property
+    def key(self) -> str:
+        """Identity of the resolved case: what resume skips and what comparisons match on."""
+        blob = json.dumps([self.library, self.scheme, self.params.wire(), self.op, self.slots,
+                           self.policy.model_dump(), self.threads, self.allow_insecure], sort_keys=True)
+        return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+@dataclass
+class Group:
+    """Jobs that share one setup (library, scheme, parameter set)."""
+
+    library: str
+    scheme: str
+    params: ParamSet
+    security: Estimate
+    jobs: list[Job] = field(default_factory=list)
+
+    @property
+    def rotations(self) -> list[int]:
+        return sorted({r for j in self.jobs for r in CATALOG[j.op].rotations})
+
+    @property
+    def rotations_pow2(self) -> bool:
+        return any(CATALOG[j.op].rotations_pow2 for j in self.jobs)
+
+
+@dataclass
+class Plan:
+    suite: Suite
+    groups: list[Group]
+    allow_insecure: bool
+
+    @property
+    def jobs(self) -> list[Job]:
+        return [j for g in self.groups for j in g.jobs]
+
+    def to_json(self) -> dict:
+        return {"suite": self.suite.model_dump(), "allow_insecure": self.allow_insecure,
+                "jobs": [{"key": j.key, "library": j.library, "scheme": j.scheme, "params": j.params.wire(),
+                          "op": j.op, "slots": j.slots} for j in self.jobs]}
+
+
+def _ops_for(case_ops, scheme: str, where: str) -> list[str]:
+    if case_ops in ("all", "micro", "pipelines"):
+        names = {"all": MICRO + PIPELINES, "micro": MICRO, "pipelines": PIPELINES}[case_ops]
+        return [n for n in names if scheme in CATALOG[n].schemes]
+    for name in case_ops:
+        if name not in CATALOG:
+            raise UserError(f"{where}.ops: unknown operation '{name}'", "run `fhemark list ops` for the names")
+    return [n for n in case_ops if scheme in CATALOG[n].schemes]
+
+
+def build(suite: Suite, available: list[str], allow_insecure: bool = False,
+          only_libraries: list[str] | None = None) -> Plan:
+    groups: dict[tuple, Group] = {}
+    for ci, case in enumerate(suite.cases):
+        where = f"cases[{ci}]"
+        libs = available if case.libraries == "all" else case.libraries
+        if only_libraries:
+            libs = [lib for lib in libs if lib in only_libraries]
+        for lib in libs:
+            if lib not in available:
+                raise UserError(f"{where}.libraries: library '{lib}' is not available here",
+                                f"available: {', '.join(available) or 'none'}; `fhemark list libraries` says why")
+        try:
+            policy = Policy(**{**suite.policy.model_dump(), **case.policy})
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            raise UserError(f"{where}.policy.{'.'.join(map(str, err['loc']))}: {err['msg']}",
+                            "see the policy fields in docs/suites.md")
+        for scheme in case.schemes:
+            if scheme not in SCHEMES_RLWE:
+                raise UserError(f"{where}.schemes: unknown scheme '{scheme}'", f"use {', '.join(SCHEMES_RLWE)}")
+            ops = _ops_for(case.ops, scheme, where)
+            for pi, spec in enumerate(case.params):
+                params = resolve(spec, scheme, f"{where}.params[{pi}]")
+                est = estimate(params.N, params.log_qp_nominal, suite.security.table)
+                if est.bits < suite.security.min_bits and not allow_insecure:
+                    raise UserError(
+                        f"{where}.params[{pi}] ({params.label()}, {scheme}): log QP = {params.log_qp_nominal} at "
+                        f"N = {params.N} gives {est.describe()} bits under {est.table}, below the required "
+                        f"{suite.security.min_bits} (the bound is {est.bound_128} bits)",
+                        "use a larger N or a smaller modulus, or pass --allow-insecure to run it marked insecure")
+                for lib in libs:
+                    g = groups.setdefault((lib, scheme, params), Group(lib, scheme, params, est))
+                    for slots in case.slots or [None]:
+                        for op in ops:
+                            job = Job(lib, scheme, params, op, slots, policy, suite.threads, allow_insecure)
+                            if all(j.key != job.key for j in g.jobs):
+                                g.jobs.append(job)
+    if not groups:
+        raise UserError(f"suite '{suite.name}' has no job to run here",
+                        "check its libraries, schemes and ops against `fhemark list`")
+    return Plan(suite, _interleaved(list(groups.values())), allow_insecure)
+
+
+def _interleaved(groups: list[Group]) -> list[Group]:
+    """Alternate libraries (A B A B ...) for the same scheme and parameters, so
+    that machine drift over a run is not blamed on one library."""
+    by_key: dict[tuple, list[Group]] = {}
+    for g in groups:
+        by_key.setdefault((g.scheme, g.params), []).append(g)
+    return [g for gs in by_key.values() for g in gs]

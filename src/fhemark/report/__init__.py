@@ -1,0 +1,1 @@
+"""Reports read stored records only (never a live run)."""

@@ -1,0 +1,125 @@
+"""Lay records out as the published studies did: one table per operation,
+rows = library/scheme, columns = parameter set; Study 1's stage table."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..ops import CATALOG
+
+
+@dataclass
+class Table:
+    title: str
+    columns: list[str]
+    rows: list[list[str]]
+    caption: str = ""
+
+
+def fmt_time(ns: float | None) -> str:
+    if ns is None:
+        return "-"
+    for unit, div in (("s", 1e9), ("ms", 1e6), ("µs", 1e3)):
+        if ns >= div:
+            return f"{ns / div:.3g} {unit}"
+    return f"{ns:.0f} ns"
+
+
+def cell(rec: dict | None) -> str:
+    if rec is None:
+        return ""
+    if rec["status"] != "ok":
+        return "unsupported" if rec["status"] == "unsupported" else f"FAILED ({rec['status']})"
+    lo, hi = rec["ci95_ns"]
+    mark = " †" if rec.get("insecure") else ""
+    mark += " ≠" if rec.get("params_match") is False else ""
+    return f"{fmt_time(rec['median_ns'])} [{fmt_time(lo)}, {fmt_time(hi)}]{mark}"
+
+
+def _param_key(rec: dict) -> str:
+    p = rec["params"]
+    return p.get("name") or f"N={p['N']}"
+
+
+def _col_sort(label: str, recs: list[dict]) -> tuple:
+    for r in recs:
+        if _param_key(r) == label:
+            return (r["params"]["N"], r["params"]["log_qp"], label)
+    return (0, 0, label)
+
+
+def latest(recs: list[dict]) -> list[dict]:
+    """Keep the newest record per (job, op): a resumed or repeated run shows once."""
+    out: dict[tuple, dict] = {}
+    for r in recs:
+        out[(r["job_key"], r["op"])] = r
+    return list(out.values())
+
+
+def op_tables(recs: list[dict]) -> list[Table]:
+    recs = [r for r in latest(recs) if not r["op"].startswith("pipeline_")]
+    cols = sorted({_param_key(r) for r in recs}, key=lambda c: _col_sort(c, recs))
+    order = list(CATALOG)
+    tables = []
+    for op in sorted({r["op"] for r in recs}, key=lambda o: order.index(o) if o in order else len(order)):
+        mine = [r for r in recs if r["op"] == op]
+        rows = []
+        for lib, scheme, slots in sorted({(r["library"], r["scheme"], r["slots"]) for r in mine}):
+            by_col = {_param_key(r): r for r in mine if (r["library"], r["scheme"], r["slots"]) == (lib, scheme, slots)}
+            rows.append([f"{lib} / {scheme.upper()}" + ("" if slots is None else f" / {slots} slots")]
+                        + [cell(by_col.get(c)) for c in cols])
+        title = CATALOG[op].title if op in CATALOG else op
+        tables.append(Table(f"{title} (`{op}`)", ["library / scheme"] + cols, rows,
+                            "median [95% CI of the median]; † below the requested security; ≠ parameters differ"))
+    return tables
+
+
+def stage_table(recs: list[dict]) -> Table | None:
+    recs = [r for r in latest(recs) if r["op"].startswith("pipeline_")]
+    if not recs:
+        return None
+    stages = ["encode", "encrypt", "op", "decrypt", "decode", "total"]
+    keys = sorted({(r["library"], r["scheme"], r["op"].split("/")[0], r["params"]["N"], _param_key(r)) for r in recs})
+    rows = []
+    for lib, scheme, pipe, n, label in keys:
+        by_stage = {r["op"].split("/")[-1]: r for r in recs
+                    if (r["library"], r["scheme"], r["op"].split("/")[0], _param_key(r)) == (lib, scheme, pipe, label)}
+        rows.append([f"{lib} / {scheme.upper()}", pipe.removeprefix("pipeline_"), str(n)]
+                    + [cell(by_stage.get(s)) for s in stages])
+    return Table("Pipelines: time per stage (Study 1)", ["library / scheme", "operation", "N"] + stages, rows,
+                 "median [95% CI]; encode/encrypt stages cover both inputs")
+
+
+def facts_table(recs: list[dict]) -> Table:
+    """Noise budget / precision and sizes next to every time."""
+    rows = []
+    for r in sorted(latest(recs), key=lambda r: (r["library"], r["scheme"], r["params"]["N"], r["op"])):
+        if r["status"] != "ok" or r["op"].split("/")[-1] not in ("total",) and r["op"].startswith("pipeline_"):
+            continue
+        sizes = r.get("sizes_bytes") or {}
+        out_size = next((v for k, v in sizes.items() if k.startswith("output:")), None)
+        rows.append([f"{r['library']} / {r['scheme'].upper()}", str(r["params"]["N"]), r["op"],
+                     "-" if r.get("noise_budget_bits") is None else f"{r['noise_budget_bits']:g}",
+                     "-" if r.get("precision_bits") is None else f"{r['precision_bits']:.1f}",
+                     "-" if out_size is None else str(out_size),
+                     "-" if r.get("peak_rss_bytes") is None else f"{r['peak_rss_bytes'] / 2**20:.0f}",
+                     "-" if r.get("driver_overhead_ns") is None else f"{r['driver_overhead_ns']:.0f}",
+                     f"{r.get('security_bits')} ({r.get('security_table')})"])
+    return Table("Noise, precision, sizes, memory", ["library / scheme", "N", "op", "noise budget (bits)",
+                 "precision (bits)", "output bytes", "peak RSS (MiB)", "driver overhead (ns)", "security"], rows)
+
+
+def key_table(recs: list[dict]) -> Table:
+    rows, seen = [], set()
+    for r in latest(recs):
+        k = (r["library"], r["scheme"], _param_key(r))
+        if k in seen or not r.get("sizes_bytes"):
+            continue
+        seen.add(k)
+        s = r["sizes_bytes"]
+        rows.append([f"{r['library']} / {r['scheme'].upper()}", k[2]] + [str(s.get(x, "-")) for x in
+                    ("public_key", "secret_key", "relin_keys", "galois_keys", "galois_key_count", "plaintext",
+                     "ciphertext")])
+    rows.sort()
+    return Table("Serialized sizes (bytes)", ["library / scheme", "params", "public key", "secret key",
+                 "relin keys", "Galois keys", "Galois key count", "plaintext", "fresh ciphertext"], rows)

@@ -1,0 +1,313 @@
+"""Execute a plan: set up drivers, measure every job adaptively, check every
+sample against the plaintext reference, stream each result to the store.
+
+The only module that talks to drivers. A driver failure ends its own job (or
+setup group), is recorded with its kind, and the run goes on.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+
+from .checks import check
+from .drivers import manifests
+from .errors import DriverError
+from .messages import Capabilities, Effective, RunResult, Sample, Vector
+from .ops import CATALOG, BenchOp
+from .plan import Group, Job, Plan
+from .security import estimates
+from .semantics import Plain
+from .stats import summarize
+from .store import Store
+from .supervise import Driver
+
+OnRecord = Callable[[Job, list[dict]], None]
+
+
+@dataclass
+class Prepared:
+    """A group whose driver answered setup: what jobs of the group need."""
+
+    group: Group
+    setup_id: str
+    caps: Capabilities
+    effective: Effective
+    sizes: dict[str, int]
+    plain: Plain
+
+
+@dataclass
+class Outcome:
+    """What one job measured, before it is laid out as records."""
+
+    samples: list[dict[str, int]] = field(default_factory=list)  # per sample: timed step -> ns (per iteration)
+    warmup: list[dict[str, int]] = field(default_factory=list)
+    iters: int = 1
+    overhead_ns: list[int] = field(default_factory=list)
+    noise: list[float] = field(default_factory=list)
+    precision: list[float] = field(default_factory=list)
+    max_error: float = 0.0
+    sizes: dict[str, int] = field(default_factory=dict)
+    levels: dict[str, int] = field(default_factory=dict)
+    notes: set[str] = field(default_factory=set)
+    stop_reason: str = ""
+    elapsed_s: float = 0.0
+
+
+class Runner:
+    def __init__(self, plan: Plan, store: Store, run_id: str, env: dict, skip: set[str] | None = None,
+                 on_record: OnRecord | None = None):
+        self.plan, self.store, self.run_id, self.env = plan, store, run_id, env
+        self.skip = skip or set()
+        self.on_record = on_record or (lambda job, recs: None)
+        self.drivers: dict[str, Driver] = {}
+        self.caps: dict[str, Capabilities] = {}
+
+    # -- drivers -----------------------------------------------------------------
+    def driver(self, library: str) -> Driver:
+        if library not in self.drivers:
+            self.drivers[library] = Driver(manifests()[library], self.plan.suite.threads)
+        return self.drivers[library]
+
+    def capabilities(self, library: str) -> Capabilities:
+        if library not in self.caps:
+            self.caps[library] = Capabilities(**self.driver(library).request("capabilities", timeout_s=120))
+        return self.caps[library]
+
+    def close(self) -> None:
+        for d in self.drivers.values():
+            d.stop()
+
+    # -- the run -------------------------------------------------------------------
+    def execute(self) -> None:
+        try:
+            for key_groups in self._by_params():
+                prepared = {g.library: self._prepare(g) for g in key_groups}
+                ops = list(dict.fromkeys(j.op for g in key_groups for j in g.jobs))
+                for op in ops:  # interleave libraries op by op
+                    for g in key_groups:
+                        for job in (j for j in g.jobs if j.op == op):
+                            if job.key not in self.skip:
+                                self._job(job, prepared[g.library])
+        finally:
+            self.close()
+
+    def _by_params(self) -> list[list[Group]]:
+        out: dict[tuple, list[Group]] = {}
+        for g in self.plan.groups:
+            out.setdefault((g.scheme, g.params), []).append(g)
+        return list(out.values())
+
+    def _prepare(self, g: Group) -> Prepared | DriverError:
+        setup_id = f"{g.scheme}-{g.params.N}-{abs(hash(g.params)) % 10**8}"
+        try:
+            caps = self.capabilities(g.library)
+            if g.scheme not in caps.schemes:
+                raise DriverError("unsupported", f"{g.library} has no {g.scheme.upper()}")
+            result = self.driver(g.library).request(
+                "setup", timeout_s=self._timeout(g), setup_id=setup_id, scheme=g.scheme, params=g.params.wire(),
+                rotations=g.rotations, rotations_pow2=g.rotations_pow2, allow_insecure=self.plan.allow_insecure,
+                memory_limit_mb=g.jobs[0].policy.memory_limit_mb)
+        except DriverError as exc:
+            return exc
+        self.driver(g.library).setups.add(setup_id)
+        eff = Effective(**result["effective"])
+        return Prepared(g, setup_id, caps, eff, result.get("sizes_bytes", {}),
+                        Plain(g.scheme, eff.slots, eff.t))
+
+    def _timeout(self, g: Group) -> float:
+        return max(j.policy.timeout_s for j in g.jobs)
+
+    def _job(self, job: Job, prep: Prepared | DriverError) -> None:
+        op = CATALOG[job.op]
+        outcome = None
+        try:
+            if isinstance(prep, DriverError):
+                raise prep
+            missing = op.program(job.scheme).primitives() - set(prep.caps.schemes[job.scheme].ops)
+            if missing:
+                raise DriverError("unsupported", f"{job.library} has no {', '.join(sorted(missing))} for {job.scheme}")
+            drv = self.driver(job.library)
+            if prep.setup_id not in drv.setups:  # the driver was restarted after a failure
+                self._reprepare(prep)
+            outcome = self._measure(job, op, prep)
+            error = None
+        except DriverError as exc:
+            error = exc
+        records = self._records(job, op, prep, outcome, error)
+        for rec in records:
+            self.store.add(self.run_id, job.key, rec)
+        self.on_record(job, records)
+
+    def _reprepare(self, prep: Prepared) -> None:
+        g = prep.group
+        self.driver(g.library).request(
+            "setup", timeout_s=self._timeout(g), setup_id=prep.setup_id, scheme=g.scheme, params=g.params.wire(),
+            rotations=g.rotations, rotations_pow2=g.rotations_pow2, allow_insecure=self.plan.allow_insecure)
+        self.driver(g.library).setups.add(prep.setup_id)
+
+    # -- measurement ---------------------------------------------------------------
+    def _measure(self, job: Job, op: BenchOp, prep: Prepared) -> Outcome:
+        pol = job.policy
+        rng = np.random.default_rng([pol.seed, int(job.key, 16) % 2**32])
+        program = op.program(job.scheme)
+        drv = self.driver(job.library)
+        out = Outcome()
+        single = len(program.timed) == 1
+
+        def batch(count: int, iters: int) -> tuple[list[dict[str, int]], float]:
+            inputs = [({n: prep.plain.random(rng, job.slots) for n in op.inputs}, op.scalars(prep.plain, rng))
+                      for _ in range(count)]
+            samples = [Sample(inputs={n: Vector.of(v) for n, v in vecs.items()}, scalars=sc) for vecs, sc in inputs]
+            t0 = time.monotonic()
+            raw = drv.request("run", timeout_s=pol.timeout_s, memory_limit_mb=pol.memory_limit_mb,
+                              setup_id=prep.setup_id, program=program.wire(), iters=iters, samples=samples)
+            wall = time.monotonic() - t0
+            res = RunResult(**raw)
+            if len(res.samples) != count:
+                raise DriverError("internal", f"driver returned {len(res.samples)} samples for {count}")
+            for (vecs, sc), s in zip(inputs, res.samples):
+                self._check(job, op, prep.plain, vecs, sc, s.outputs, out)
+            out.overhead_ns.append(res.overhead_ns)
+            for name in program.noise:
+                if name in res.noise_budget_bits:
+                    out.noise.append(res.noise_budget_bits[name])
+            out.sizes.update(res.sizes_bytes)
+            out.levels.update(res.levels)
+            out.notes.update(res.notes)
+            return [{k: v / iters for k, v in s.ns.items()} for s in res.samples], wall / count
+
+        drv.reset_peak()
+        started = time.monotonic()
+        warm, per_sample_wall = batch(max(pol.warmup, 1), 1)
+        out.warmup = warm[: pol.warmup]
+        if pol.warmup == 0:
+            out.samples += warm
+        if single:
+            t_op = float(np.median([s[program.timed[0]] for s in warm]))
+            out.iters = max(1, min(pol.max_iters, math.ceil(pol.min_sample_us * 1e3 / max(t_op, 1.0))))
+        size = max(1, min(20, int(0.25 / max(per_sample_wall * out.iters, 1e-6))))
+        t_run = time.monotonic()
+        while True:
+            n = len(out.samples)
+            if n >= pol.min_samples:
+                total = [self._total(s) for s in out.samples]
+                if summarize(total).rel_ci_half_width <= pol.target_rel_ci:
+                    out.stop_reason = "target_ci"
+                    break
+                if time.monotonic() - t_run >= pol.budget_s:
+                    out.stop_reason = "budget"
+                    break
+                if n >= pol.max_samples:
+                    out.stop_reason = "max_samples"
+                    break
+            want = min(size, pol.max_samples - n) if n >= pol.min_samples else max(1, min(size, pol.min_samples - n))
+            got, _ = batch(want, out.iters)
+            out.samples += got
+        out.elapsed_s = time.monotonic() - started
+        return out
+
+    @staticmethod
+    def _total(sample: dict[str, int]) -> float:
+        return float(sum(sample.values()))
+
+    def _check(self, job: Job, op: BenchOp, plain: Plain, vecs: dict, scalars: dict,
+               outputs: dict[str, Vector], out: Outcome) -> None:
+        if "z" not in outputs:
+            raise DriverError("wrong_result", "driver returned no output to check")
+        expected = op.expect(plain, vecs, scalars)
+        c = check(plain, expected, outputs["z"].array(), job.policy.min_precision_bits)
+        if c.precision_bits is not None:
+            out.precision.append(c.precision_bits)
+            out.max_error = max(out.max_error, c.max_abs_error or 0.0)
+        if not c.passed:
+            raise DriverError("wrong_result", c.message)
+
+    # -- records (the export contract) -------------------------------------------------
+    def _records(self, job: Job, op: BenchOp, prep: Prepared | DriverError, out: Outcome | None,
+                 error: DriverError | None) -> list[dict]:
+        ok_prep = isinstance(prep, Prepared)
+        caps = self.caps.get(job.library)
+        eff = prep.effective if ok_prep else None
+        log_qp = eff.log_qp if eff else float(job.params.log_qp_nominal)
+        sec = estimates(job.params.N, log_qp)
+        table = self.plan.suite.security.table
+        mismatch = _param_mismatch(job, eff) if eff else []
+        base: dict[str, Any] = {
+            "library": job.library,
+            "library_version": caps.library_version if caps else None,
+            "driver_version": caps.driver_version if caps else None,
+            "library_build": caps.build if caps else None,
+            "scheme": job.scheme,
+            "params": {**job.params.wire(), "name": job.params.name, "log_qp": log_qp,
+                       "log_qp_nominal": job.params.log_qp_nominal},
+            "effective_params": eff.model_dump() if eff else None,
+            "params_match": not mismatch if eff else None,
+            "params_mismatch": mismatch,
+            "security_bits": sec[table].bits,
+            "security_table": table,
+            "security": {t: {"bits": e.bits, "below_table": e.below_table} for t, e in sec.items()},
+            "insecure": sec[table].bits < self.plan.suite.security.min_bits,
+            "slots": job.slots or (eff.slots if eff else job.params.slots(job.scheme)),
+            "threads": caps.threads if caps else job.threads,
+            "job_key": job.key,
+            "suite": self.plan.suite.name,
+            "run_id": self.run_id,
+            "timestamp": time.time(),
+            "env": self.env,
+        }
+        if error is not None or out is None:
+            err = error or DriverError("internal", "no outcome")
+            return [{**base, "op": job.op, "title": op.title, "status": err.kind, "error": err.message,
+                     "check_passed": False if err.kind == "wrong_result" else None, "samples_ns": [],
+                     "median_ns": None, "ci95_ns": None, "noise_budget_bits": None, "precision_bits": None,
+                     "sizes_bytes": dict(prep.sizes) if ok_prep else {}, "peak_rss_bytes": None,
+                     "driver_overhead_ns": None}]
+        shared = {
+            **base, "status": "ok", "error": None, "check_passed": True,
+            "noise_budget_bits": min(out.noise) if out.noise else None,
+            "precision_bits": min(out.precision) if out.precision else None,
+            "max_abs_error": out.max_error if out.precision else None,
+            "sizes_bytes": {**prep.sizes, **{f"output:{k}": v for k, v in out.sizes.items()}},
+            "levels": out.levels,
+            "peak_rss_bytes": self.driver(job.library).peak_rss_bytes(),
+            "driver_overhead_ns": float(np.median(out.overhead_ns)) if out.overhead_ns else None,
+            "iters": out.iters, "stop_reason": out.stop_reason, "target_rel_ci": job.policy.target_rel_ci,
+            "budget_s": job.policy.budget_s, "elapsed_s": out.elapsed_s, "notes": sorted(out.notes),
+        }
+        if op.stages is None:
+            return [_timed(shared, job.op, op.title, [s[n] for s in out.samples for n in s],
+                           [s[n] for s in out.warmup for n in s], job)]
+        recs = []
+        for stage, steps in {**op.stages, "total": None}.items():
+            pick = (lambda s: sum(s.values())) if steps is None else (lambda s, st=steps: sum(s.get(x, 0) for x in st))
+            recs.append(_timed(shared, f"{job.op}/{stage}", f"{op.title}: {stage}", [pick(s) for s in out.samples],
+                               [pick(s) for s in out.warmup], job))
+        return recs
+
+
+def _timed(shared: dict, op: str, title: str, samples: list[float], warmup: list[float], job: Job) -> dict:
+    s = summarize(samples)
+    slots = shared["slots"]
+    return {**shared, "op": op, "title": title, "samples_ns": samples, "warmup_ns": warmup,
+            "median_ns": s.median, "mean_ns": s.mean, "stdev_ns": s.stdev, "mad_ns": s.mad, "min_ns": s.min,
+            "max_ns": s.max, "ci95_ns": list(s.ci95), "rel_ci_half_width": s.rel_ci_half_width,
+            "outliers": {"mild": s.outliers_mild, "severe": s.outliers_severe},
+            "ns_per_slot": s.median / slots if slots else None}
+
+
+def _param_mismatch(job: Job, eff: Effective) -> list[str]:
+    """Differences between what was asked and what the library really used."""
+    want = job.params
+    diffs = []
+    for name, a, b in (("N", want.N, eff.N), ("q_bits", list(want.q_bits), eff.q_bits),
+                       ("p_bits", list(want.p_bits), eff.p_bits), ("t", want.t, eff.t),
+                       ("scale_bits", want.scale_bits, eff.scale_bits)):
+        if a != b and not (name == "scale_bits" and a is not None and b is not None and abs(a - b) < 1e-9):
+            diffs.append(f"{name}: asked {a}, used {b}")
+    return diffs
