@@ -65,7 +65,10 @@ class ParamSet(BaseModel):
 
 
 class ParamSpec(BaseModel):
-    """What a suite may write inline; resolved per scheme into a ParamSet."""
+    """What a suite may write inline; resolved per scheme into a ParamSet.
+
+    One spec may serve several schemes: BFV/BGV read t or t_bits, CKKS reads
+    scale_bits, and each ignores the other's field."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -128,8 +131,6 @@ def _validated(spec: ParamSpec, scheme: str, where: str) -> ParamSet:
     t = None
     scale = None
     if scheme == "ckks":
-        if spec.t is not None or spec.t_bits is not None:
-            raise UserError(f"{where}.t: CKKS has no plaintext modulus", "remove t/t_bits and give scale_bits")
         scale = spec.scale_bits
         if scale is None:
             raise UserError(f"{where}.scale_bits: missing for CKKS", "give scale_bits, e.g. 40")
@@ -137,13 +138,11 @@ def _validated(spec: ParamSpec, scheme: str, where: str) -> ParamSet:
             raise UserError(f"{where}.scale_bits: {scale} must be at least 10 and below the first prime ({spec.q_bits[0]} bits)",
                             "lower scale_bits or enlarge q_bits[0]")
     elif scheme in ("bfv", "bgv"):
-        if spec.scale_bits is not None:
-            raise UserError(f"{where}.scale_bits: only CKKS has a scale", "remove scale_bits for BFV/BGV")
         if spec.t is not None:
             t = spec.t
             if not (is_prime(t) and t % (2 * n) == 1):
                 raise UserError(f"{where}.t: {t} is not batching-friendly for N={n} (needs a prime t = 1 mod {2 * n})",
-                                f"use t_bits instead, or t = {batching_prime(n, max(t.bit_length(), (2 * n).bit_length() + 1))}")
+                                f"use t_bits instead, or t = {_nearest_batching_prime(n, t.bit_length())}")
         elif spec.t_bits is not None:
             if not (2 * n).bit_length() < spec.t_bits <= 60:
                 raise UserError(f"{where}.t_bits: {spec.t_bits} leaves no prime t = 1 mod {2 * n}",
@@ -169,6 +168,15 @@ def batching_prime(n: int, bits: int) -> int:
             return c
         c -= m
     raise UserError(f"t_bits: no {bits}-bit prime is 1 mod {m}", "raise t_bits")
+
+
+def _nearest_batching_prime(n: int, bits: int) -> int:
+    for b in range(max(bits, (2 * n).bit_length() + 1), 61):
+        try:
+            return batching_prime(n, b)
+        except UserError:
+            continue
+    raise UserError(f"no batching prime for N={n}", "use a smaller N")
 
 
 def is_prime(n: int) -> bool:

@@ -1,0 +1,146 @@
+"""What a user sees: one clear line and exit status 2 for bad input, never a
+traceback; a run that stores, exports, reports and resumes."""
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+SMALL = """
+name: small
+description: insecure on purpose (N = 2048), tests only
+policy: {warmup: 1, min_samples: 3, max_samples: 4, budget_s: 0.1}
+cases:
+  - libraries: [seal]
+    schemes: [bfv, ckks]
+    params:
+      - {N: 2048, q_bits: [36, 36], p_bits: [37], t: 12289, scale_bits: 30}
+    ops: [add, mul_relin]
+"""
+
+
+def fhemark(*args, cwd=None, check=False):
+    return subprocess.run([sys.executable, "-m", "fhemark.cli", *args], capture_output=True, text=True,
+                          cwd=cwd, timeout=300, env={**os.environ, "COLUMNS": "200"})
+
+
+def one_line_error(proc, *needles):
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "Traceback" not in proc.stderr + proc.stdout
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, proc.stderr
+    for n in needles:
+        assert n in lines[0], lines[0]
+    return lines[0]
+
+
+def write(tmp_path, text, name="s.yaml"):
+    p = tmp_path / name
+    p.write_text(text)
+    return str(p)
+
+
+def test_malformed_yaml(tmp_path):
+    one_line_error(fhemark("run", "--suite", write(tmp_path, "name: x\ncases: [\n  - {schemes: [bfv]"),
+                           "--db", str(tmp_path / "d.db")), "malformed YAML", "line")
+
+
+def test_unknown_suite(tmp_path):
+    one_line_error(fhemark("run", "--suite", "nosuch", "--db", str(tmp_path / "d.db")), "nosuch", "quick")
+
+
+@pytest.mark.parametrize("case, needles", [
+    ("{libraries: [nolib], schemes: [bfv], params: [n8192], ops: [add]}", ("nolib", "list libraries")),
+    ("{schemes: [tfhe9], params: [n8192], ops: [add]}", ("tfhe9", "bfv")),
+    ("{schemes: [bfv], params: [n8192], ops: [frobnicate]}", ("frobnicate", "list ops")),
+    ("{schemes: [bfv], params: [{N: 1000, q_bits: [40], p_bits: [40], t_bits: 20}], ops: [add]}", ("N", "power of two")),
+    ("{schemes: [bfv], params: [{N: 8192, q_bits: [80], p_bits: [40], t_bits: 20}], ops: [add]}", ("q_bits", "60")),
+    ("{schemes: [bfv], params: [{N: 8192, q_bits: [40], p_bits: [40], t: 40961}], ops: [add]}", ("batching",)),
+    ("{schemes: [bfv], params: [{N: 2048, q_bits: [36, 36], p_bits: [37], t: 12289}], ops: [add]}",
+     ("below the required 128", "--allow-insecure")),
+    ("{schemes: [bfv], params: [n8192], ops: [add], policy: {min_samples: 0}}", ("min_samples",)),
+    ("{schemes: [bfv], params: [n8192], opz: [add]}", ("opz",)),
+])
+def test_bad_suites_get_one_line(tmp_path, case, needles):
+    one_line_error(fhemark("run", "--suite", write(tmp_path, f"name: bad\ncases:\n  - {case}\n"),
+                           "--db", str(tmp_path / "d.db")), *needles)
+
+
+def test_export_without_store(tmp_path):
+    one_line_error(fhemark("export", "--db", str(tmp_path / "none.db")), "does not exist")
+
+
+def test_run_export_report_resume(tmp_path):
+    db = str(tmp_path / "r.db")
+    suite = write(tmp_path, SMALL)
+    first = fhemark("run", "--suite", suite, "--db", db, "--allow-insecure", "--report", str(tmp_path / "rep"),
+                    cwd=tmp_path)
+    assert first.returncode == 0, first.stderr
+    assert "mul_relin" in first.stdout and "insecure" in first.stdout
+    recs = json.loads(fhemark("export", "--db", db, "--format", "json").stdout)
+    assert len(recs) == 4
+    for r in recs:
+        for key in ("library", "library_version", "scheme", "op", "params", "security_bits", "security_table",
+                    "slots", "status", "check_passed", "samples_ns", "median_ns", "ci95_ns", "noise_budget_bits",
+                    "precision_bits", "sizes_bytes", "peak_rss_bytes", "driver_overhead_ns", "env", "suite",
+                    "run_id", "timestamp"):
+            assert key in r, key
+        assert r["status"] == "ok" and r["check_passed"] is True and r["insecure"] is True
+        assert r["params"]["N"] == 2048 and r["params"]["log_qp"] > 100
+        assert len(r["samples_ns"]) >= 3 and r["ci95_ns"][0] <= r["median_ns"] <= r["ci95_ns"][1]
+        assert r["peak_rss_bytes"] > 10**6 and r["driver_overhead_ns"] > 0
+        assert (r["noise_budget_bits"] is None) == (r["scheme"] == "ckks")
+        assert (r["precision_bits"] is None) == (r["scheme"] != "ckks")
+        assert r["env"]["threads"] == 1 and r["env"]["cpu"]["model"]
+    csv_text = fhemark("export", "--db", db, "--format", "csv").stdout
+    assert csv_text.splitlines()[0].startswith("run_id,suite") and len(csv_text.splitlines()) == 5
+    md = (tmp_path / "rep" / "report.md").read_text()
+    assert "multiply + relinearize" in md and "seal / BFV" in md
+    again = fhemark("run", "--suite", suite, "--db", db, "--allow-insecure", "--resume", cwd=tmp_path)
+    assert again.returncode == 0 and "4 of 4 jobs already done" in again.stdout
+    assert len(json.loads(fhemark("export", "--db", db).stdout)) == 4
+
+
+def test_interrupted_run_keeps_results_and_resumes(tmp_path):
+    db = tmp_path / "i.db"
+    suite = write(tmp_path, SMALL.replace("ops: [add, mul_relin]", "ops: [add, sub, mul, mul_relin, square, relinearize]"))
+    proc = subprocess.Popen([sys.executable, "-m", "fhemark.cli", "run", "--suite", suite, "--db", str(db),
+                             "--allow-insecure"], cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    deadline = time.time() + 120
+    done = 0
+    while time.time() < deadline and done < 2:
+        time.sleep(0.2)
+        if db.exists():
+            try:
+                done = sqlite3.connect(db).execute("SELECT COUNT(*) FROM results").fetchone()[0]
+            except sqlite3.Error:
+                pass
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode != 0 and "--resume" in err and "Traceback" not in err
+    kept = sqlite3.connect(db).execute("SELECT COUNT(*) FROM results").fetchone()[0]
+    assert 2 <= kept < 12
+    resumed = fhemark("run", "--suite", suite, "--db", str(db), "--allow-insecure", "--resume", cwd=tmp_path)
+    assert resumed.returncode == 0, resumed.stderr
+    assert f"{kept} of 12 jobs already done" in resumed.stdout
+    assert sqlite3.connect(db).execute("SELECT COUNT(*) FROM results").fetchone()[0] == 12
+
+
+def test_list_and_env():
+    ops = fhemark("list", "ops")
+    assert ops.returncode == 0 and "mul_relin" in ops.stdout and "seal: BFV/BGV/CKKS" in ops.stdout
+    libs = fhemark("list", "libraries")
+    assert "seal" in libs.stdout
+    suites = fhemark("list", "suites")
+    assert "quick" in suites.stdout
+    env = json.loads(fhemark("env").stdout)
+    assert env["threads"] == 1 and "cpu" in env

@@ -1,0 +1,47 @@
+"""A driver that crashes, hangs, runs out of memory, answers garbage or a wrong
+result: each job is recorded with its kind, and the run goes on."""
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from fhemark import drivers, run as run_mod
+from fhemark.drivers import Manifest
+from fhemark.plan import build
+from fhemark.run import Runner
+from fhemark.store import Store
+from fhemark.suites import Suite
+
+HERE = Path(__file__).parent
+FAKE = Manifest("fake", HERE, (sys.executable, str(HERE / "fake_driver.py")), "nothing")
+
+
+@pytest.fixture
+def fake_registry(monkeypatch):
+    monkeypatch.setattr(run_mod, "manifests", lambda: {"fake": FAKE})
+    monkeypatch.setattr(drivers, "manifests", lambda: {"fake": FAKE})
+
+
+def test_every_failure_is_recorded_with_its_kind_and_the_run_goes_on(fake_registry, tmp_path):
+    suite = Suite(name="faults", policy={"warmup": 1, "min_samples": 3, "max_samples": 3, "timeout_s": 3,
+                                         "memory_limit_mb": 400},
+                  cases=[{"schemes": ["bfv"], "params": [{"N": 2048, "q_bits": [36, 36], "p_bits": [37], "t": T}],
+                          "ops": ["add", "sub", "mul", "square", "mul_plain", "add_plain", "mul_relin"]}])
+    plan = build(suite, ["fake"], allow_insecure=True)
+    store = Store(tmp_path / "s.db")
+    run_id = store.start_run("faults", "h", True, {}, {})
+    Runner(plan, store, run_id, {"threads": 1}).execute()
+    status = {r["op"]: (r["status"], r["error"]) for r in store.records(run_id)}
+    assert status["add"] == ("ok", None)
+    assert status["sub"][0] == "wrong_result" and "slots wrong" in status["sub"][1]
+    assert status["mul"][0] == "crashed" and "segfault imitation" in status["mul"][1]
+    assert status["square"][0] == "timeout"
+    assert status["mul_plain"][0] == "out_of_memory"
+    assert status["add_plain"][0] == "internal" and "not protocol v1" in status["add_plain"][1]
+    assert status["mul_relin"][0] == "unsupported"
+    wrong = next(r for r in store.records(run_id) if r["op"] == "sub")
+    assert wrong["check_passed"] is False and wrong["median_ns"] is None and wrong["samples_ns"] == []
+
+
+T = 12289
