@@ -122,6 +122,13 @@ def _use_galois(scheme: str) -> list[dict]:
     return encrypted("x") + [step("cz", _rot_prim(scheme), "cx", steps=1, key="k")] + decrypted("cz")
 
 
+def _key_switch(scheme: str) -> Program:
+    """Switch a ciphertext from sk to a second secret key (made untimed), decrypt with that key."""
+    steps = [step("sk2", "keygen_secret"), step("swk", "keygen_switch", **{"from": "sk", "to": "sk2"})]
+    steps += encrypted("x") + [step("cz", "key_switch", "cx", key="swk")] + decrypted("cz", key="sk2")
+    return Program(steps, ["cz"], sizes=["cz"], levels=["cz"])
+
+
 def _codec(timed: str) -> Callable[[str], Program]:
     def build(scheme: str) -> Program:
         return Program([step("px", "encode", "x"), step("z", "decode", "px")], [timed], sizes=["px"])
@@ -211,6 +218,7 @@ def _catalog() -> dict[str, BenchOp]:
         BenchOp("relinearize", "relinearize", RLWE, _ct_op("relinearize", before="mul"), _xy_prod, inputs=xy),
         BenchOp("rescale", "rescale", ("ckks",), _ct_op("rescale", before="mul_relin"), _xy_prod, inputs=xy),
         BenchOp("mod_switch", "modulus switch", INT, _ct_op("mod_switch", two=False), _x),
+        BenchOp("key_switch", "key switch (to another secret key)", RLWE, _key_switch, _x),
         BenchOp("rotate_1", "rotate by one step (BFV/BGV: rows)", RLWE, _rotate(1),
                 lambda p, v, s: p.rotate(v["x"], 1), rotations=(1,)),
         BenchOp("rotate_random", "rotate by a random step (new each sample)", RLWE, _rotate("$k"),

@@ -56,22 +56,62 @@ def latest(recs: list[dict]) -> list[dict]:
     return list(out.values())
 
 
+def _swept(recs: list[dict]) -> bool:
+    """True when the records vary the vector length for one setup (Study 3's layout)."""
+    seen: dict[tuple, set] = {}
+    for r in recs:
+        seen.setdefault((r["library"], r["scheme"], _param_key(r), r["op"]), set()).add(r["slots"])
+    return any(len(v) > 1 for v in seen.values())
+
+
 def op_tables(recs: list[dict]) -> list[Table]:
+    """One table per operation. Rows = library/scheme, columns = parameter set
+    (Study 2); when vector lengths are swept, rows = library/scheme/parameter
+    set and columns = vector length (Study 3)."""
     recs = [r for r in latest(recs) if not r["op"].startswith("pipeline_")]
-    cols = sorted({_param_key(r) for r in recs}, key=lambda c: _col_sort(c, recs))
+    by_slots = _swept(recs)
+    if by_slots:
+        col_of, row_of = (lambda r: str(r["slots"])), (lambda r: (r["library"], r["scheme"], r["params"]["N"], _param_key(r)))
+        cols = sorted({col_of(r) for r in recs}, key=int)
+        head = "library / scheme / params"
+    else:
+        col_of, row_of = _param_key, (lambda r: (r["library"], r["scheme"], r["slots"]))
+        cols = sorted({col_of(r) for r in recs}, key=lambda c: _col_sort(c, recs))
+        head = "library / scheme"
     order = list(CATALOG)
     tables = []
     for op in sorted({r["op"] for r in recs}, key=lambda o: order.index(o) if o in order else len(order)):
         mine = [r for r in recs if r["op"] == op]
         rows = []
-        for lib, scheme, slots in sorted({(r["library"], r["scheme"], r["slots"]) for r in mine}):
-            by_col = {_param_key(r): r for r in mine if (r["library"], r["scheme"], r["slots"]) == (lib, scheme, slots)}
-            rows.append([f"{lib} / {scheme.upper()}" + ("" if slots is None else f" / {slots} slots")]
-                        + [cell(by_col.get(c)) for c in cols])
+        for key in sorted({row_of(r) for r in mine}):
+            by_col = {col_of(r): r for r in mine if row_of(r) == key}
+            label = f"{key[0]} / {key[1].upper()} / {key[3]}" if by_slots else f"{key[0]} / {key[1].upper()}"
+            rows.append([label] + [cell(by_col.get(c)) for c in cols])
         title = CATALOG[op].title if op in CATALOG else op
-        tables.append(Table(f"{title} (`{op}`)", ["library / scheme"] + cols, rows,
-                            "median [95% CI of the median]; † below the requested security; ≠ parameters differ"))
+        tables.append(Table(f"{title} (`{op}`)", [head] + cols, rows,
+                            "median [95% CI of the median]; † below the requested security; ≠ parameters differ"
+                            + ("; columns: vector length" if by_slots else "")))
     return tables
+
+
+def expansion_table(recs: list[dict]) -> Table | None:
+    """Study 3's data-expansion ratios: plaintext bytes / raw vector bytes
+    (8 bytes per value), ciphertext bytes / plaintext bytes."""
+    recs = [r for r in latest(recs) if r["status"] == "ok" and not r["op"].startswith("pipeline_")]
+    if not _swept(recs):
+        return None
+    rows = {}
+    for r in recs:
+        s = r.get("sizes_bytes") or {}
+        if "plaintext" not in s or "ciphertext" not in s:
+            continue
+        key = (r["library"], r["scheme"], r["params"]["N"], _param_key(r), r["slots"])
+        raw = 8 * r["slots"]
+        rows[key] = [f"{key[0]} / {key[1].upper()}", key[3], str(key[4]), str(raw), str(s["plaintext"]),
+                     str(s["ciphertext"]), f"{s['plaintext'] / raw:.1f}", f"{s['ciphertext'] / s['plaintext']:.2f}"]
+    return Table("Data expansion (Study 3)", ["library / scheme", "params", "vector length", "raw bytes",
+                 "plaintext bytes", "ciphertext bytes", "plaintext / raw", "ciphertext / plaintext"],
+                 [rows[k] for k in sorted(rows)], "raw = 8 bytes per value; sizes are the libraries' serialized sizes")
 
 
 def stage_table(recs: list[dict]) -> Table | None:
