@@ -28,7 +28,7 @@ COMMON = ["encode", "decode", "encrypt_pk", "encrypt_sk", "decrypt", "add", "sub
           "keygen_relin", "keygen_galois"]
 OPS = {"bfv": COMMON + ["mod_switch", "rotate_rows", "rotate_columns"],
        "bgv": COMMON + ["mod_switch", "rotate_rows", "rotate_columns"],
-       "ckks": COMMON + ["rescale", "rotate", "conjugate"]}
+       "ckks": COMMON + ["mod_switch", "rescale", "rotate", "conjugate"]}
 
 
 class Failure(Exception):

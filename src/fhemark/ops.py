@@ -69,6 +69,8 @@ class BenchOp:
     # Pipelines: stage name -> timed steps whose times add up to the stage.
     stages: dict[str, tuple[str, ...]] | None = None
     group: str = "micro"
+    # Depth probes: the program for k sequential operations (program() is k = 1).
+    chain: Callable[[str, int], Program] | None = None
 
 
 def _ct_op(prim: str, *, two: bool = True, plain_second: bool = False, after: str | None = None,
@@ -127,6 +129,25 @@ def _key_switch(scheme: str) -> Program:
     steps = [step("sk2", "keygen_secret"), step("swk", "keygen_switch", **{"from": "sk", "to": "sk2"})]
     steps += encrypted("x") + [step("cz", "key_switch", "cx", key="swk")] + decrypted("cz", key="sk2")
     return Program(steps, ["cz"], sizes=["cz"], levels=["cz"])
+
+
+def _mul_chain(scheme: str, k: int) -> Program:
+    """x * y * y * ... (k multiplications, each relinearized; CKKS rescales and
+    brings y down to the product's level), then decrypt: Study 1's depth."""
+    steps = encrypted("x") + encrypted("y")
+    cur, y = "cx", "cy"
+    for i in range(1, k + 1):
+        steps.append(step(f"m{i}", "mul_relin", cur, y))
+        cur = f"m{i}"
+        if scheme == "ckks":
+            steps.append(step(f"r{i}", "rescale", cur))
+            cur = f"r{i}"
+            if i < k:
+                steps.append(step(f"y{i}", "mod_switch", y))
+                y = f"y{i}"
+    steps += decrypted(cur)
+    timed = [s["out"] for s in steps if s["out"].startswith(("m", "r"))]
+    return Program(steps, timed, noise=[cur], levels=[cur])
 
 
 def _codec(timed: str) -> Callable[[str], Program]:
@@ -188,6 +209,13 @@ def _xy_prod(p, v, s):
     return p.mul(v["x"], v["y"])
 
 
+def _power(p: Plain, v: dict, k: int) -> np.ndarray:
+    out = v["x"]
+    for _ in range(k):
+        out = p.mul(out, v["y"])
+    return out
+
+
 def _catalog() -> dict[str, BenchOp]:
     xy = ("x", "y")
     ops = [
@@ -229,6 +257,9 @@ def _catalog() -> dict[str, BenchOp]:
         BenchOp("conjugate", "complex conjugate", ("ckks",), _ct_op("conjugate", two=False),
                 lambda p, v, s: p.conjugate(v["x"]), rotations_pow2=True),
     ]
+    ops.append(BenchOp("depth_mul", "multiplicative depth (x * y^k until decryption fails)", RLWE,
+                       lambda sch: _mul_chain(sch, 1), lambda p, v, s: _power(p, v, s["depth"]), inputs=xy,
+                       group="depth", chain=_mul_chain))
     for kind, expect, inputs in (("add", _xy_sum, xy), ("mul", _xy_prod, xy),
                                  ("square", lambda p, v, s: p.mul(v["x"], v["x"]), ("x",))):
         ops.append(BenchOp(f"pipeline_{kind}", f"pipeline: {kind}", ("bfv", "ckks", "bgv"), _pipeline(kind), expect,
@@ -237,5 +268,6 @@ def _catalog() -> dict[str, BenchOp]:
 
 
 CATALOG: dict[str, BenchOp] = _catalog()
-MICRO = [n for n, o in CATALOG.items() if o.group != "pipeline"]
+MICRO = [n for n, o in CATALOG.items() if o.group not in ("pipeline", "depth")]
+DEPTH = [n for n, o in CATALOG.items() if o.group == "depth"]
 PIPELINES = [n for n, o in CATALOG.items() if o.group == "pipeline"]

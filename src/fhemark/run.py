@@ -57,6 +57,9 @@ class Outcome:
     notes: set[str] = field(default_factory=set)
     stop_reason: str = ""
     elapsed_s: float = 0.0
+    depth: int | None = None          # depth probes: the largest k that decrypted correctly
+    depth_limit: str | None = None    # and what happened at k + 1
+    noise_by_depth: list[float] = field(default_factory=list)
 
 
 class Runner:
@@ -135,7 +138,7 @@ class Runner:
             drv = self.driver(job.library)
             if prep.setup_id not in drv.setups:  # the driver was restarted after a failure
                 self._reprepare(prep)
-            outcome = self._measure(job, op, prep)
+            outcome = self._probe_depth(job, op, prep) if op.chain else self._measure(job, op, prep)
             error = None
         except DriverError as exc:
             error = exc
@@ -212,6 +215,41 @@ class Runner:
         out.elapsed_s = time.monotonic() - started
         return out
 
+    def _probe_depth(self, job: Job, op: BenchOp, prep: Prepared) -> Outcome:
+        """Run x * y^k for k = 1, 2, ... until the result stops decrypting
+        correctly (noise) or the library refuses (levels): a measured limit."""
+        rng = np.random.default_rng([job.policy.seed, int(job.key, 16) % 2**32])
+        drv = self.driver(job.library)
+        out = Outcome(stop_reason="depth_limit")
+        drv.reset_peak()
+        started = time.monotonic()
+        out.depth = 0
+        for k in range(1, job.policy.max_depth + 1):
+            program = op.chain(job.scheme, k)
+            vecs = {n: prep.plain.random(rng, job.slots) for n in op.inputs}
+            sample = Sample(inputs={n: Vector.of(v) for n, v in vecs.items()})
+            try:
+                res = RunResult(**drv.request("run", timeout_s=job.policy.timeout_s,
+                                              memory_limit_mb=job.policy.memory_limit_mb, setup_id=prep.setup_id,
+                                              program=program.wire(), samples=[sample]))
+                self._check(job, op, prep.plain, vecs, {"depth": k}, res.samples[0].outputs, out)
+            except DriverError as exc:
+                if exc.kind not in ("wrong_result", "internal", "invalid_params"):
+                    raise
+                out.depth_limit = f"at depth {k}: {exc.kind}: {exc.message}"
+                if not drv.alive or prep.setup_id not in drv.setups:
+                    self._reprepare(prep)
+                break
+            out.depth = k
+            out.samples = [{"chain": float(sum(res.samples[0].ns.values()))}]
+            out.noise_by_depth += [res.noise_budget_bits.get(n) for n in program.noise if n in res.noise_budget_bits]
+            out.overhead_ns.append(res.overhead_ns)
+        else:
+            out.stop_reason = "max_depth"
+        out.noise = out.noise_by_depth[-1:]
+        out.elapsed_s = time.monotonic() - started
+        return out
+
     @staticmethod
     def _total(sample: dict[str, int]) -> float:
         return float(sum(sample.values()))
@@ -280,6 +318,11 @@ class Runner:
             "iters": out.iters, "stop_reason": out.stop_reason, "target_rel_ci": job.policy.target_rel_ci,
             "budget_s": job.policy.budget_s, "elapsed_s": out.elapsed_s, "notes": sorted(out.notes),
         }
+        if op.chain:
+            return [{**shared, "op": job.op, "title": op.title, "depth": out.depth, "depth_limit": out.depth_limit,
+                     "noise_by_depth": out.noise_by_depth, "check_passed": out.depth > 0,
+                     "precision_bits": out.precision[out.depth - 1] if out.depth and out.precision else None,
+                     "samples_ns": [s["chain"] for s in out.samples], "median_ns": None, "ci95_ns": None}]
         if op.stages is None:
             return [_timed(shared, job.op, op.title, [s[n] for s in out.samples for n in s],
                            [s[n] for s in out.warmup for n in s], job)]

@@ -28,6 +28,7 @@ class Policy(BaseModel):
     timeout_s: float = Field(600.0, gt=0)     # per driver request
     memory_limit_mb: int = Field(20000, gt=0)
     min_precision_bits: float = Field(10.0, ge=0)  # CKKS results below this fail the check
+    max_depth: int = Field(40, ge=1)                # depth probes stop here at the latest
     seed: int = 1
 
 
@@ -49,7 +50,7 @@ class Case(BaseModel):
     libraries: list[str] | Literal["all"] = "all"
     schemes: list[str]
     params: list[str | dict[str, Any]]
-    ops: list[str] | Literal["all", "micro", "pipelines"] = "micro"
+    ops: list[str] | Literal["all", "micro", "pipelines", "depth"] = "micro"
     slots: list[int] | None = None  # vector lengths; default: every slot
     policy: dict[str, Any] = {}
 

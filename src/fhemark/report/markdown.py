@@ -6,7 +6,7 @@ import csv
 import re
 from pathlib import Path
 
-from .tables import Table, expansion_table, facts_table, key_table, op_tables, stage_table
+from .tables import Table, depth_table, expansion_table, facts_table, key_table, op_tables, stage_table
 
 
 def render(table: Table) -> str:
@@ -26,7 +26,7 @@ def _slug(title: str) -> str:
 def write(recs: list[dict], out: Path, heading: str, env: dict) -> list[Path]:
     out.mkdir(parents=True, exist_ok=True)
     tables = op_tables(recs)
-    tables += [t for t in (stage_table(recs), expansion_table(recs)) if t is not None]
+    tables += [t for t in (stage_table(recs), depth_table(recs), expansion_table(recs)) if t is not None]
     tables += [facts_table(recs), key_table(recs)]
     cpu = env.get("cpu", {})
     parts = [f"# {heading}", "",

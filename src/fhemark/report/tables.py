@@ -68,7 +68,7 @@ def op_tables(recs: list[dict]) -> list[Table]:
     """One table per operation. Rows = library/scheme, columns = parameter set
     (Study 2); when vector lengths are swept, rows = library/scheme/parameter
     set and columns = vector length (Study 3)."""
-    recs = [r for r in latest(recs) if not r["op"].startswith("pipeline_")]
+    recs = [r for r in latest(recs) if not r["op"].startswith("pipeline_") and "depth" not in r]
     by_slots = _swept(recs)
     if by_slots:
         col_of, row_of = (lambda r: str(r["slots"])), (lambda r: (r["library"], r["scheme"], r["params"]["N"], _param_key(r)))
@@ -92,6 +92,23 @@ def op_tables(recs: list[dict]) -> list[Table]:
                             "median [95% CI of the median]; † below the requested security; ≠ parameters differ"
                             + ("; columns: vector length" if by_slots else "")))
     return tables
+
+
+def depth_table(recs: list[dict]) -> Table | None:
+    """Study 1's depth: sequential multiplications that still decrypt correctly."""
+    recs = [r for r in latest(recs) if "depth" in r or r["op"].startswith("depth_")]
+    if not recs:
+        return None
+    rows = []
+    for r in sorted(recs, key=lambda r: (r["library"], r["scheme"], r["params"]["N"])):
+        if r["status"] != "ok":
+            rows.append([f"{r['library']} / {r['scheme'].upper()}", _param_key(r), f"FAILED ({r['status']})", "-", "-"])
+            continue
+        noise = ", ".join(f"{x:g}" for x in r.get("noise_by_depth") or []) or "-"
+        rows.append([f"{r['library']} / {r['scheme'].upper()}", _param_key(r), str(r["depth"]), noise,
+                     r.get("depth_limit") or "not reached"])
+    return Table("Multiplicative depth (Study 1)", ["library / scheme", "params", "depth", "noise budget after each",
+                 "what stopped it"], rows, "x * y^k with relinearization (CKKS: rescale) until the result is wrong")
 
 
 def expansion_table(recs: list[dict]) -> Table | None:

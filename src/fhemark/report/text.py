@@ -13,7 +13,11 @@ def print_results(recs: list[dict], console: Console) -> None:
     for col in ("library", "scheme", "N", "op", "median", "95% CI", "n×iters", "noise/prec bits", "check", "status"):
         t.add_column(col, justify="right" if col in ("N", "median", "95% CI", "n×iters", "noise/prec bits") else "left")
     for r in latest(recs):
-        ok = r["status"] == "ok"
+        ok = r["status"] == "ok" and r.get("ci95_ns") is not None
+        if "depth" in r and r["status"] == "ok":
+            t.add_row(r["library"], r["scheme"].upper(), str(r["params"]["N"]), r["op"], f"depth {r['depth']}",
+                      "-", "-", "-", "pass", f"[green]ok[/] {r.get('depth_limit') or ''}"[:90])
+            continue
         nb = r.get("noise_budget_bits")
         pb = r.get("precision_bits")
         t.add_row(
