@@ -1,0 +1,48 @@
+"""Reports lay stored records out as the studies did."""
+
+from fhemark.report.markdown import write
+from fhemark.report.tables import depth_table, expansion_table, op_tables, stage_table
+
+
+def rec(op="add", library="seal", scheme="bfv", n=4096, status="ok", median=1000.0, slots=None, **extra):
+    r = {"library": library, "scheme": scheme, "op": op, "status": status, "job_key": f"{library}{scheme}{n}{op}{slots}",
+         "params": {"N": n, "name": f"n{n}", "log_qp": 109.0}, "slots": slots or n, "median_ns": median,
+         "ci95_ns": [median * 0.9, median * 1.1] if median else None, "insecure": False, "params_match": True,
+         "sizes_bytes": {"plaintext": 32768, "ciphertext": 131072}, "error": None if status == "ok" else "boom"}
+    r.update(extra)
+    return r
+
+
+def test_study2_layout_rows_are_library_scheme_columns_are_params():
+    recs = [rec(n=4096), rec(n=8192, median=2000.0), rec(scheme="ckks", n=4096, status="wrong_result", median=None)]
+    (table,) = op_tables(recs)
+    assert table.columns == ["library / scheme", "n4096", "n8192"]
+    rows = {r[0]: r[1:] for r in table.rows}
+    assert rows["seal / BFV"][0].startswith("1 µs") and rows["seal / BFV"][1].startswith("2 µs")
+    assert rows["seal / CKKS"][0] == "FAILED (wrong_result)" and rows["seal / CKKS"][1] == ""
+
+
+def test_study3_layout_when_vector_lengths_are_swept():
+    recs = [rec(op="encode", slots=s) for s in (128, 2048)]
+    (table,) = op_tables(recs)
+    assert table.columns == ["library / scheme / params", "128", "2048"]
+    exp = expansion_table(recs)
+    ratios = {row[2]: (row[6], row[7]) for row in exp.rows}
+    assert ratios["128"] == ("32.0", "4.00") and ratios["2048"] == ("2.0", "4.00")
+
+
+def test_stage_table_and_depth_table():
+    stages = [rec(op=f"pipeline_mul/{s}", median=m) for s, m in
+              (("encode", 1e3), ("encrypt", 2e3), ("op", 3e3), ("decrypt", 4e3), ("decode", 5e3), ("total", 15e3))]
+    t = stage_table(stages)
+    assert t.columns[-6:] == ["encode", "encrypt", "op", "decrypt", "decode", "total"]
+    assert t.rows[0][1] == "mul" and t.rows[0][-1].startswith("15 µs")
+    d = depth_table([rec(op="depth_mul", depth=4, noise_by_depth=[100, 60, 30, 2], depth_limit="at depth 5: x")])
+    assert d.rows[0][2] == "4" and d.rows[0][3] == "100, 60, 30, 2"
+
+
+def test_report_files(tmp_path):
+    files = write([rec(), rec(op="mul_relin")], tmp_path, "t", {"cpu": {"model": "X"}, "threads": 1})
+    text = (tmp_path / "report.md").read_text()
+    assert "add (ciphertext + ciphertext)" in text and "multiply + relinearize" in text
+    assert all(f.exists() for f in files) and any(f.suffix == ".csv" for f in files)
