@@ -6,7 +6,7 @@ from fhemark.report.tables import depth_table, expansion_table, op_tables, stage
 
 def rec(op="add", library="seal", scheme="bfv", n=4096, status="ok", median=1000.0, slots=None, **extra):
     r = {"library": library, "scheme": scheme, "op": op, "status": status, "job_key": f"{library}{scheme}{n}{op}{slots}",
-         "params": {"N": n, "name": f"n{n}", "log_qp": 109.0}, "slots": slots or n, "median_ns": median,
+         "params": {"N": n, "name": f"n{n}", "log_qp": 109.0}, "slots": slots or n, "vector_length": slots, "median_ns": median,
          "ci95_ns": [median * 0.9, median * 1.1] if median else None, "insecure": False, "params_match": True,
          "sizes_bytes": {"plaintext": 32768, "ciphertext": 131072}, "error": None if status == "ok" else "boom"}
     r.update(extra)

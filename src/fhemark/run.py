@@ -292,6 +292,7 @@ class Runner:
             "security": {t: {"bits": e.bits, "below_table": e.below_table} for t, e in sec.items()},
             "insecure": sec[table].bits < self.plan.suite.security.min_bits,
             "slots": job.slots or (eff.slots if eff else job.params.slots(job.scheme)),
+            "vector_length": job.slots,  # as the suite asked: null means every slot
             "threads": caps.threads if caps else job.threads,
             "job_key": job.key,
             "suite": self.plan.suite.name,

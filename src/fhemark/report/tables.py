@@ -60,7 +60,7 @@ def _swept(recs: list[dict]) -> bool:
     """True when the records vary the vector length for one setup (Study 3's layout)."""
     seen: dict[tuple, set] = {}
     for r in recs:
-        seen.setdefault((r["library"], r["scheme"], _param_key(r), r["op"]), set()).add(r["slots"])
+        seen.setdefault((r["library"], r["scheme"], _param_key(r), r["op"]), set()).add(r.get("vector_length"))
     return any(len(v) > 1 for v in seen.values())
 
 
@@ -75,7 +75,7 @@ def op_tables(recs: list[dict]) -> list[Table]:
         cols = sorted({col_of(r) for r in recs}, key=int)
         head = "library / scheme / params"
     else:
-        col_of, row_of = _param_key, (lambda r: (r["library"], r["scheme"], r["slots"]))
+        col_of, row_of = _param_key, (lambda r: (r["library"], r["scheme"], r.get("vector_length") or 0))
         cols = sorted({col_of(r) for r in recs}, key=lambda c: _col_sort(c, recs))
         head = "library / scheme"
     order = list(CATALOG)
@@ -85,7 +85,8 @@ def op_tables(recs: list[dict]) -> list[Table]:
         rows = []
         for key in sorted({row_of(r) for r in mine}):
             by_col = {col_of(r): r for r in mine if row_of(r) == key}
-            label = f"{key[0]} / {key[1].upper()} / {key[3]}" if by_slots else f"{key[0]} / {key[1].upper()}"
+            label = (f"{key[0]} / {key[1].upper()} / {key[3]}" if by_slots else
+                     f"{key[0]} / {key[1].upper()}" + (f" / {key[2]} values" if key[2] else ""))
             rows.append([label] + [cell(by_col.get(c)) for c in cols])
         title = CATALOG[op].title if op in CATALOG else op
         tables.append(Table(f"{title} (`{op}`)", [head] + cols, rows,
