@@ -1,0 +1,124 @@
+package main
+
+import (
+	"math/bits"
+
+	"github.com/tuneinsight/lattigo/v6/circuits/ckks/bootstrapping"
+	"github.com/tuneinsight/lattigo/v6/schemes/ckks"
+	"github.com/tuneinsight/lattigo/v6/utils"
+)
+
+// bootstrapPreset selects Lattigo's first default bootstrapping parameter set,
+// bootstrapping.N16QP1546H192H32 (residual Q 60+9*40 bits, P 5*61 bits,
+// secret H=192, ephemeral H=32, scale 2^40, 2^15 slots). A smaller "N" in
+// the setup params gives the same circuit on a smaller ring, as Lattigo's own
+// example does with -short (message ratio raised by 16-logN): insecure, only
+// with allow_insecure, for tests.
+const (
+	bootstrapPreset    = "lattigo_bootstrap_default"
+	bootstrapPresetDoc = "Lattigo bootstrapping.N16QP1546H192H32 (N=2^16, 2^15 slots, scale 2^40, residual levels 9); a setup param N < 65536 runs the same circuit on a smaller, insecure ring (needs allow_insecure)"
+)
+
+type bootContext struct {
+	eval  *bootstrapping.Evaluator
+	keys  *bootstrapping.EvaluationKeys
+	facts map[string]any
+}
+
+func newBootstrapContext(req *request) (c *fheContext, err error) {
+	sp := req.Params
+	if req.Scheme != "ckks" {
+		return nil, newErr(errUnsupported, "preset %q is a ckks preset", sp.Preset)
+	}
+	if sp.Preset != bootstrapPreset {
+		return nil, newErr(errInvalidParams, "unknown preset %q (known: %s)", sp.Preset, bootstrapPreset)
+	}
+	def := bootstrapping.N16QP1546H192H32
+	logN := def.SchemeParams.LogN
+	if sp.N != 0 {
+		if sp.N < 0 || sp.N&(sp.N-1) != 0 {
+			return nil, newErr(errInvalidParams, "N=%d is not a power of two", sp.N)
+		}
+		logN = bits.Len(uint(sp.N)) - 1
+	}
+	insecure := logN < def.SchemeParams.LogN
+	if insecure && !req.AllowInsecure {
+		return nil, newErr(errInsecure, "preset %s with N=2^%d < 2^%d is insecure (set allow_insecure for tests)", bootstrapPreset, logN, def.SchemeParams.LogN)
+	}
+	if logN > def.SchemeParams.LogN || logN < 10 {
+		return nil, newErr(errInvalidParams, "preset %s supports N from 2^10 to 2^%d", bootstrapPreset, def.SchemeParams.LogN)
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = newErr(errInvalidParams, "lattigo bootstrapping setup failed: %v", r)
+		}
+	}()
+
+	lit := def.SchemeParams
+	lit.LogN = logN
+	params, perr := ckks.NewParametersFromLiteral(lit)
+	if perr != nil {
+		return nil, classifyLattigoErr(perr)
+	}
+	btpLit := def.BootstrappingParams
+	btpLit.LogN = utils.Pointy(logN)
+	btpParams, perr := bootstrapping.NewParametersFromLiteral(params, btpLit)
+	if perr != nil {
+		return nil, classifyLattigoErr(perr)
+	}
+	if insecure {
+		btpParams.Mod1ParametersLiteral.LogMessageRatio += def.SchemeParams.LogN - logN
+	}
+
+	c = &fheContext{scheme: "ckks", insecure: insecure, ckksP: params, params: params.Parameters,
+		slots: params.MaxSlots(), rowLen: params.MaxSlots(), ckEnc: ckks.NewEncoder(params)}
+	if err := c.makeStandardKeys(req.Rotations, req.RotationsPow2); err != nil {
+		return nil, err
+	}
+	evk, _, kerr := btpParams.GenEvaluationKeys(c.std["sk"].sk)
+	if kerr != nil {
+		return nil, newErr(errInternal, "lattigo bootstrapping keys: %v", kerr)
+	}
+	ev, eerr := bootstrapping.NewEvaluator(btpParams, evk)
+	if eerr != nil {
+		return nil, newErr(errInternal, "lattigo bootstrapping evaluator: %v", eerr)
+	}
+	bp := btpParams.BootstrappingParameters
+	c.boot = &bootContext{eval: ev, keys: evk, facts: map[string]any{
+		"preset":                  bootstrapPreset,
+		"lattigo_parameters":      "bootstrapping.N16QP1546H192H32",
+		"insecure":                insecure,
+		"secret_hamming_weight":   params.XsHammingWeight(),
+		"ephemeral_secret_weight": btpParams.EphemeralSecretWeight,
+		"bootstrapping_log_n":     bp.LogN(),
+		"bootstrapping_q_bits":    primeBits(bp.Q()),
+		"bootstrapping_p_bits":    primeBits(bp.P()),
+		"bootstrapping_log_qp":    round3(bp.LogQP()),
+		"depth":                   btpParams.Depth(),
+		"output_level":            ev.OutputLevel(),
+		"min_input_level":         ev.MinimumInputLevel(),
+		"log_message_ratio":       btpParams.Mod1ParametersLiteral.LogMessageRatio,
+		"keys_bytes":              evk.BinarySize(),
+	}}
+	return c, nil
+}
+
+// opBootstrap times Lattigo's Bootstrap (it allocates its output).
+func opBootstrap(x *execState, s *step, args []*value, out *value, into bool) (func() error, error) {
+	c := x.c
+	if c.boot == nil {
+		return nil, newErr(errUnsupported, "bootstrap needs a setup with params {\"preset\": %q}", bootstrapPreset)
+	}
+	// Bootstrap may work on its input's buffers: give it a private copy.
+	in := args[0].ct.CopyNew()
+	out.kind = "ct"
+	out.sk = args[0].sk
+	if c.insecure {
+		x.note("bootstrap: insecure reduced-ring variant of " + bootstrapPreset)
+	}
+	return func() error {
+		ct, err := c.boot.eval.Bootstrap(in)
+		out.ct = ct
+		return err
+	}, nil
+}

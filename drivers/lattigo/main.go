@@ -1,0 +1,85 @@
+// Command fhemark-lattigo is the fhemark driver for Lattigo (protocol v1).
+//
+// It reads one JSON request per line on stdin and writes one JSON reply per
+// line on stdout. Logs go to stderr only. See protocol/PROTOCOL.md.
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"log"
+	"os"
+	"runtime"
+	"strconv"
+)
+
+const driverVersion = "0.1.0"
+
+func main() {
+	log.SetOutput(os.Stderr)
+	log.SetFlags(0)
+	log.SetPrefix("fhemark-lattigo: ")
+
+	applyThreads()
+
+	d := newDriver()
+	if err := d.serve(os.Stdin, os.Stdout); err != nil {
+		log.Printf("stopped: %v", err)
+		os.Exit(1)
+	}
+}
+
+// applyThreads sets GOMAXPROCS from FHEMARK_THREADS (default 1).
+func applyThreads() {
+	n := 1
+	if s := os.Getenv("FHEMARK_THREADS"); s != "" {
+		if v, err := strconv.Atoi(s); err == nil && v > 0 {
+			n = v
+		} else {
+			log.Printf("ignoring FHEMARK_THREADS=%q (not a positive integer), using 1", s)
+		}
+	}
+	runtime.GOMAXPROCS(n)
+}
+
+// serve runs the request loop until EOF or a shutdown request.
+func (d *driver) serve(in io.Reader, out io.Writer) error {
+	r := bufio.NewReaderSize(in, 1<<20)
+	w := bufio.NewWriterSize(out, 1<<20)
+	for {
+		line, err := r.ReadBytes('\n')
+		if len(trimSpace(line)) > 0 {
+			reply, stop := d.handleLine(line)
+			if _, werr := w.Write(reply); werr != nil {
+				return fmt.Errorf("write reply: %w", werr)
+			}
+			if werr := w.WriteByte('\n'); werr != nil {
+				return fmt.Errorf("write reply: %w", werr)
+			}
+			if werr := w.Flush(); werr != nil {
+				return fmt.Errorf("flush reply: %w", werr)
+			}
+			if stop {
+				return nil
+			}
+		}
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("read request: %w", err)
+		}
+	}
+}
+
+func trimSpace(b []byte) []byte {
+	i, j := 0, len(b)
+	for i < j && (b[i] == ' ' || b[i] == '\t' || b[i] == '\r' || b[i] == '\n') {
+		i++
+	}
+	for j > i && (b[j-1] == ' ' || b[j-1] == '\t' || b[j-1] == '\r' || b[j-1] == '\n') {
+		j--
+	}
+	return b[i:j]
+}

@@ -1,0 +1,836 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"math/big"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/tuneinsight/lattigo/v6/core/rlwe"
+)
+
+// value is anything a program step can name.
+type value struct {
+	kind string // "vec", "pt", "ct", "key"
+	u    []uint64
+	f    []float64
+	pt   *rlwe.Plaintext
+	ct   *rlwe.Ciphertext
+	key  *keyVal
+	sk   *keyVal // ct: the secret key it decrypts under (tracked for noise)
+}
+
+// execState is the state of one program copy while it runs.
+type execState struct {
+	c       *fheContext
+	env     map[string]*value
+	scalars map[string]any
+	notes   map[string]bool
+}
+
+func (x *execState) note(s string) { x.notes[s] = true }
+
+// opFn prepares one step outside the timed region and returns the closure to
+// time. The closure fills out. With into, the output object is allocated here
+// (before the timed region); otherwise the closure allocates it (Lattigo's
+// *New variants).
+type opFn func(x *execState, s *step, args []*value, out *value, into bool) (func() error, error)
+
+type opDef struct {
+	schemes string // space separated: "bfv bgv ckks"
+	args    []string
+	fn      opFn
+	into    bool // also offered as <name>_into
+}
+
+func (o opDef) supports(scheme string) bool {
+	return strings.Contains(" "+o.schemes+" ", " "+scheme+" ")
+}
+
+var opTable map[string]opDef
+
+const all = "bfv bgv ckks"
+
+func init() {
+	base := map[string]opDef{
+		"encode":         {all, []string{"vec"}, opEncode, true},
+		"decode":         {all, []string{"pt"}, opDecode, true},
+		"encrypt_pk":     {all, []string{"pt"}, opEncryptPK, true},
+		"encrypt_sk":     {all, []string{"pt"}, opEncryptSK, true},
+		"decrypt":        {all, []string{"pt"}, opDecrypt, true},
+		"add":            {all, []string{"ct", "ct"}, opBinary("add"), true},
+		"sub":            {all, []string{"ct", "ct"}, opBinary("sub"), true},
+		"add_plain":      {all, []string{"ct", "pt"}, opBinary("add"), true},
+		"mul":            {all, []string{"ct", "ct"}, opBinary("mul"), true},
+		"mul_relin":      {all, []string{"ct", "ct"}, opBinary("mul_relin"), true},
+		"mul_plain":      {all, []string{"ct", "pt"}, opBinary("mul"), true},
+		"mul_scalar":     {all, []string{"ct"}, opMulScalar, true},
+		"square":         {all, []string{"ct"}, opSquare, true},
+		"relinearize":    {all, []string{"ct"}, opRelinearize, true},
+		"rescale":        {"ckks", []string{"ct"}, opRescale, true},
+		"mod_switch":     {"bfv bgv", []string{"ct"}, opRescale, true},
+		"rotate_rows":    {"bfv bgv", []string{"ct"}, opRotate, true},
+		"rotate":         {"ckks", []string{"ct"}, opRotate, true},
+		"rotate_columns": {"bfv bgv", []string{"ct"}, opSwap, true},
+		"conjugate":      {"ckks", []string{"ct"}, opSwap, true},
+		"key_switch":     {all, []string{"ct"}, opKeySwitch, true},
+		"keygen_secret":  {all, nil, opKeygenSecret, false},
+		"keygen_public":  {all, nil, opKeygenPublic, false},
+		"keygen_relin":   {all, nil, opKeygenRelin, false},
+		"keygen_galois":  {all, nil, opKeygenGalois, false},
+		"keygen_switch":  {all, nil, opKeygenSwitch, false},
+		"bootstrap":      {"ckks", []string{"ct"}, opBootstrap, false},
+	}
+	// decrypt takes a ciphertext
+	d := base["decrypt"]
+	d.args = []string{"ct"}
+	base["decrypt"] = d
+
+	opTable = map[string]opDef{}
+	for name, def := range base {
+		opTable[name] = def
+		if def.into {
+			opTable[name+"_into"] = def
+		}
+	}
+}
+
+func sortedOpNames() []string {
+	names := make([]string, 0, len(opTable))
+	for n := range opTable {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// ---- attribute helpers ----
+
+func (x *execState) attr(s *step, name string) (any, bool) {
+	v, ok := s.Attrs[name]
+	if !ok || v == nil {
+		return nil, false
+	}
+	if str, isStr := v.(string); isStr && strings.HasPrefix(str, "$") {
+		sv, ok := x.scalars[str[1:]]
+		if !ok {
+			return nil, false
+		}
+		return sv, true
+	}
+	return v, true
+}
+
+func toInt(v any) (int64, error) {
+	switch t := v.(type) {
+	case json.Number:
+		if i, err := strconv.ParseInt(t.String(), 10, 64); err == nil {
+			return i, nil
+		}
+		f, err := t.Float64()
+		if err != nil || f != math.Trunc(f) {
+			return 0, fmt.Errorf("%v is not an integer", t)
+		}
+		return int64(f), nil
+	case float64:
+		if t != math.Trunc(t) {
+			return 0, fmt.Errorf("%v is not an integer", t)
+		}
+		return int64(t), nil
+	case int:
+		return int64(t), nil
+	case int64:
+		return t, nil
+	case string:
+		return strconv.ParseInt(t, 10, 64)
+	}
+	return 0, fmt.Errorf("%v (%T) is not an integer", v, v)
+}
+
+func toBigInt(v any) (*big.Int, error) {
+	switch t := v.(type) {
+	case json.Number:
+		if b, ok := new(big.Int).SetString(t.String(), 10); ok {
+			return b, nil
+		}
+		i, err := toInt(t)
+		return big.NewInt(i), err
+	case string:
+		if b, ok := new(big.Int).SetString(t, 10); ok {
+			return b, nil
+		}
+	}
+	i, err := toInt(v)
+	return big.NewInt(i), err
+}
+
+func toFloat(v any) (float64, error) {
+	switch t := v.(type) {
+	case json.Number:
+		return t.Float64()
+	case float64:
+		return t, nil
+	case int:
+		return float64(t), nil
+	case int64:
+		return float64(t), nil
+	case string:
+		return strconv.ParseFloat(t, 64)
+	}
+	return 0, fmt.Errorf("%v (%T) is not a number", v, v)
+}
+
+func (x *execState) intAttr(s *step, name string) (int64, error) {
+	v, ok := x.attr(s, name)
+	if !ok {
+		return 0, newErr(errInternal, "step %q (%s): missing attr %q", s.Out, s.Op, name)
+	}
+	i, err := toInt(v)
+	if err != nil {
+		return 0, newErr(errInternal, "step %q (%s): attr %q: %v", s.Out, s.Op, name, err)
+	}
+	return i, nil
+}
+
+// keyAttr resolves a key-valued attr (a name in the environment); def is the
+// standard key used when the attr is absent.
+func (x *execState) keyAttr(s *step, name, wantKind string, def *keyVal) (*keyVal, error) {
+	v, ok := s.Attrs[name]
+	if !ok || v == nil {
+		if def == nil {
+			return nil, newErr(errInternal, "step %q (%s): attr %q (a %s key) is required", s.Out, s.Op, name, wantKind)
+		}
+		return def, nil
+	}
+	ref, isStr := v.(string)
+	if !isStr {
+		return nil, newErr(errInternal, "step %q (%s): attr %q must name a key", s.Out, s.Op, name)
+	}
+	if strings.HasPrefix(ref, "$") {
+		sv, ok := x.scalars[ref[1:]]
+		if !ok {
+			return nil, newErr(errInternal, "step %q (%s): scalar %q missing", s.Out, s.Op, ref)
+		}
+		if ref, isStr = sv.(string); !isStr {
+			return nil, newErr(errInternal, "step %q (%s): attr %q must name a key", s.Out, s.Op, name)
+		}
+	}
+	kv, ok := x.env[ref]
+	if !ok || kv.kind != "key" {
+		return nil, newErr(errInternal, "step %q (%s): attr %q = %q is not a key (got %s)", s.Out, s.Op, name, ref, describeKeyKind(kv))
+	}
+	if kv.key.kind != wantKind {
+		return nil, newErr(errInternal, "step %q (%s): attr %q = %q is a %s key, want %s", s.Out, s.Op, name, ref, kv.key.kind, wantKind)
+	}
+	return kv.key, nil
+}
+
+// ---- evaluators / encryptors for keys ----
+
+func (c *fheContext) evalFor(k *keyVal) *evaluators {
+	if k.ev == nil {
+		switch k.kind {
+		case "rlk":
+			k.ev = c.newEvaluators(rlwe.NewMemEvaluationKeySet(k.rlk))
+		case "gk":
+			k.ev = c.newEvaluators(rlwe.NewMemEvaluationKeySet(nil, k.gks...))
+		default:
+			return c.ev
+		}
+	}
+	return k.ev
+}
+
+func (c *fheContext) encryptorFor(k *keyVal) *rlwe.Encryptor {
+	if k.enc == nil {
+		if k.kind == "pk" {
+			k.enc = rlwe.NewEncryptor(c.params, k.pk)
+		} else {
+			k.enc = rlwe.NewEncryptor(c.params, k.sk)
+		}
+	}
+	return k.enc
+}
+
+func (c *fheContext) decryptorFor(k *keyVal) *rlwe.Decryptor {
+	if k.dec == nil {
+		k.dec = rlwe.NewDecryptor(c.params, k.sk)
+	}
+	return k.dec
+}
+
+// ---- operations ----
+
+func opEncode(x *execState, s *step, args []*value, out *value, into bool) (func() error, error) {
+	c := x.c
+	level := c.params.MaxLevel()
+	if v, ok := x.attr(s, "level"); ok {
+		l, err := toInt(v)
+		if err != nil || l < 0 || int(l) > c.params.MaxLevel() {
+			return nil, newErr(errInternal, "step %q: bad level %v", s.Out, v)
+		}
+		level = int(l)
+	}
+	out.kind = "pt"
+	var pt *rlwe.Plaintext
+	if into {
+		pt = c.newPlaintext(level)
+	}
+	if c.isBGVFamily() {
+		vals := padU64(args[0].u, c.slots)
+		return func() error {
+			p := pt
+			if p == nil {
+				p = c.newPlaintext(level)
+			}
+			out.pt = p
+			return c.bgvEnc.Encode(vals, p)
+		}, nil
+	}
+	vals := padF64(args[0].f, c.slots)
+	return func() error {
+		p := pt
+		if p == nil {
+			p = c.newPlaintext(level)
+		}
+		out.pt = p
+		return c.ckEnc.Encode(vals, p)
+	}, nil
+}
+
+func opDecode(x *execState, s *step, args []*value, out *value, into bool) (func() error, error) {
+	c := x.c
+	pt := args[0].pt
+	out.kind = "vec"
+	if c.isBGVFamily() {
+		var buf []uint64
+		if into {
+			buf = make([]uint64, c.slots)
+		}
+		return func() error {
+			b := buf
+			if b == nil {
+				b = make([]uint64, c.slots)
+			}
+			out.u = b
+			return c.bgvEnc.Decode(pt, b)
+		}, nil
+	}
+	var buf []float64
+	if into {
+		buf = make([]float64, c.slots)
+	}
+	return func() error {
+		b := buf
+		if b == nil {
+			b = make([]float64, c.slots)
+		}
+		out.f = b
+		return c.ckEnc.Decode(pt, b)
+	}, nil
+}
+
+func encryptWith(x *execState, enc *rlwe.Encryptor, owner *keyVal, args []*value, out *value, into bool) (func() error, error) {
+	pt := args[0].pt
+	out.kind = "ct"
+	out.sk = owner
+	if into {
+		ct := x.c.newCiphertext(1, pt.Level())
+		out.ct = ct
+		return func() error { return enc.Encrypt(pt, ct) }, nil
+	}
+	return func() (err error) {
+		out.ct, err = enc.EncryptNew(pt)
+		return err
+	}, nil
+}
+
+func opEncryptPK(x *execState, s *step, args []*value, out *value, into bool) (func() error, error) {
+	k, err := x.keyAttr(s, "key", "pk", x.c.std["pk"])
+	if err != nil {
+		return nil, err
+	}
+	return encryptWith(x, x.c.encryptorFor(k), k.owner, args, out, into)
+}
+
+func opEncryptSK(x *execState, s *step, args []*value, out *value, into bool) (func() error, error) {
+	k, err := x.keyAttr(s, "key", "sk", x.c.std["sk"])
+	if err != nil {
+		return nil, err
+	}
+	return encryptWith(x, x.c.encryptorFor(k), k, args, out, into)
+}
+
+func opDecrypt(x *execState, s *step, args []*value, out *value, into bool) (func() error, error) {
+	k, err := x.keyAttr(s, "key", "sk", x.c.std["sk"])
+	if err != nil {
+		return nil, err
+	}
+	dec := x.c.decryptorFor(k)
+	ct := args[0].ct
+	out.kind = "pt"
+	if into {
+		pt := x.c.newPlaintext(ct.Level())
+		out.pt = pt
+		return func() error { dec.Decrypt(ct, pt); return nil }, nil
+	}
+	return func() error { out.pt = dec.DecryptNew(ct); return nil }, nil
+}
+
+func minInt(a, b int) int {
+	if a < b {
+		return a
+	}
+	return b
+}
+
+func maxInt(a, b int) int {
+	if a > b {
+		return a
+	}
+	return b
+}
+
+// opBinary covers add, sub, add_plain, mul, mul_plain and mul_relin.
+func opBinary(kind string) opFn {
+	return func(x *execState, s *step, args []*value, out *value, into bool) (func() error, error) {
+		c := x.c
+		ev := c.ev
+		if kind == "mul_relin" {
+			k, err := x.keyAttr(s, "key", "rlk", c.std["rlk"])
+			if err != nil {
+				return nil, err
+			}
+			ev = c.evalFor(k)
+		}
+		a := args[0].ct
+		var b rlwe.Operand
+		bDeg, bLevel := 0, 0
+		if args[1].kind == "ct" {
+			b = args[1].ct
+			bDeg, bLevel = args[1].ct.Degree(), args[1].ct.Level()
+		} else {
+			b = args[1].pt
+			bDeg, bLevel = 0, args[1].pt.Level()
+		}
+		out.kind = "ct"
+		out.sk = args[0].sk
+		level := minInt(a.Level(), bLevel)
+		var degree int
+		switch kind {
+		case "add", "sub":
+			degree = maxInt(a.Degree(), bDeg)
+		case "mul":
+			degree = a.Degree() + bDeg
+		case "mul_relin":
+			degree = 1
+		}
+		type inPlace func(*rlwe.Ciphertext, rlwe.Operand, *rlwe.Ciphertext) error
+		type alloc func(*rlwe.Ciphertext, rlwe.Operand) (*rlwe.Ciphertext, error)
+		var f inPlace
+		var g alloc
+		if c.isBGVFamily() {
+			e := ev.bgv
+			switch kind {
+			case "add":
+				f, g = e.Add, e.AddNew
+			case "sub":
+				f, g = e.Sub, e.SubNew
+			case "mul":
+				f, g = e.Mul, e.MulNew
+			case "mul_relin":
+				f, g = e.MulRelin, e.MulRelinNew
+			}
+		} else {
+			e := ev.ckks
+			switch kind {
+			case "add":
+				f, g = e.Add, e.AddNew
+			case "sub":
+				f, g = e.Sub, e.SubNew
+			case "mul":
+				f, g = e.Mul, e.MulNew
+			case "mul_relin":
+				f, g = e.MulRelin, e.MulRelinNew
+			}
+		}
+		if into {
+			o := c.newCiphertext(degree, level)
+			out.ct = o
+			return func() error { return f(a, b, o) }, nil
+		}
+		return func() (err error) {
+			out.ct, err = g(a, b)
+			return err
+		}, nil
+	}
+}
+
+func opSquare(x *execState, s *step, args []*value, out *value, into bool) (func() error, error) {
+	return opBinary("mul")(x, s, []*value{args[0], args[0]}, out, into)
+}
+
+func opMulScalar(x *execState, s *step, args []*value, out *value, into bool) (func() error, error) {
+	c := x.c
+	v, ok := x.attr(s, "scalar")
+	if !ok {
+		return nil, newErr(errInternal, "step %q (mul_scalar): missing attr \"scalar\"", s.Out)
+	}
+	a := args[0].ct
+	out.kind = "ct"
+	out.sk = args[0].sk
+	if c.isBGVFamily() {
+		bi, err := toBigInt(v)
+		if err != nil {
+			return nil, newErr(errInternal, "step %q (mul_scalar): %v", s.Out, err)
+		}
+		t := new(big.Int).SetUint64(c.bgvP.PlaintextModulus())
+		sc := new(big.Int).Mod(bi, t).Uint64()
+		e := c.ev.bgv
+		if into {
+			o := c.newCiphertext(a.Degree(), a.Level())
+			out.ct = o
+			return func() error { return e.Mul(a, sc, o) }, nil
+		}
+		return func() (err error) {
+			out.ct, err = e.MulNew(a, sc)
+			return err
+		}, nil
+	}
+	f, err := toFloat(v)
+	if err != nil {
+		return nil, newErr(errInternal, "step %q (mul_scalar): %v", s.Out, err)
+	}
+	if f != math.Trunc(f) {
+		x.note("mul_scalar (ckks): Lattigo scales a non-integer constant by the current prime q_level and multiplies the ciphertext scale by it; no rescale")
+	} else {
+		x.note("mul_scalar (ckks): integer constant multiplied exactly, scale unchanged")
+	}
+	e := c.ev.ckks
+	if into {
+		o := c.newCiphertext(a.Degree(), a.Level())
+		out.ct = o
+		return func() error { return e.Mul(a, f, o) }, nil
+	}
+	return func() (err error) {
+		out.ct, err = e.MulNew(a, f)
+		return err
+	}, nil
+}
+
+func opRelinearize(x *execState, s *step, args []*value, out *value, into bool) (func() error, error) {
+	c := x.c
+	k, err := x.keyAttr(s, "key", "rlk", c.std["rlk"])
+	if err != nil {
+		return nil, err
+	}
+	ev := c.evalFor(k)
+	a := args[0].ct
+	out.kind = "ct"
+	out.sk = args[0].sk
+	var f func(*rlwe.Ciphertext, *rlwe.Ciphertext) error
+	var g func(*rlwe.Ciphertext) (*rlwe.Ciphertext, error)
+	if c.isBGVFamily() {
+		f, g = ev.bgv.Relinearize, ev.bgv.RelinearizeNew
+	} else {
+		f, g = ev.ckks.Relinearize, ev.ckks.RelinearizeNew
+	}
+	if into {
+		o := c.newCiphertext(1, a.Level())
+		out.ct = o
+		return func() error { return f(a, o) }, nil
+	}
+	return func() (err error) {
+		out.ct, err = g(a)
+		return err
+	}, nil
+}
+
+// opRescale is CKKS rescale and BFV/BGV mod_switch: Lattigo's Rescale
+// (divide and round by the last prime; BFV/BGV track the factor q_l^-1 mod t
+// in the ciphertext scale, so decrypted values are unchanged). Lattigo has no
+// RescaleNew: the base op allocates the output inside the timed region.
+func opRescale(x *execState, s *step, args []*value, out *value, into bool) (func() error, error) {
+	c := x.c
+	a := args[0].ct
+	if a.Level() == 0 {
+		return nil, newErr(errInternal, "step %q (%s): ciphertext already at level 0", s.Out, s.Op)
+	}
+	out.kind = "ct"
+	out.sk = args[0].sk
+	var f func(*rlwe.Ciphertext, *rlwe.Ciphertext) error
+	if c.isBGVFamily() {
+		f = c.ev.resc.Rescale
+		if c.scheme == "bfv" {
+			x.note("mod_switch (bfv): Lattigo's BFV-mode Rescale is a no-op; the driver calls the BGV evaluator's Rescale (DivRoundByLastModulusNTT) on the same ciphertext, which drops one level and keeps the decrypted values")
+		} else {
+			x.note("mod_switch (bgv): Lattigo Rescale (divide-and-round by the last prime, scale tracked mod t)")
+		}
+	} else {
+		f = c.ev.ckks.Rescale
+	}
+	if into {
+		o := c.newCiphertext(a.Degree(), a.Level()-1)
+		out.ct = o
+		return func() error { return f(a, o) }, nil
+	}
+	return func() error {
+		o := c.newCiphertext(a.Degree(), a.Level()-1)
+		out.ct = o
+		return f(a, o)
+	}, nil
+}
+
+// rotationPlan returns the rotation steps to apply for a rotation by k: [k]
+// when a Galois key for k exists, else the signed power-of-two digits of k
+// (non-adjacent form), each of which needs a key.
+func (c *fheContext) rotationPlan(ev *evaluators, k int64) ([]int, error) {
+	n := int64(c.rowLen)
+	r := ((k % n) + n) % n
+	if r == 0 {
+		return nil, nil
+	}
+	has := func(step int64) bool {
+		_, err := ev.keys.GetGaloisKey(c.params.GaloisElement(int(step)))
+		return err == nil
+	}
+	if has(r) {
+		return []int{int(r)}, nil
+	}
+	var plan []int
+	for i, rem := int64(0), r; rem != 0; i++ {
+		if rem&1 == 1 {
+			d := 2 - (rem & 3) // +1 or -1 (NAF digit)
+			rem -= d
+			stepv := d << uint(i)
+			if (stepv%n+n)%n != 0 {
+				plan = append(plan, int((stepv%n+n)%n))
+			}
+		}
+		rem >>= 1
+	}
+	for _, st := range plan {
+		if !has(int64(st)) {
+			return nil, newErr(errInternal, "no Galois key for rotation by %d (needed to rotate by %d); generate keys for this step or rotations_pow2", st, k)
+		}
+	}
+	return plan, nil
+}
+
+func opRotate(x *execState, s *step, args []*value, out *value, into bool) (func() error, error) {
+	c := x.c
+	k, err := x.keyAttr(s, "key", "gk", c.std["gk"])
+	if err != nil {
+		return nil, err
+	}
+	ev := c.evalFor(k)
+	steps, err := x.intAttr(s, "steps")
+	if err != nil {
+		return nil, err
+	}
+	plan, err := c.rotationPlan(ev, steps)
+	if err != nil {
+		return nil, err
+	}
+	if len(plan) > 1 {
+		x.note(fmt.Sprintf("%s by %d composed of %d power-of-two rotations %v (no Galois key for that step)", strings.TrimSuffix(s.Op, "_into"), steps, len(plan), plan))
+	}
+	a := args[0].ct
+	out.kind = "ct"
+	out.sk = args[0].sk
+	var rot func(*rlwe.Ciphertext, int, *rlwe.Ciphertext) error
+	if c.isBGVFamily() {
+		rot = ev.bgv.RotateColumns
+	} else {
+		rot = ev.ckks.Rotate
+	}
+	apply := func(o *rlwe.Ciphertext) error {
+		if len(plan) == 0 {
+			o.Copy(a)
+			return nil
+		}
+		src := a
+		for _, st := range plan {
+			if err := rot(src, st, o); err != nil {
+				return err
+			}
+			src = o
+		}
+		return nil
+	}
+	if into {
+		o := c.newCiphertext(1, a.Level())
+		out.ct = o
+		return func() error { return apply(o) }, nil
+	}
+	return func() error {
+		o := c.newCiphertext(1, a.Level())
+		out.ct = o
+		return apply(o)
+	}, nil
+}
+
+// opSwap is BFV/BGV rotate_columns (Lattigo RotateRows: swap the two rows)
+// and CKKS conjugate.
+func opSwap(x *execState, s *step, args []*value, out *value, into bool) (func() error, error) {
+	c := x.c
+	k, err := x.keyAttr(s, "key", "gk", c.std["gk"])
+	if err != nil {
+		return nil, err
+	}
+	ev := c.evalFor(k)
+	a := args[0].ct
+	out.kind = "ct"
+	out.sk = args[0].sk
+	var f func(*rlwe.Ciphertext, *rlwe.Ciphertext) error
+	var g func(*rlwe.Ciphertext) (*rlwe.Ciphertext, error)
+	if c.isBGVFamily() {
+		f, g = ev.bgv.RotateRows, ev.bgv.RotateRowsNew
+	} else {
+		f, g = ev.ckks.Conjugate, ev.ckks.ConjugateNew
+	}
+	if into {
+		o := c.newCiphertext(1, a.Level())
+		out.ct = o
+		return func() error { return f(a, o) }, nil
+	}
+	return func() (err error) {
+		out.ct, err = g(a)
+		return err
+	}, nil
+}
+
+func opKeySwitch(x *execState, s *step, args []*value, out *value, into bool) (func() error, error) {
+	c := x.c
+	k, err := x.keyAttr(s, "key", "evk", nil)
+	if err != nil {
+		return nil, err
+	}
+	a := args[0].ct
+	out.kind = "ct"
+	out.sk = k.owner
+	var f func(*rlwe.Ciphertext, *rlwe.EvaluationKey, *rlwe.Ciphertext) error
+	var g func(*rlwe.Ciphertext, *rlwe.EvaluationKey) (*rlwe.Ciphertext, error)
+	if c.isBGVFamily() {
+		f, g = c.ev.bgv.ApplyEvaluationKey, c.ev.bgv.ApplyEvaluationKeyNew
+	} else {
+		f, g = c.ev.ckks.ApplyEvaluationKey, c.ev.ckks.ApplyEvaluationKeyNew
+	}
+	if into {
+		o := c.newCiphertext(a.Degree(), a.Level())
+		out.ct = o
+		return func() error { return f(a, k.evk, o) }, nil
+	}
+	return func() (err error) {
+		out.ct, err = g(a, k.evk)
+		return err
+	}, nil
+}
+
+func opKeygenSecret(x *execState, s *step, args []*value, out *value, into bool) (func() error, error) {
+	out.kind = "key"
+	return func() error {
+		out.key = &keyVal{kind: "sk", sk: x.c.kgen.GenSecretKeyNew()}
+		return nil
+	}, nil
+}
+
+func opKeygenPublic(x *execState, s *step, args []*value, out *value, into bool) (func() error, error) {
+	sk, err := x.keyAttr(s, "key", "sk", x.c.std["sk"])
+	if err != nil {
+		return nil, err
+	}
+	out.kind = "key"
+	return func() error {
+		out.key = &keyVal{kind: "pk", pk: x.c.kgen.GenPublicKeyNew(sk.sk), owner: sk}
+		return nil
+	}, nil
+}
+
+func opKeygenRelin(x *execState, s *step, args []*value, out *value, into bool) (func() error, error) {
+	sk, err := x.keyAttr(s, "key", "sk", x.c.std["sk"])
+	if err != nil {
+		return nil, err
+	}
+	out.kind = "key"
+	return func() error {
+		out.key = &keyVal{kind: "rlk", rlk: x.c.kgen.GenRelinearizationKeyNew(sk.sk), owner: sk}
+		return nil
+	}, nil
+}
+
+func opKeygenGalois(x *execState, s *step, args []*value, out *value, into bool) (func() error, error) {
+	c := x.c
+	sk, err := x.keyAttr(s, "key", "sk", c.std["sk"])
+	if err != nil {
+		return nil, err
+	}
+	v, ok := x.attr(s, "steps")
+	var galEls []uint64
+	switch t := v.(type) {
+	case string:
+		if t != "pow2" {
+			return nil, newErr(errInternal, "step %q (keygen_galois): steps %q: want a list of ints or \"pow2\"", s.Out, t)
+		}
+		galEls = c.galoisElements(nil, true, true)
+	case []any:
+		steps := make([]int, 0, len(t))
+		for _, e := range t {
+			if str, isStr := e.(string); isStr && strings.HasPrefix(str, "$") {
+				e = x.scalars[str[1:]]
+			}
+			i, err := toInt(e)
+			if err != nil {
+				return nil, newErr(errInternal, "step %q (keygen_galois): steps: %v", s.Out, err)
+			}
+			steps = append(steps, int(i))
+		}
+		galEls = c.galoisElements(steps, false, false)
+	default:
+		if !ok {
+			galEls = c.galoisElements(nil, true, true)
+		} else {
+			i, err := toInt(v)
+			if err != nil {
+				return nil, newErr(errInternal, "step %q (keygen_galois): steps: %v", s.Out, err)
+			}
+			galEls = c.galoisElements([]int{int(i)}, false, false)
+		}
+	}
+	out.kind = "key"
+	return func() error {
+		out.key = &keyVal{kind: "gk", gks: c.kgen.GenGaloisKeysNew(galEls, sk.sk), owner: sk}
+		return nil
+	}, nil
+}
+
+func opKeygenSwitch(x *execState, s *step, args []*value, out *value, into bool) (func() error, error) {
+	from, err := x.keyAttr(s, "from", "sk", nil)
+	if err != nil {
+		return nil, err
+	}
+	to, err := x.keyAttr(s, "to", "sk", nil)
+	if err != nil {
+		return nil, err
+	}
+	out.kind = "key"
+	return func() error {
+		out.key = &keyVal{kind: "evk", evk: x.c.kgen.GenEvaluationKeyNew(from.sk, to.sk), owner: to}
+		return nil
+	}, nil
+}
+
+func padU64(v []uint64, n int) []uint64 {
+	out := make([]uint64, n)
+	copy(out, v)
+	return out
+}
+
+func padF64(v []float64, n int) []float64 {
+	out := make([]float64, n)
+	copy(out, v)
+	return out
+}

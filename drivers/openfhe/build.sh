@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# Build the OpenFHE driver's environment: a CPython 3.10 venv (PyPI's openfhe
+# wheel ships an extension for 3.10 only) in the fhemark cache, outside the clone.
+# Exits 0 with one line when no CPython 3.10 exists: the driver is then unavailable.
+set -euo pipefail
+
+OPENFHE_VERSION="1.6.1.0.22.4"   # PyPI openfhe (BSD-2-Clause): OpenFHE v1.6.1, openfhe-python v1.6.1.0
+NUMPY_SPEC="numpy>=1.24,<3"
+
+CACHE="${FHEMARK_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/fhemark}"
+VENV="$CACHE/venv-openfhe"
+
+is_py310() {
+    [ -n "${1:-}" ] && [ -x "$1" ] && "$1" -c 'import sys; sys.exit(0 if sys.version_info[:2] == (3, 10) else 1)' 2>/dev/null
+}
+
+PY=""
+if [ -n "${FHEMARK_PYTHON310:-}" ]; then
+    if is_py310 "$FHEMARK_PYTHON310"; then PY="$FHEMARK_PYTHON310"; fi
+fi
+if [ -z "$PY" ] && command -v python3.10 >/dev/null 2>&1; then
+    cand="$(command -v python3.10)"
+    if is_py310 "$cand"; then PY="$cand"; fi
+fi
+if [ -z "$PY" ] && command -v pyenv >/dev/null 2>&1; then
+    root="$(pyenv root 2>/dev/null || true)"
+    for cand in $(ls -d "$root"/versions/3.10.*/bin/python3.10 2>/dev/null | sort -V -r); do
+        if is_py310 "$cand"; then PY="$cand"; break; fi
+    done
+fi
+if [ -z "$PY" ]; then
+    for cand in $(ls -d "$HOME"/.pyenv/versions/3.10.*/bin/python3.10 2>/dev/null | sort -V -r); do
+        if is_py310 "$cand"; then PY="$cand"; break; fi
+    done
+fi
+if [ -z "$PY" ]; then
+    echo "openfhe driver skipped: no CPython 3.10 found; install it (e.g. pyenv install 3.10) or set FHEMARK_PYTHON310"
+    exit 0
+fi
+
+# Reuse a venv that already has the pinned openfhe and numpy.
+if [ -x "$VENV/bin/python" ] && "$VENV/bin/python" - "$OPENFHE_VERSION" <<'PYEOF' 2>/dev/null
+import sys
+from importlib import metadata
+sys.exit(0 if metadata.version("openfhe") == sys.argv[1] and metadata.version("numpy") else 1)
+PYEOF
+then
+    echo "openfhe driver: $VENV ready (openfhe $OPENFHE_VERSION)"
+    exit 0
+fi
+
+mkdir -p "$CACHE"
+if [ -x "$VENV/bin/python" ] && ! is_py310 "$VENV/bin/python"; then
+    rm -rf "$VENV"
+fi
+if ! { [ -x "$VENV/bin/python" ] || "$PY" -m venv "$VENV" >&2; }; then
+    echo "openfhe driver skipped: $PY cannot create a venv (install python3.10-venv)"
+    rm -rf "$VENV"
+    exit 0
+fi
+if ! "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check \
+        "openfhe==$OPENFHE_VERSION" "$NUMPY_SPEC" >&2 \
+   || ! "$VENV/bin/python" -c 'import openfhe, numpy' >&2; then
+    echo "openfhe driver skipped: pip could not install openfhe==$OPENFHE_VERSION into $VENV (offline? see the messages above)"
+    rm -rf "$VENV"
+    exit 0
+fi
+echo "openfhe driver: built $VENV (openfhe $OPENFHE_VERSION, $("$PY" -V 2>&1))"
