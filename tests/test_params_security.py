@@ -62,3 +62,12 @@ def test_packaged_table_matches_the_shared_reference():
     if not shared.exists():
         pytest.skip("shared/ not beside this checkout")
     assert resources.files("fhemark").joinpath("data/he-security-tables.tsv").read_text() == shared.read_text()
+
+
+def test_common_presets_are_secure_with_a_60_bit_special_prime():
+    for name in ("c8192", "c16384"):
+        for scheme in ("bfv", "bgv", "ckks"):
+            p = resolve(name, scheme)
+            assert p.p_bits == (60,)
+            assert estimate(p.N, p.log_qp_nominal, "hestd2018").bits >= 128
+            assert estimate(p.N, p.log_qp_nominal, "guidelines2024").bits >= 128

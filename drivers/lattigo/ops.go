@@ -69,9 +69,10 @@ func init() {
 		"mul_plain":      {all, []string{"ct", "pt"}, opBinary("mul"), true},
 		"mul_scalar":     {all, []string{"ct"}, opMulScalar, true},
 		"square":         {all, []string{"ct"}, opSquare, true},
+		"square_relin":   {all, []string{"ct"}, opSquareRelin, true},
 		"relinearize":    {all, []string{"ct"}, opRelinearize, true},
 		"rescale":        {"ckks", []string{"ct"}, opRescale, true},
-		"mod_switch":     {"bfv bgv", []string{"ct"}, opRescale, true},
+		"mod_switch":     {all, []string{"ct"}, opModSwitch, true},
 		"rotate_rows":    {"bfv bgv", []string{"ct"}, opRotate, true},
 		"rotate":         {"ckks", []string{"ct"}, opRotate, true},
 		"rotate_columns": {"bfv bgv", []string{"ct"}, opSwap, true},
@@ -471,6 +472,36 @@ func opBinary(kind string) opFn {
 
 func opSquare(x *execState, s *step, args []*value, out *value, into bool) (func() error, error) {
 	return opBinary("mul")(x, s, []*value{args[0], args[0]}, out, into)
+}
+
+func opSquareRelin(x *execState, s *step, args []*value, out *value, into bool) (func() error, error) {
+	return opBinary("mul_relin")(x, s, []*value{args[0], args[0]}, out, into)
+}
+
+// opModSwitch drops one level with the values unchanged: Rescale in BFV/BGV
+// (divide-and-round by the last prime, as SEAL's mod_switch_to_next), and in
+// CKKS DropLevel, which keeps the scale (used to align an operand's level).
+func opModSwitch(x *execState, s *step, args []*value, out *value, into bool) (func() error, error) {
+	c := x.c
+	if c.isBGVFamily() {
+		return opRescale(x, s, args, out, into)
+	}
+	a := args[0].ct
+	if a.Level() == 0 {
+		return nil, newErr(errInternal, "step %q (mod_switch): ciphertext already at level 0", s.Out)
+	}
+	out.kind = "ct"
+	out.sk = args[0].sk
+	e := c.ev.ckks
+	if into {
+		o := a.CopyNew()
+		out.ct = o
+		return func() error { e.DropLevel(o, 1); return nil }, nil
+	}
+	return func() error {
+		out.ct = e.DropLevelNew(a, 1)
+		return nil
+	}, nil
 }
 
 func opMulScalar(x *execState, s *step, args []*value, out *value, into bool) (func() error, error) {

@@ -24,7 +24,7 @@ DRIVER_VERSION = "0.1.0"
 _DT = {"i64": "<i8", "f64": "<f8", "u64": "<u8"}
 SCHEMES = {"bfv": seal.scheme_type.bfv, "bgv": seal.scheme_type.bgv, "ckks": seal.scheme_type.ckks}
 COMMON = ["encode", "decode", "encrypt_pk", "encrypt_sk", "decrypt", "add", "sub", "add_plain", "mul",
-          "mul_relin", "mul_plain", "mul_scalar", "square", "relinearize", "keygen_secret", "keygen_public",
+          "mul_relin", "square_relin", "mul_plain", "mul_scalar", "square", "relinearize", "keygen_secret", "keygen_public",
           "keygen_relin", "keygen_galois"]
 OPS = {"bfv": COMMON + ["mod_switch", "rotate_rows", "rotate_columns"],
        "bgv": COMMON + ["mod_switch", "rotate_rows", "rotate_columns"],
@@ -165,6 +165,8 @@ def prepare(s: Setup, op: str, args: list, attrs: dict, vals: dict):
         return lambda: f(*a)
     if op == "mul_relin":
         return lambda: ev.relinearize(ev.multiply(a[0], a[1]), rlk)
+    if op == "square_relin":
+        return lambda: ev.relinearize(ev.square(a[0]), rlk)
     if op == "relinearize":
         return lambda: ev.relinearize(a[0], rlk)
     if op == "mul_scalar":

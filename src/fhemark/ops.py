@@ -181,7 +181,7 @@ def _pipeline(kind: str) -> Callable[[str], Program]:
         elif kind == "mul":
             op_steps = [step("cz", "mul_relin", "cx", "cy")]
         else:
-            op_steps = [step("c2", "square", "cx"), step("cz", "relinearize", "c2")]
+            op_steps = [step("cz", "square_relin", "cx")]
         if scheme == "ckks" and kind != "add":
             op_steps[-1]["out"] = "cm"
             op_steps.append(step("cz", "rescale", "cm"))
@@ -192,7 +192,7 @@ def _pipeline(kind: str) -> Callable[[str], Program]:
 
 def _pipeline_stages(kind: str) -> dict[str, tuple[str, ...]]:
     two = kind != "square"
-    op = {"add": ("cz",), "mul": ("cz", "cm"), "square": ("c2", "cz", "cm")}[kind]
+    op = ("cz", "cm")
     return {"encode": ("px", "py") if two else ("px",), "encrypt": ("cx", "cy") if two else ("cx",),
             "op": op, "decrypt": ("pz",), "decode": ("z",)}
 
@@ -243,6 +243,8 @@ def _catalog() -> dict[str, BenchOp]:
                 lambda p, v, s: p.mul(v["x"], s["s"]), scalars=lambda p, r: {"s": p.random_scalar(r)}),
         BenchOp("square", "square (no relinearization)", RLWE, _ct_op("square", two=False),
                 lambda p, v, s: p.mul(v["x"], v["x"])),
+        BenchOp("square_relin", "square + relinearize", RLWE, _ct_op("square_relin", two=False),
+                lambda p, v, s: p.mul(v["x"], v["x"])),
         BenchOp("relinearize", "relinearize", RLWE, _ct_op("relinearize", before="mul"), _xy_prod, inputs=xy),
         BenchOp("rescale", "rescale", ("ckks",), _ct_op("rescale", before="mul_relin"), _xy_prod, inputs=xy),
         BenchOp("mod_switch", "modulus switch", INT, _ct_op("mod_switch", two=False), _x),
@@ -264,10 +266,22 @@ def _catalog() -> dict[str, BenchOp]:
                                  ("square", lambda p, v, s: p.mul(v["x"], v["x"]), ("x",))):
         ops.append(BenchOp(f"pipeline_{kind}", f"pipeline: {kind}", ("bfv", "ckks", "bgv"), _pipeline(kind), expect,
                            inputs=inputs, stages=_pipeline_stages(kind), group="pipeline"))
+    ops += [_into(o) for o in ops if o.group == "micro"]
     return {o.name: o for o in ops}
 
 
+def _into(op: BenchOp) -> BenchOp:
+    """The same op timing the library's write-into-preallocated-output variant."""
+    def build(scheme: str) -> Program:
+        prog = op.program(scheme)
+        steps = [dict(s, op=s["op"] + "_into") if s["out"] in prog.timed else s for s in prog.steps]
+        return Program(steps, prog.timed, prog.outputs, prog.noise, prog.sizes, prog.levels)
+    return BenchOp(f"{op.name}_into", f"{op.title}, into a preallocated output", op.schemes, build, op.expect,
+                   op.inputs, op.scalars, op.rotations, op.rotations_pow2, group="into")
+
+
 CATALOG: dict[str, BenchOp] = _catalog()
-MICRO = [n for n, o in CATALOG.items() if o.group not in ("pipeline", "depth")]
+MICRO = [n for n, o in CATALOG.items() if o.group in ("micro", "keygen")]
+INTO = [n for n, o in CATALOG.items() if o.group == "into"]
 DEPTH = [n for n, o in CATALOG.items() if o.group == "depth"]
 PIPELINES = [n for n, o in CATALOG.items() if o.group == "pipeline"]

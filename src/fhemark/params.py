@@ -33,6 +33,16 @@ _CKKS_CHAINS = {
     32768: ([60] + [40] * 19, [60], 40),
 }
 
+# "Common" chains: what SEAL, Lattigo and OpenFHE all build exactly. OpenFHE's
+# hybrid key switching makes P of 60-bit primes, so SEAL's defaults (a 44-bit
+# P at N = 8192) cannot be reproduced there, and their log QP would exceed the
+# 128-bit bound once P is 60 bits. These sets fit under it with a 60-bit P.
+# N -> (BFV/BGV q, CKKS q); P = [60] for all; CKKS scale 2^40.
+_COMMON_CHAINS = {
+    8192: ([45, 45, 45], [50, 40, 40]),
+    16384: ([50] * 6, [50] + [40] * 7),
+}
+
 _PRESET_T_BITS = 20
 
 
@@ -83,7 +93,7 @@ class ParamSpec(BaseModel):
 
 
 def preset_names() -> list[str]:
-    return [f"n{n}" for n in _SEAL_DEFAULT_BITS]
+    return [f"n{n}" for n in _SEAL_DEFAULT_BITS] + [f"c{n}" for n in _COMMON_CHAINS]
 
 
 def resolve(spec: str | dict | ParamSpec, scheme: str, where: str = "params") -> ParamSet:
@@ -101,12 +111,16 @@ def resolve(spec: str | dict | ParamSpec, scheme: str, where: str = "params") ->
 
 
 def _preset(name: str, scheme: str, where: str) -> ParamSet:
-    try:
-        n = int(name.lstrip("n"))
-        bits = _SEAL_DEFAULT_BITS[n]
-    except (ValueError, KeyError):
+    if name not in preset_names():
         raise UserError(f"{where}: unknown parameter preset '{name}'",
                         f"use one of {', '.join(preset_names())} or write the set inline")
+    n = int(name[1:])
+    if name.startswith("c"):
+        q_int, q_ckks = _COMMON_CHAINS[n]
+        spec = (ParamSpec(N=n, q_bits=q_ckks, p_bits=[60], scale_bits=40, name=name) if scheme == "ckks" else
+                ParamSpec(N=n, q_bits=q_int, p_bits=[60], t_bits=_PRESET_T_BITS, name=name))
+        return _validated(spec, scheme, where)
+    bits = _SEAL_DEFAULT_BITS[n]
     if scheme == "ckks":
         q, p, scale = _CKKS_CHAINS[n]
         spec = ParamSpec(N=n, q_bits=q, p_bits=p, scale_bits=scale, name=name)

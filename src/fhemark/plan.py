@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pydantic import ValidationError
 
 from .errors import UserError
-from .ops import CATALOG, DEPTH, MICRO, PIPELINES
+from .ops import CATALOG, DEPTH, INTO, MICRO, PIPELINES
 from .params import SCHEMES_RLWE, ParamSet, resolve
 from .security import Estimate, estimate
 from .suites import Policy, Suite
@@ -74,8 +74,10 @@ class Plan:
 
 
 def _ops_for(case_ops, scheme: str, where: str) -> list[str]:
-    if case_ops in ("all", "micro", "pipelines", "depth"):
-        names = {"all": MICRO + PIPELINES + DEPTH, "micro": MICRO, "pipelines": PIPELINES, "depth": DEPTH}[case_ops]
+    groups = {"all": MICRO + INTO + PIPELINES + DEPTH, "micro": MICRO, "into": INTO, "pipelines": PIPELINES,
+              "depth": DEPTH}
+    if isinstance(case_ops, str):
+        names = groups[case_ops]
         return [n for n in names if scheme in CATALOG[n].schemes]
     for name in case_ops:
         if name not in CATALOG:

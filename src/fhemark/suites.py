@@ -50,7 +50,7 @@ class Case(BaseModel):
     libraries: list[str] | Literal["all"] = "all"
     schemes: list[str]
     params: list[str | dict[str, Any]]
-    ops: list[str] | Literal["all", "micro", "pipelines", "depth"] = "micro"
+    ops: list[str] | Literal["all", "micro", "into", "pipelines", "depth"] = "micro"
     slots: list[int] | None = None  # vector lengths; default: every slot
     policy: dict[str, Any] = {}
 

@@ -82,16 +82,20 @@ def op_tables(recs: list[dict]) -> list[Table]:
     tables = []
     for op in sorted({r["op"] for r in recs}, key=lambda o: order.index(o) if o in order else len(order)):
         mine = [r for r in recs if r["op"] == op]
-        rows = []
+        rows, without = [], set()
         for key in sorted({row_of(r) for r in mine}):
             by_col = {col_of(r): r for r in mine if row_of(r) == key}
+            if all(r["status"] == "unsupported" for r in by_col.values()):
+                without.add(key[0])
+                continue
             label = (f"{key[0]} / {key[1].upper()} / {key[3]}" if by_slots else
                      f"{key[0]} / {key[1].upper()}" + (f" / {key[2]} values" if key[2] else ""))
             rows.append([label] + [cell(by_col.get(c)) for c in cols])
         title = CATALOG[op].title if op in CATALOG else op
         tables.append(Table(f"{title} (`{op}`)", [head] + cols, rows,
                             "median [95% CI of the median]; † below the requested security; ≠ parameters differ"
-                            + ("; columns: vector length" if by_slots else "")))
+                            + ("; columns: vector length" if by_slots else "")
+                            + (f"; not offered by {', '.join(sorted(without))}" if without else "")))
     return tables
 
 

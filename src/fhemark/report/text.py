@@ -1,4 +1,5 @@
-"""The table printed at the end of a run."""
+"""The table printed at the end of a run: one row per scheme/params/op, one
+column per library, so libraries read side by side."""
 
 from __future__ import annotations
 
@@ -8,25 +9,42 @@ from rich.table import Table as RichTable
 from .tables import fmt_time, latest
 
 
+def _cell(r: dict) -> str:
+    if r["status"] == "unsupported":
+        return "[dim]unsupported[/]"
+    if r["status"] != "ok":
+        return f"[red]{r['status']}[/]"
+    if "depth" in r:
+        return f"depth {r['depth']}"
+    lo, hi = r["ci95_ns"]
+    half = (hi - lo) / 2 / r["median_ns"] * 100 if r["median_ns"] else 0.0
+    extra = []
+    if r.get("noise_budget_bits") is not None:
+        extra.append(f"{r['noise_budget_bits']:g}b")
+    if r.get("precision_bits") is not None:
+        extra.append(f"{r['precision_bits']:.0f}b prec")
+    mark = (" [yellow]†[/]" if r.get("insecure") else "") + (" [yellow]≠[/]" if r.get("params_match") is False else "")
+    return f"{fmt_time(r['median_ns'])} ±{half:.0f}%" + (f" ({', '.join(extra)})" if extra else "") + mark
+
+
 def print_results(recs: list[dict], console: Console) -> None:
-    t = RichTable(title="fhemark results (median, 95% CI of the median)", show_lines=False)
-    for col in ("library", "scheme", "N", "op", "median", "95% CI", "n×iters", "noise/prec bits", "check", "status"):
-        t.add_column(col, justify="right" if col in ("N", "median", "95% CI", "n×iters", "noise/prec bits") else "left")
-    for r in latest(recs):
-        ok = r["status"] == "ok" and r.get("ci95_ns") is not None
-        if "depth" in r and r["status"] == "ok":
-            t.add_row(r["library"], r["scheme"].upper(), str(r["params"]["N"]), r["op"], f"depth {r['depth']}",
-                      "-", "-", "-", "pass", f"[green]ok[/] {r.get('depth_limit') or ''}"[:90])
-            continue
-        nb = r.get("noise_budget_bits")
-        pb = r.get("precision_bits")
-        t.add_row(
-            r["library"], r["scheme"].upper(), str(r["params"]["N"]), r["op"],
-            fmt_time(r["median_ns"]) if ok else "-",
-            f"{fmt_time(r['ci95_ns'][0])} – {fmt_time(r['ci95_ns'][1])}" if ok else "-",
-            f"{len(r['samples_ns'])}×{r.get('iters', 1)}" if ok else "-",
-            f"{nb:g}" if nb is not None else (f"{pb:.1f}" if pb is not None else "-"),
-            "pass" if r.get("check_passed") else ("FAIL" if r.get("check_passed") is False else "-"),
-            ("[green]ok[/]" if ok else f"[red]{r['status']}[/]: {r.get('error') or ''}"[:90])
-            + (" [yellow]insecure[/]" if r.get("insecure") else ""))
+    recs = latest(recs)
+    libs = sorted({r["library"] for r in recs})
+    t = RichTable(title="fhemark: median ±95% CI half-width (noise budget bits | CKKS precision bits); "
+                        "every result decrypted and checked", title_justify="left")
+    for col in ("scheme", "params", "op"):
+        t.add_column(col)
+    for lib in libs:
+        t.add_column(lib, justify="right")
+    rows: dict[tuple, dict[str, dict]] = {}
+    for r in recs:
+        p = r["params"]
+        rows.setdefault((r["scheme"].upper(), p.get("name") or f"N={p['N']}", r["op"]), {})[r["library"]] = r
+    for (scheme, params, op), by_lib in rows.items():
+        t.add_row(scheme, params, op, *[_cell(by_lib[lib]) if lib in by_lib else "" for lib in libs])
     console.print(t)
+    marks = {"†": any(r.get("insecure") for r in recs), "≠": any(r.get("params_match") is False for r in recs)}
+    if marks["†"]:
+        console.print("† below the suite's security level (run with --allow-insecure)")
+    if marks["≠"]:
+        console.print("≠ the library used different parameters than asked (see params_mismatch in the export)")
