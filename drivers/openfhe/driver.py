@@ -983,6 +983,12 @@ def do_run(req, reg):
             sk = reg.secret_keys.get(ct.GetKeyTag())
             if sk is None:
                 continue
+            if s.scheme == "bfv" and ct.NumberCiphertextElements() > 2:
+                # Measured 0 bits on correctly decrypting BFV products before
+                # relinearization: the raw decryption of OpenFHE's 3-element BFV
+                # ciphertext is not yet understood here, so no figure is given.
+                notes.append("noise budget of 3-element BFV ciphertexts omitted (not measured reliably)")
+                continue
             try:
                 nb[name] = int(noise_mod.noise_budget_bits(ct, sk, s.roots, s.scheme, s.t))
             except Exception as e:
