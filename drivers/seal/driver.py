@@ -52,6 +52,8 @@ class Setup:
     def __init__(self, scheme: str, params: dict, rotations: list[int], pow2: bool, allow_insecure: bool):
         if scheme not in SCHEMES:
             raise Failure("unsupported", f"SEAL driver has no scheme '{scheme}'")
+        if params.get("preset"):
+            raise Failure("unsupported", f"SEAL driver has no parameter preset '{params['preset']}'")
         if len(params.get("p_bits") or []) != 1:
             raise Failure("invalid_params", "SEAL uses exactly one special prime: give p_bits with one entry")
         self.scheme = scheme

@@ -150,6 +150,14 @@ def _mul_chain(scheme: str, k: int) -> Program:
     return Program(steps, timed, noise=[cur], levels=[cur])
 
 
+def _bootstrap(scheme: str) -> Program:
+    """Encode at the lowest level, encrypt, bootstrap (timed); z0 is the input's decryption."""
+    steps = [step("px", "encode", "x", level=0), step("cx", "encrypt_pk", "px"),
+             step("p0", "decrypt", "cx"), step("z0", "decode", "p0"),
+             step("cz", "bootstrap", "cx")] + decrypted("cz")
+    return Program(steps, ["cz"], outputs=["z", "z0"], sizes=["cz"], levels=["cz"])
+
+
 def _codec(timed: str) -> Callable[[str], Program]:
     def build(scheme: str) -> Program:
         return Program([step("px", "encode", "x"), step("z", "decode", "px")], [timed], sizes=["px"])
@@ -249,6 +257,7 @@ def _catalog() -> dict[str, BenchOp]:
         BenchOp("rescale", "rescale", ("ckks",), _ct_op("rescale", before="mul_relin"), _xy_prod, inputs=xy),
         BenchOp("mod_switch", "modulus switch", INT, _ct_op("mod_switch", two=False), _x),
         BenchOp("key_switch", "key switch (to another secret key)", RLWE, _key_switch, _x),
+        BenchOp("bootstrap", "bootstrap (CKKS)", ("ckks",), _bootstrap, _x, group="bootstrap"),
         BenchOp("rotate_1", "rotate by one step (BFV/BGV: rows)", RLWE, _rotate(1),
                 lambda p, v, s: p.rotate(v["x"], 1), rotations=(1,)),
         BenchOp("rotate_random", "rotate by a random step (new each sample)", RLWE, _rotate("$k"),
@@ -283,5 +292,6 @@ def _into(op: BenchOp) -> BenchOp:
 CATALOG: dict[str, BenchOp] = _catalog()
 MICRO = [n for n, o in CATALOG.items() if o.group in ("micro", "keygen")]
 INTO = [n for n, o in CATALOG.items() if o.group == "into"]
+BOOTSTRAP = [n for n, o in CATALOG.items() if o.group == "bootstrap"]
 DEPTH = [n for n, o in CATALOG.items() if o.group == "depth"]
 PIPELINES = [n for n, o in CATALOG.items() if o.group == "pipeline"]

@@ -59,6 +59,9 @@ class ParamSet(BaseModel):
     secret: Literal["ternary"] = "ternary"
     sigma: float = 3.2
     name: str | None = None
+    # A library's own named parameter set (e.g. a bootstrapping set): the
+    # driver chooses the moduli and reports them; security is checked then.
+    preset: str | None = None
 
     @property
     def log_qp_nominal(self) -> int:
@@ -71,7 +74,7 @@ class ParamSet(BaseModel):
         return self.name or f"N={self.N},logQP={self.log_qp_nominal}"
 
     def wire(self) -> dict[str, Any]:
-        return self.model_dump(exclude={"name"})
+        return self.model_dump(exclude={"name"} | ({"preset"} if self.preset is None else set()))
 
 
 class ParamSpec(BaseModel):
@@ -83,13 +86,14 @@ class ParamSpec(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     N: int
-    q_bits: list[int]
+    q_bits: list[int] = []
     p_bits: list[int] = []
     t: int | None = None
     t_bits: int | None = None
     scale_bits: int | None = None
     sigma: float = 3.2
     name: str | None = None
+    preset: str | None = None
 
 
 def preset_names() -> list[str]:
@@ -135,6 +139,9 @@ def _validated(spec: ParamSpec, scheme: str, where: str) -> ParamSet:
         raise UserError(f"{where}.N: {n} is not a power of two", "use N = 2^k, e.g. 8192")
     if not 1024 <= n <= 131072:
         raise UserError(f"{where}.N: {n} is outside 1024..131072", "use N between 2^10 and 2^17")
+    if spec.preset is not None:
+        return ParamSet(N=n, q_bits=tuple(spec.q_bits), p_bits=tuple(spec.p_bits), t=spec.t,
+                        scale_bits=spec.scale_bits, sigma=spec.sigma, name=spec.name or spec.preset, preset=spec.preset)
     if not spec.q_bits:
         raise UserError(f"{where}.q_bits: empty", "give at least one ciphertext prime, e.g. q_bits: [60, 40, 60]")
     for field, bits in (("q_bits", spec.q_bits), ("p_bits", spec.p_bits)):

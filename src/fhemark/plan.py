@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pydantic import ValidationError
 
 from .errors import UserError
-from .ops import CATALOG, DEPTH, INTO, MICRO, PIPELINES
+from .ops import BOOTSTRAP, CATALOG, DEPTH, INTO, MICRO, PIPELINES
 from .params import SCHEMES_RLWE, ParamSet, resolve
 from .security import Estimate, estimate
 from .suites import Policy, Suite
@@ -74,7 +74,7 @@ class Plan:
 
 
 def _ops_for(case_ops, scheme: str, where: str) -> list[str]:
-    groups = {"all": MICRO + INTO + PIPELINES + DEPTH, "micro": MICRO, "into": INTO, "pipelines": PIPELINES,
+    groups = {"all": MICRO + INTO + PIPELINES + DEPTH + BOOTSTRAP, "micro": MICRO, "into": INTO, "pipelines": PIPELINES,
               "depth": DEPTH}
     if isinstance(case_ops, str):
         names = groups[case_ops]
@@ -109,8 +109,9 @@ def build(suite: Suite, available: list[str], allow_insecure: bool = False,
             ops = _ops_for(case.ops, scheme, where)
             for pi, spec in enumerate(case.params):
                 params = resolve(spec, scheme, f"{where}.params[{pi}]")
-                est = estimate(params.N, params.log_qp_nominal, suite.security.table)
-                if est.bits < suite.security.min_bits and not allow_insecure:
+                est = estimate(params.N, max(params.log_qp_nominal, 1), suite.security.table)
+                # A library preset's moduli are known only after setup, where they are checked.
+                if params.preset is None and est.bits < suite.security.min_bits and not allow_insecure:
                     raise UserError(
                         f"{where}.params[{pi}] ({params.label()}, {scheme}): log QP = {params.log_qp_nominal} at "
                         f"N = {params.N} gives {est.describe()} bits under {est.table}, below the required "

@@ -39,6 +39,7 @@ class Prepared:
     effective: Effective
     sizes: dict[str, int]
     plain: Plain
+    setup_s: float  # wall time of the setup request: context and every key
 
 
 @dataclass
@@ -60,6 +61,7 @@ class Outcome:
     depth: int | None = None          # depth probes: the largest k that decrypted correctly
     depth_limit: str | None = None    # and what happened at k + 1
     noise_by_depth: list[float] = field(default_factory=list)
+    precision_before: list[float] = field(default_factory=list)  # of the input, where the program outputs "z0"
 
 
 class Runner:
@@ -112,16 +114,29 @@ class Runner:
             caps = self.capabilities(g.library)
             if g.scheme not in caps.schemes:
                 raise DriverError("unsupported", f"{g.library} has no {g.scheme.upper()}")
+            t0 = time.monotonic()
             result = self.driver(g.library).request(
                 "setup", timeout_s=self._timeout(g), setup_id=setup_id, scheme=g.scheme, params=g.params.wire(),
                 rotations=g.rotations, rotations_pow2=g.rotations_pow2, allow_insecure=self.plan.allow_insecure,
                 memory_limit_mb=g.jobs[0].policy.memory_limit_mb)
+            setup_s = time.monotonic() - t0
+            self.driver(g.library).setups.add(setup_id)
+            eff = Effective(**result["effective"])
+            self._check_security(g, eff)
         except DriverError as exc:
             return exc
-        self.driver(g.library).setups.add(setup_id)
-        eff = Effective(**result["effective"])
         return Prepared(g, setup_id, caps, eff, result.get("sizes_bytes", {}),
-                        Plain(g.scheme, eff.slots, eff.t))
+                        Plain(g.scheme, eff.slots, eff.t), setup_s)
+
+    def _check_security(self, g: Group, eff: Effective) -> None:
+        """What the library really built is checked too: a library may add moduli
+        (OpenFHE's special primes) or choose them itself (presets)."""
+        sec = self.plan.suite.security
+        est = estimates(eff.N, eff.log_qp)[sec.table]
+        if est.bits < sec.min_bits and not self.plan.allow_insecure:
+            raise DriverError("insecure_params", f"{g.library} built log QP = {eff.log_qp:.1f} at N = {eff.N}: "
+                                                 f"{est.describe()} bits under {sec.table}, below {sec.min_bits}; "
+                                                 f"use --allow-insecure to run it marked")
 
     def _timeout(self, g: Group) -> float:
         return max(j.policy.timeout_s for j in g.jobs)
@@ -265,6 +280,10 @@ class Runner:
             out.max_error = max(out.max_error, c.max_abs_error or 0.0)
         if not c.passed:
             raise DriverError("wrong_result", c.message)
+        if "z0" in outputs:  # e.g. bootstrapping: how precise the input was
+            before = check(plain, expected, outputs["z0"].array(), 0.0)
+            if before.precision_bits is not None:
+                out.precision_before.append(before.precision_bits)
 
     # -- records (the export contract) -------------------------------------------------
     def _records(self, job: Job, op: BenchOp, prep: Prepared | DriverError, out: Outcome | None,
@@ -273,7 +292,7 @@ class Runner:
         caps = self.caps.get(job.library)
         eff = prep.effective if ok_prep else None
         log_qp = eff.log_qp if eff else float(job.params.log_qp_nominal)
-        sec = estimates(job.params.N, log_qp)
+        sec = estimates(eff.N if eff else job.params.N, max(log_qp, 1))
         table = self.plan.suite.security.table
         mismatch = _param_mismatch(job, eff) if eff else []
         base: dict[str, Any] = {
@@ -318,6 +337,8 @@ class Runner:
             "driver_overhead_ns": float(np.median(out.overhead_ns)) if out.overhead_ns else None,
             "iters": out.iters, "stop_reason": out.stop_reason, "target_rel_ci": job.policy.target_rel_ci,
             "budget_s": job.policy.budget_s, "elapsed_s": out.elapsed_s, "notes": sorted(out.notes),
+            "setup_s": prep.setup_s,
+            "precision_bits_before": min(out.precision_before) if out.precision_before else None,
         }
         if op.chain:
             return [{**shared, "op": job.op, "title": op.title, "depth": out.depth, "depth_limit": out.depth_limit,
@@ -348,6 +369,8 @@ def _timed(shared: dict, op: str, title: str, samples: list[float], warmup: list
 def _param_mismatch(job: Job, eff: Effective) -> list[str]:
     """Differences between what was asked and what the library really used."""
     want = job.params
+    if want.preset is not None:  # the library chose the moduli: only N was asked for
+        return [] if want.N == eff.N else [f"N: asked {want.N}, used {eff.N}"]
     diffs = []
     for name, a, b in (("N", want.N, eff.N), ("q_bits", list(want.q_bits), eff.q_bits),
                        ("p_bits", list(want.p_bits), eff.p_bits), ("t", want.t, eff.t),
