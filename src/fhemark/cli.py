@@ -18,7 +18,7 @@ from .drivers import available, manifests
 from .errors import DriverError, UserError
 from .locations import default_db, project_root
 from .metadata import environment
-from .ops import CATALOG
+from .catalog import CATALOG
 from .plan import build
 from .report import markdown
 from .report.text import print_results
@@ -160,6 +160,8 @@ def list_(what: ListWhat) -> None:
                 if ok:
                     support.append(f"{lib}: {'/'.join(s.upper() for s in ok)}")
             console.print(f"{name:20} {op.title:50} {'; '.join(support) or 'no driver here'}")
+        console.print("workloads (Study 4), by name: multiadd_<n>x<bits> (sum of n integers), compare_<bits> (X < Y):"
+                      " tfhe_bool netlists, tfhe_int native ops, BFV/BGV word-wise additions")
 
 
 @app.command()

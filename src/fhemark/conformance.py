@@ -13,8 +13,8 @@ from pathlib import Path
 import numpy as np
 
 from .locations import project_root
-from .ops import CATALOG, MICRO
-from .params import ParamSpec, _validated
+from .catalog import CATALOG, MICRO, lookup
+from .params import ParamSpec, _validated, resolve
 from .semantics import Plain
 
 # Small, INSECURE parameters (explicitly: conformance checks values, not speed).
@@ -25,6 +25,12 @@ CASE_PARAMS = {
 }
 INPUT_LENGTH = 8
 CKKS_TOLERANCE = 1e-3
+# Bit schemes: the library's default set; small integers and circuits.
+BITS_CASES = {
+    "tfhe_bool": ("default", 2, ["multiadd_3x4", "compare_4"]),
+    "tfhe_shortint": ("default", 4, []),
+    "tfhe_int": ({"preset": "default", "bits": 8}, 1 << 8, ["multiadd_3x8", "compare_8"]),
+}
 
 
 def path() -> Path:
@@ -33,12 +39,12 @@ def path() -> Path:
 
 def _sparse(v: np.ndarray) -> dict:
     idx = np.flatnonzero(v)
-    vals = v[idx].tolist()
+    vals = [int(x) for x in v[idx]] if v.dtype.kind in "iu" else v[idx].tolist()
     return {"slots": int(v.size), "nonzero": [[int(i), x] for i, x in zip(idx, vals)]}
 
 
 def dense(sparse: dict) -> np.ndarray:
-    kind = np.float64 if any(isinstance(x, float) for _, x in sparse["nonzero"]) else np.int64
+    kind = np.float64 if any(isinstance(x, float) for _, x in sparse["nonzero"]) else np.uint64
     out = np.zeros(sparse["slots"], dtype=kind)
     for i, x in sparse["nonzero"]:
         out[i] = x
@@ -68,7 +74,23 @@ def generate() -> dict:
                 "expected": {"z": _sparse(op.expect(plain, vecs, scalars))},
                 "tolerance": 0 if plain.exact else CKKS_TOLERANCE,
             })
-    return {"version": 1, "note": "insecure parameters on purpose: these cases check values, not speed",
+    for scheme, (spec, modulus, workloads) in BITS_CASES.items():
+        params = resolve(spec, scheme)
+        plain = Plain(scheme, 4, modulus)
+        rng = np.random.default_rng(20261123)
+        names = [n for n in MICRO if scheme in CATALOG[n].schemes] + workloads
+        for name in names:
+            op = lookup(name, scheme)
+            vecs = op.gen(plain, rng) if op.gen else {n: plain.random(rng) for n in op.inputs}
+            scalars = op.scalars(plain, rng)
+            cases.append({
+                "name": f"{scheme}/{name}", "scheme": scheme, "op": name, "insecure": False,
+                "params": params.wire(), "program": op.program(scheme).wire(),
+                "inputs": {n: [int(x) for x in v] for n, v in vecs.items()}, "scalars": scalars,
+                "expected": {"z": _sparse(np.asarray(op.expect(plain, vecs, scalars), dtype=np.uint64))},
+                "tolerance": 0,
+            })
+    return {"version": 1, "note": "RLWE cases use insecure parameters on purpose: they check values, not speed",
             "setup": {"rotations": [1], "rotations_pow2": True, "allow_insecure": True}, "cases": cases}
 
 

@@ -103,17 +103,23 @@ class Capabilities(BaseModel):
 
 
 class Effective(BaseModel):
+    """What the library really used. RLWE fields are required of RLWE schemes
+    (checked in run.py); bit schemes report their preset's facts instead."""
+
     model_config = ConfigDict(extra="allow")
-    N: int
-    q_bits: list[int]
-    p_bits: list[int]
-    log_q: float
-    log_qp: float
+    N: int = 0
+    q_bits: list[int] = []
+    p_bits: list[int] = []
+    log_q: float = 0.0
+    log_qp: float = 0.0
     t: int | None = None
     scale_bits: float | None = None
-    slots: int
+    slots: int = 0
     levels: int | None = None
     dnum: int | None = None
+    preset: str | None = None
+    p_fail: float | None = None
+    security_bits_target: int | None = None
 
 
 class SetupResult(BaseModel):

@@ -71,6 +71,12 @@ class BenchOp:
     group: str = "micro"
     # Depth probes: the program for k sequential operations (program() is k = 1).
     chain: Callable[[str, int], Program] | None = None
+    # Inputs made by the op itself (e.g. integers as bit arrays), not uniform slots.
+    gen: Callable[[Plain, np.random.Generator], dict[str, np.ndarray]] | None = None
+    # Whether the op is meaningful for a parameter set (e.g. the integer width).
+    applies: Callable[[Any], bool] = lambda params: True
+    # Facts recorded with every result (gate counts, depth, cost model).
+    facts: dict | None = None
 
 
 def _ct_op(prim: str, *, two: bool = True, plain_second: bool = False, after: str | None = None,
@@ -289,9 +295,4 @@ def _into(op: BenchOp) -> BenchOp:
                    op.inputs, op.scalars, op.rotations, op.rotations_pow2, group="into")
 
 
-CATALOG: dict[str, BenchOp] = _catalog()
-MICRO = [n for n, o in CATALOG.items() if o.group in ("micro", "keygen")]
-INTO = [n for n, o in CATALOG.items() if o.group == "into"]
-BOOTSTRAP = [n for n, o in CATALOG.items() if o.group == "bootstrap"]
-DEPTH = [n for n, o in CATALOG.items() if o.group == "depth"]
-PIPELINES = [n for n, o in CATALOG.items() if o.group == "pipeline"]
+RLWE_OPS: dict[str, BenchOp] = _catalog()

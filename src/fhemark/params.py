@@ -14,6 +14,9 @@ from pydantic import BaseModel, ConfigDict
 from .errors import UserError
 
 SCHEMES_RLWE = ("bfv", "bgv", "ckks")
+# Bitwise / small-integer schemes (PROTOCOL-bits.md): parameter sets are the library's named ones.
+SCHEMES_BITS = ("tfhe_bool", "tfhe_shortint", "tfhe_int")
+INT_BITS = (8, 16, 32, 64)
 
 # SEAL's CoeffModulus::BFVDefault(N, tc128): the last prime is the special prime.
 _SEAL_DEFAULT_BITS = {
@@ -62,6 +65,8 @@ class ParamSet(BaseModel):
     # A library's own named parameter set (e.g. a bootstrapping set): the
     # driver chooses the moduli and reports them; security is checked then.
     preset: str | None = None
+    kind: Literal["rlwe", "bits"] = "rlwe"
+    bits: int | None = None  # tfhe_int: width of the integers
 
     @property
     def log_qp_nominal(self) -> int:
@@ -74,7 +79,9 @@ class ParamSet(BaseModel):
         return self.name or f"N={self.N},logQP={self.log_qp_nominal}"
 
     def wire(self) -> dict[str, Any]:
-        return self.model_dump(exclude={"name"} | ({"preset"} if self.preset is None else set()))
+        if self.kind == "bits":
+            return {"preset": self.preset, **({"bits": self.bits} if self.bits else {})}
+        return self.model_dump(exclude={"name", "kind", "bits"} | ({"preset"} if self.preset is None else set()))
 
 
 class ParamSpec(BaseModel):
@@ -102,6 +109,8 @@ def preset_names() -> list[str]:
 
 def resolve(spec: str | dict | ParamSpec, scheme: str, where: str = "params") -> ParamSet:
     """Turn a preset name or an inline spec into a validated ParamSet for one scheme."""
+    if scheme in SCHEMES_BITS:
+        return _bits(spec, scheme, where)
     if isinstance(spec, str):
         return _preset(spec, scheme, where)
     if isinstance(spec, dict):
@@ -112,6 +121,29 @@ def resolve(spec: str | dict | ParamSpec, scheme: str, where: str = "params") ->
             raise UserError(f"{where}: {' '.join(first[1:3]) if len(first) > 2 else first[0]}",
                             "write N, q_bits, p_bits and t or t_bits (BFV/BGV) or scale_bits (CKKS)")
     return _validated(spec, scheme, where)
+
+
+def _bits(spec: Any, scheme: str, where: str) -> ParamSet:
+    """TFHE-style sets are the library's own: a preset name ('default' or one the
+    driver lists) and, for integers, the width."""
+    if isinstance(spec, str):
+        spec = {"preset": spec}
+    if not isinstance(spec, dict) or not isinstance(spec.get("preset", "default"), str):
+        raise UserError(f"{where}: a {scheme} parameter set is a preset name or {{preset: NAME, bits: 32}}",
+                        "write e.g. default or {preset: default, bits: 32}")
+    unknown = set(spec) - {"preset", "bits", "name"}
+    if unknown:
+        raise UserError(f"{where}: unknown field(s) {', '.join(sorted(unknown))} for {scheme}", "use preset and bits")
+    bits = spec.get("bits")
+    if scheme == "tfhe_int":
+        bits = bits or 32
+        if bits not in INT_BITS:
+            raise UserError(f"{where}.bits: {bits} is not an integer width", f"use one of {INT_BITS}")
+    elif bits is not None:
+        raise UserError(f"{where}.bits: only tfhe_int has a width", "remove bits")
+    preset = spec.get("preset", "default")
+    label = spec.get("name") or (f"{preset}/{bits}b" if bits else preset)
+    return ParamSet(N=0, q_bits=(), p_bits=(), preset=preset, kind="bits", bits=bits, name=label)
 
 
 def _preset(name: str, scheme: str, where: str) -> ParamSet:
@@ -175,7 +207,8 @@ def _validated(spec: ParamSpec, scheme: str, where: str) -> ParamSet:
             raise UserError(f"{where}.t: {t.bit_length()}-bit t does not fit under the {min(spec.q_bits)}-bit primes",
                             "lower t_bits or enlarge q_bits")
     else:
-        raise UserError(f"{where}: scheme '{scheme}' has no RLWE parameter set", f"use one of {', '.join(SCHEMES_RLWE)}")
+        raise UserError(f"{where}: scheme '{scheme}' has no RLWE parameter set",
+                        f"use one of {', '.join(SCHEMES_RLWE + SCHEMES_BITS)}")
     return ParamSet(N=n, q_bits=tuple(spec.q_bits), p_bits=tuple(spec.p_bits), t=t, scale_bits=scale,
                     sigma=spec.sigma, name=spec.name)
 

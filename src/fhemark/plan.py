@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from pydantic import ValidationError
 
 from .errors import UserError
-from .ops import BOOTSTRAP, CATALOG, DEPTH, INTO, MICRO, PIPELINES
-from .params import SCHEMES_RLWE, ParamSet, resolve
+from .catalog import BOOTSTRAP, DEPTH, INTO, MICRO, PIPELINES, known, lookup
+from .params import SCHEMES_BITS, SCHEMES_RLWE, ParamSet, resolve
 from .security import Estimate, estimate
 from .suites import Policy, Suite
 
@@ -45,16 +45,16 @@ class Group:
     library: str
     scheme: str
     params: ParamSet
-    security: Estimate
+    security: Estimate | None
     jobs: list[Job] = field(default_factory=list)
 
     @property
     def rotations(self) -> list[int]:
-        return sorted({r for j in self.jobs for r in CATALOG[j.op].rotations})
+        return sorted({r for j in self.jobs for r in lookup(j.op, j.scheme).rotations})
 
     @property
     def rotations_pow2(self) -> bool:
-        return any(CATALOG[j.op].rotations_pow2 for j in self.jobs)
+        return any(lookup(j.op, j.scheme).rotations_pow2 for j in self.jobs)
 
 
 @dataclass
@@ -73,16 +73,19 @@ class Plan:
                           "op": j.op, "slots": j.slots} for j in self.jobs]}
 
 
-def _ops_for(case_ops, scheme: str, where: str) -> list[str]:
+def _ops_for(case_ops, scheme: str, params: ParamSet, where: str) -> list[str]:
     groups = {"all": MICRO + INTO + PIPELINES + DEPTH + BOOTSTRAP, "micro": MICRO, "into": INTO, "pipelines": PIPELINES,
               "depth": DEPTH}
     if isinstance(case_ops, str):
         names = groups[case_ops]
-        return [n for n in names if scheme in CATALOG[n].schemes]
-    for name in case_ops:
-        if name not in CATALOG:
-            raise UserError(f"{where}.ops: unknown operation '{name}'", "run `fhemark list ops` for the names")
-    return [n for n in case_ops if scheme in CATALOG[n].schemes]
+    else:
+        for name in case_ops:
+            if not known(name):
+                raise UserError(f"{where}.ops: unknown operation '{name}'",
+                                "run `fhemark list ops` for the names (workloads: multiadd_<n>x<bits>, compare_<bits>)")
+        names = case_ops
+    # An op that does not exist for this scheme or parameter set is simply not planned.
+    return [n for n in names if (op := lookup(n, scheme)) is not None and op.applies(params)]
 
 
 def build(suite: Suite, available: list[str], allow_insecure: bool = False,
@@ -104,13 +107,15 @@ def build(suite: Suite, available: list[str], allow_insecure: bool = False,
             raise UserError(f"{where}.policy.{'.'.join(map(str, err['loc']))}: {err['msg']}",
                             "see the policy fields in docs/suites.md")
         for scheme in case.schemes:
-            if scheme not in SCHEMES_RLWE:
-                raise UserError(f"{where}.schemes: unknown scheme '{scheme}'", f"use {', '.join(SCHEMES_RLWE)}")
-            ops = _ops_for(case.ops, scheme, where)
+            if scheme not in SCHEMES_RLWE + SCHEMES_BITS:
+                raise UserError(f"{where}.schemes: unknown scheme '{scheme}'",
+                                f"use {', '.join(SCHEMES_RLWE + SCHEMES_BITS)}")
             for pi, spec in enumerate(case.params):
                 params = resolve(spec, scheme, f"{where}.params[{pi}]")
-                est = estimate(params.N, max(params.log_qp_nominal, 1), suite.security.table)
-                # A library preset's moduli are known only after setup, where they are checked.
+                ops = _ops_for(case.ops, scheme, params, where)
+                # Bit schemes' sets and library presets are checked after setup, from what the library built.
+                est = estimate(params.N, max(params.log_qp_nominal, 1), suite.security.table) \
+                    if params.kind == "rlwe" else None
                 if params.preset is None and est.bits < suite.security.min_bits and not allow_insecure:
                     raise UserError(
                         f"{where}.params[{pi}] ({params.label()}, {scheme}): log QP = {params.log_qp_nominal} at "

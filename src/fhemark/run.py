@@ -18,9 +18,10 @@ from .checks import check
 from .drivers import manifests
 from .errors import DriverError
 from .messages import Capabilities, Effective, RunResult, Sample, Vector
-from .ops import CATALOG, BenchOp
+from .catalog import lookup
+from .ops import BenchOp
 from .plan import Group, Job, Plan
-from .security import estimates
+from .security import Estimate, estimates
 from .semantics import Plain
 from .stats import summarize
 from .store import Store
@@ -122,17 +123,20 @@ class Runner:
             setup_s = time.monotonic() - t0
             self.driver(g.library).setups.add(setup_id)
             eff = Effective(**result["effective"])
+            if g.params.kind == "rlwe" and not (eff.N and eff.q_bits and eff.slots):
+                raise DriverError("internal", f"{g.library} setup result lacks N, q_bits or slots")
             self._check_security(g, eff)
         except DriverError as exc:
             return exc
-        return Prepared(g, setup_id, caps, eff, result.get("sizes_bytes", {}),
-                        Plain(g.scheme, eff.slots, eff.t), setup_s)
+        return Prepared(g, setup_id, caps, eff, result.get("sizes_bytes", {}), _plain(g, eff), setup_s)
 
     def _check_security(self, g: Group, eff: Effective) -> None:
         """What the library really built is checked too: a library may add moduli
         (OpenFHE's special primes) or choose them itself (presets)."""
         sec = self.plan.suite.security
-        est = estimates(eff.N, eff.log_qp)[sec.table]
+        est = _security(g.params.kind, eff).get(sec.table if g.params.kind == "rlwe" else "library")
+        if est is None:  # the library states no security level for its set: recorded as unknown
+            return
         if est.bits < sec.min_bits and not self.plan.allow_insecure:
             raise DriverError("insecure_params", f"{g.library} built log QP = {eff.log_qp:.1f} at N = {eff.N}: "
                                                  f"{est.describe()} bits under {sec.table}, below {sec.min_bits}; "
@@ -142,7 +146,7 @@ class Runner:
         return max(j.policy.timeout_s for j in g.jobs)
 
     def _job(self, job: Job, prep: Prepared | DriverError) -> None:
-        op = CATALOG[job.op]
+        op = lookup(job.op, job.scheme)
         outcome = None
         try:
             if isinstance(prep, DriverError):
@@ -179,8 +183,7 @@ class Runner:
         single = len(program.timed) == 1
 
         def batch(count: int, iters: int) -> tuple[list[dict[str, int]], float]:
-            inputs = [({n: prep.plain.random(rng, job.slots) for n in op.inputs}, op.scalars(prep.plain, rng))
-                      for _ in range(count)]
+            inputs = [(self._inputs(op, prep, job, rng), op.scalars(prep.plain, rng)) for _ in range(count)]
             samples = [Sample(inputs={n: Vector.of(v) for n, v in vecs.items()}, scalars=sc) for vecs, sc in inputs]
             t0 = time.monotonic()
             raw = drv.request("run", timeout_s=pol.timeout_s, memory_limit_mb=pol.memory_limit_mb,
@@ -241,7 +244,7 @@ class Runner:
         out.depth = 0
         for k in range(1, job.policy.max_depth + 1):
             program = op.chain(job.scheme, k)
-            vecs = {n: prep.plain.random(rng, job.slots) for n in op.inputs}
+            vecs = self._inputs(op, prep, job, rng)
             sample = Sample(inputs={n: Vector.of(v) for n, v in vecs.items()})
             try:
                 res = RunResult(**drv.request("run", timeout_s=job.policy.timeout_s,
@@ -264,6 +267,12 @@ class Runner:
         out.noise = out.noise_by_depth[-1:]
         out.elapsed_s = time.monotonic() - started
         return out
+
+    @staticmethod
+    def _inputs(op: BenchOp, prep: Prepared, job: Job, rng: np.random.Generator) -> dict[str, np.ndarray]:
+        if op.gen is not None:
+            return op.gen(prep.plain, rng)
+        return {n: prep.plain.random(rng, job.slots) for n in op.inputs}
 
     @staticmethod
     def _total(sample: dict[str, int]) -> float:
@@ -292,8 +301,12 @@ class Runner:
         caps = self.caps.get(job.library)
         eff = prep.effective if ok_prep else None
         log_qp = eff.log_qp if eff else float(job.params.log_qp_nominal)
-        sec = estimates(eff.N if eff else job.params.N, max(log_qp, 1))
-        table = self.plan.suite.security.table
+        bits = job.params.kind == "bits"
+        if eff is not None:
+            sec = _security(job.params.kind, eff)
+        else:  # setup failed: what was asked for, where a table applies
+            sec = estimates(job.params.N, max(log_qp, 1)) if not bits and job.params.preset is None else {}
+        table = "library" if bits else self.plan.suite.security.table
         mismatch = _param_mismatch(job, eff) if eff else []
         base: dict[str, Any] = {
             "library": job.library,
@@ -302,14 +315,16 @@ class Runner:
             "library_build": caps.build if caps else None,
             "scheme": job.scheme,
             "params": {**job.params.wire(), "name": job.params.name, "log_qp": log_qp,
-                       "log_qp_nominal": job.params.log_qp_nominal},
+                       "log_qp_nominal": job.params.log_qp_nominal,
+                       "N": eff.N if eff and bits else job.params.N},
             "effective_params": eff.model_dump() if eff else None,
             "params_match": not mismatch if eff else None,
             "params_mismatch": mismatch,
-            "security_bits": sec[table].bits,
+            "security_bits": sec[table].bits if table in sec else None,
             "security_table": table,
             "security": {t: {"bits": e.bits, "below_table": e.below_table} for t, e in sec.items()},
-            "insecure": sec[table].bits < self.plan.suite.security.min_bits,
+            "insecure": table in sec and sec[table].bits < self.plan.suite.security.min_bits,
+            "p_fail_log2": eff.p_fail if eff else None,
             "slots": job.slots or (eff.slots if eff else job.params.slots(job.scheme)),
             "vector_length": job.slots,  # as the suite asked: null means every slot
             "threads": caps.threads if caps else job.threads,
@@ -338,6 +353,7 @@ class Runner:
             "iters": out.iters, "stop_reason": out.stop_reason, "target_rel_ci": job.policy.target_rel_ci,
             "budget_s": job.policy.budget_s, "elapsed_s": out.elapsed_s, "notes": sorted(out.notes),
             "setup_s": prep.setup_s,
+            **({"workload": op.facts} if op.facts else {}),
             "precision_bits_before": min(out.precision_before) if out.precision_before else None,
         }
         if op.chain:
@@ -345,9 +361,9 @@ class Runner:
                      "noise_by_depth": out.noise_by_depth, "check_passed": out.depth > 0,
                      "precision_bits": out.precision[out.depth - 1] if out.depth and out.precision else None,
                      "samples_ns": [s["chain"] for s in out.samples], "median_ns": None, "ci95_ns": None}]
-        if op.stages is None:
-            return [_timed(shared, job.op, op.title, [s[n] for s in out.samples for n in s],
-                           [s[n] for s in out.warmup for n in s], job)]
+        if op.stages is None:  # one timed step, or several that make one operation (their sum)
+            return [_timed(shared, job.op, op.title, [sum(s.values()) for s in out.samples],
+                           [sum(s.values()) for s in out.warmup], job)]
         recs = []
         for stage, steps in {**op.stages, "total": None}.items():
             pick = (lambda s: sum(s.values())) if steps is None else (lambda s, st=steps: sum(s.get(x, 0) for x in st))
@@ -364,6 +380,24 @@ def _timed(shared: dict, op: str, title: str, samples: list[float], warmup: list
             "max_ns": s.max, "ci95_ns": list(s.ci95), "rel_ci_half_width": s.rel_ci_half_width,
             "outliers": {"mild": s.outliers_mild, "severe": s.outliers_severe},
             "ns_per_slot": s.median / slots if slots else None}
+
+
+def _plain(g: Group, eff: Effective) -> Plain:
+    """The plaintext arithmetic of a setup, from what the library reported."""
+    if g.params.kind == "rlwe":
+        return Plain(g.scheme, eff.slots, eff.t)
+    modulus = {"tfhe_bool": 2, "tfhe_int": 1 << (g.params.bits or 64)}.get(g.scheme) or \
+        int(getattr(eff, "message_modulus", None) or 4)
+    return Plain(g.scheme, 1, modulus)
+
+
+def _security(kind: str, eff: Effective | None) -> dict[str, Estimate]:
+    """RLWE: both tables, from the moduli the library built. Bit schemes: the
+    library's own stated target for its parameter set (no table applies)."""
+    if kind == "rlwe":
+        return estimates(eff.N, max(eff.log_qp, 1)) if eff else {}
+    target = eff.security_bits_target if eff else None
+    return {"library": Estimate("library", target, False, 0)} if target else {}
 
 
 def _param_mismatch(job: Job, eff: Effective) -> list[str]:

@@ -15,15 +15,22 @@ import numpy as np
 @dataclass(frozen=True)
 class Plain:
     scheme: str
-    slots: int
-    t: int | None = None  # BFV/BGV plaintext modulus
+    slots: int            # RLWE: slot count; bit schemes: array length
+    t: int | None = None  # BFV/BGV plaintext modulus; bit schemes: 2, the message modulus, or 2^bits
 
     @property
     def exact(self) -> bool:
         return self.scheme != "ckks"
 
+    @property
+    def words(self) -> bool:
+        """Bit/integer schemes: unsigned words modulo a power of two, arrays not padded."""
+        return self.scheme.startswith("tfhe")
+
     def random(self, rng: np.random.Generator, length: int | None = None) -> np.ndarray:
         """A fresh input vector, zero-padded to the slot count as drivers pad it."""
+        if self.words:
+            return rng.integers(0, self.t, size=length or self.slots, dtype=np.uint64)
         n = self.slots if length is None else min(length, self.slots)
         out = np.zeros(self.slots, dtype=np.int64 if self.exact else np.float64)
         if self.exact:
@@ -35,13 +42,23 @@ class Plain:
     def random_scalar(self, rng: np.random.Generator) -> int | float:
         return int(rng.integers(0, self.t)) if self.exact else float(rng.uniform(-1.0, 1.0))
 
+    def _wrap(self, v: np.ndarray) -> np.ndarray:
+        """Words: uint64 arithmetic wraps mod 2^64; t divides 2^64."""
+        return v if self.t == 1 << 64 else v % np.uint64(self.t)
+
     def add(self, x, y):
+        if self.words:
+            return self._wrap(np.asarray(x, np.uint64) + np.asarray(y, np.uint64))
         return (x + y) % self.t if self.exact else x + y
 
     def sub(self, x, y):
+        if self.words:
+            return self._wrap(np.asarray(x, np.uint64) - np.asarray(y, np.uint64))
         return (x - y) % self.t if self.exact else x - y
 
     def mul(self, x, y):
+        if self.words:
+            return self._wrap(np.asarray(x, np.uint64) * np.asarray(y, np.uint64))
         if not self.exact:
             return x * y
         if self.t < 1 << 31:  # the product fits in int64

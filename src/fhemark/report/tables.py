@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..ops import CATALOG
+from ..catalog import CATALOG
 
 
 @dataclass

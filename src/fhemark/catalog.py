@@ -1,0 +1,26 @@
+"""Every benchmark operation, RLWE (ops.py) and bit/integer (bitops.py), by name."""
+
+from __future__ import annotations
+
+from .bitops import circuit, static_ops
+from .ops import RLWE_OPS, BenchOp
+
+CATALOG: dict[str, BenchOp] = {**RLWE_OPS, **{o.name: o for o in static_ops()}}
+
+MICRO = [n for n, o in CATALOG.items() if o.group in ("micro", "keygen")]
+INTO = [n for n, o in CATALOG.items() if o.group == "into"]
+BOOTSTRAP = [n for n, o in CATALOG.items() if o.group == "bootstrap"]
+DEPTH = [n for n, o in CATALOG.items() if o.group == "depth"]
+PIPELINES = [n for n, o in CATALOG.items() if o.group == "pipeline"]
+
+
+def lookup(name: str, scheme: str) -> BenchOp | None:
+    """The op for one scheme: a catalog entry, or a parametrised workload (multiadd_8x32, compare_16)."""
+    if name in CATALOG:
+        op = CATALOG[name]
+        return op if scheme in op.schemes else None
+    return next((o for o in circuit(name) or [] if scheme in o.schemes), None)
+
+
+def known(name: str) -> bool:
+    return name in CATALOG or circuit(name) is not None
