@@ -177,7 +177,7 @@ def circuit(name: str) -> list[BenchOp] | None:
             _circuit_op(name, title + " (carry-save + Kogge-Stone netlist)", carry_save_sum(n, nbits), n, nbits, model),
             BenchOp(name, title + " (native integer additions)", INT, _sum_chain("int_add", n, False), _sum_expect(n),
                     inputs=tuple(f"x{i}" for i in range(n)), group="circuit", gen=_word_gen(n, nbits),
-                    applies=lambda ps, nb=nbits: ps.bits == nb, facts=word),
+                    applies=lambda ps, nb=nbits: ps.bits == nb, facts={**word, "method": "native integer additions"}),
             BenchOp(name, title + " (homomorphic additions of whole integers)", ("bfv", "bgv"),
                     _sum_chain("add", n, True), _sum_expect(n), inputs=tuple(f"x{i}" for i in range(n)),
                     group="circuit", gen=_word_gen(n, nbits),

@@ -45,10 +45,11 @@ def run(suite: str = typer.Option("quick", help="built-in suite name or path to 
         resume: bool = typer.Option(False, help="continue the latest run of this suite, skipping finished jobs"),
         allow_insecure: bool = typer.Option(False, help="run parameter sets below the suite's security level, marked"),
         library: list[str] = typer.Option(None, help="only these libraries (repeatable)"),
+        full: bool = typer.Option(False, help="add the suite's full_cases (long sweeps: hours)"),
         report: Path = typer.Option(None, help="report folder (default ./report/<suite>)")) -> None:
     """Plan, check, run, store and print a result table; write the report."""
     try:
-        s = load(suite)
+        s = load(suite, full)
         plan = build(s, available(), allow_insecure, library or None)
         store = Store(db or default_db())
     except UserError as exc:

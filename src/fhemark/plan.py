@@ -29,6 +29,8 @@ class Job:
     policy: Policy
     threads: int
     allow_insecure: bool
+    # Named by the suite (not via `libraries: all`): a missing scheme is then reported, not skipped.
+    named: bool = True
 
     @property
     def key(self) -> str:
@@ -126,7 +128,8 @@ def build(suite: Suite, available: list[str], allow_insecure: bool = False,
                     g = groups.setdefault((lib, scheme, params), Group(lib, scheme, params, est))
                     for slots in case.slots or [None]:
                         for op in ops:
-                            job = Job(lib, scheme, params, op, slots, policy, suite.threads, allow_insecure)
+                            job = Job(lib, scheme, params, op, slots, policy, suite.threads, allow_insecure,
+                                      named=case.libraries != "all")
                             if all(j.key != job.key for j in g.jobs):
                                 g.jobs.append(job)
     if not groups:

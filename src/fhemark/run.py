@@ -93,6 +93,10 @@ class Runner:
     def execute(self) -> None:
         try:
             for key_groups in self._by_params():
+                skipped = [g for g in key_groups if not self._wanted(g)]
+                for job in (j for g in skipped for j in g.jobs):
+                    self.on_record(job, [])  # nothing to record: the library has no such scheme
+                key_groups = [g for g in key_groups if g not in skipped]
                 prepared = {g.library: self._prepare(g) for g in key_groups}
                 ops = list(dict.fromkeys(j.op for g in key_groups for j in g.jobs))
                 for op in ops:  # interleave libraries op by op
@@ -102,6 +106,15 @@ class Runner:
                                 self._job(job, prepared[g.library])
         finally:
             self.close()
+
+    def _wanted(self, g: Group) -> bool:
+        """`libraries: all` means every library that has the scheme: the others are skipped, not failed."""
+        if any(j.named for j in g.jobs):
+            return True
+        try:
+            return g.scheme in self.capabilities(g.library).schemes
+        except DriverError:
+            return True  # let the group record why the driver failed
 
     def _by_params(self) -> list[list[Group]]:
         out: dict[tuple, list[Group]] = {}

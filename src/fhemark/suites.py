@@ -63,6 +63,7 @@ class Suite(BaseModel):
     security: Security = Security()
     policy: Policy = Policy()
     cases: list[Case] = Field(min_length=1)
+    full_cases: list[Case] = []  # added by `fhemark run --full`: the long sweep
     source: str = ""
 
 
@@ -74,7 +75,7 @@ def builtin_names() -> list[str]:
     return sorted(p.stem for p in builtin_dir().glob("*.yaml"))
 
 
-def load(name_or_path: str) -> Suite:
+def load(name_or_path: str, full: bool = False) -> Suite:
     path = Path(name_or_path)
     if not path.suffix:
         path = builtin_dir() / f"{name_or_path}.yaml"
@@ -94,7 +95,10 @@ def load(name_or_path: str) -> Suite:
         raise UserError(f"{path}: a suite must be a mapping with 'name' and 'cases'", "see suites/quick.yaml")
     data.setdefault("name", path.stem)
     try:
-        return Suite(**data, source=str(path))
+        suite = Suite(**data, source=str(path))
+        if full:
+            suite = suite.model_copy(update={"cases": suite.cases + suite.full_cases, "name": f"{suite.name}-full"})
+        return suite
     except ValidationError as exc:
         err = exc.errors()[0]
         field = ".".join(str(x) for x in err["loc"])

@@ -6,7 +6,9 @@ import csv
 import re
 from pathlib import Path
 
-from .tables import Table, depth_table, expansion_table, facts_table, key_table, op_tables, stage_table
+from . import plots
+from .tables import (Table, depth_table, expansion_table, facts_table, key_table, op_tables, stage_table,
+                     workload_table)
 
 
 def render(table: Table) -> str:
@@ -26,7 +28,7 @@ def _slug(title: str) -> str:
 def write(recs: list[dict], out: Path, heading: str, env: dict) -> list[Path]:
     out.mkdir(parents=True, exist_ok=True)
     tables = op_tables(recs)
-    tables += [t for t in (stage_table(recs), depth_table(recs), expansion_table(recs)) if t is not None]
+    tables += [t for t in (stage_table(recs), depth_table(recs), expansion_table(recs), workload_table(recs)) if t is not None]
     tables += [facts_table(recs), key_table(recs)]
     cpu = env.get("cpu", {})
     parts = [f"# {heading}", "",
@@ -43,6 +45,11 @@ def write(recs: list[dict], out: Path, heading: str, env: dict) -> list[Path]:
             w.writerow(t.columns)
             w.writerows(t.rows)
         written.append(path)
+    figures = plots.write(recs, out / "plots")
+    if figures:
+        parts.append("### Figures\n")
+        parts += [f"![{f.stem}](plots/{f.name})\n" for f in figures if f.suffix == ".png"]
+    written += figures
     md = out / "report.md"
     md.write_text("\n".join(parts))
     return [md] + written

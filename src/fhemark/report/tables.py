@@ -68,7 +68,8 @@ def op_tables(recs: list[dict]) -> list[Table]:
     """One table per operation. Rows = library/scheme, columns = parameter set
     (Study 2); when vector lengths are swept, rows = library/scheme/parameter
     set and columns = vector length (Study 3)."""
-    recs = [r for r in latest(recs) if not r["op"].startswith("pipeline_") and "depth" not in r]
+    recs = [r for r in latest(recs) if not r["op"].startswith("pipeline_") and "depth" not in r
+            and not r.get("workload")]
     by_slots = _swept(recs)
     if by_slots:
         col_of, row_of = (lambda r: str(r["slots"])), (lambda r: (r["library"], r["scheme"], r["params"]["N"], _param_key(r)))
@@ -114,6 +115,30 @@ def depth_table(recs: list[dict]) -> Table | None:
                      r.get("depth_limit") or "not reached"])
     return Table("Multiplicative depth (Study 1)", ["library / scheme", "params", "depth", "noise budget after each",
                  "what stopped it"], rows, "x * y^k with relinearization (CKKS: rescale) until the result is wrong")
+
+
+def workload_table(recs: list[dict]) -> Table | None:
+    """Study 4: each workload per library and method, with the study's cost model
+    next to the measured gate counts and depths, and the amortized time per input bit."""
+    recs = [r for r in latest(recs) if r.get("workload")]
+    if not recs:
+        return None
+    rows = []
+    for r in sorted(recs, key=lambda r: (r["op"].split("_")[0], r["workload"].get("bits", 0),
+                                        r["workload"].get("numbers", 2), r["library"], r["scheme"])):
+        w = r["workload"]
+        c = w.get("circuit") or {}
+        model = w.get("cost_model") or {}
+        model_txt = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in model.items() if k != "note") or "-"
+        nbits = w.get("bits", 0) * w.get("numbers", 2)
+        rows.append([r["op"], f"{r['library']} / {r['scheme']}", w.get("method", "-"),
+                     str(c.get("bootstrapped_gates", w.get("additions", "-"))),
+                     str(c.get("multiplicative", "-")), str(c.get("bootstrapped", "-")), model_txt, cell(r),
+                     fmt_time(r["median_ns"] / nbits) if r["status"] == "ok" and r.get("median_ns") and nbits else "-"])
+    return Table("Study 4 workloads: cost model and measured", ["workload", "library / scheme", "method",
+                 "gates (bootstrapped) / additions", "multiplicative depth", "bootstrapped depth",
+                 "study's cost model", "time", "time per input bit"], rows,
+                 "depths are measured on the netlist that ran; word-wise methods add whole integers")
 
 
 def expansion_table(recs: list[dict]) -> Table | None:
