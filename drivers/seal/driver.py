@@ -26,8 +26,8 @@ SCHEMES = {"bfv": seal.scheme_type.bfv, "bgv": seal.scheme_type.bgv, "ckks": sea
 COMMON = ["encode", "decode", "encrypt_pk", "encrypt_sk", "decrypt", "add", "sub", "add_plain", "mul",
           "mul_relin", "square_relin", "mul_plain", "mul_scalar", "square", "relinearize", "keygen_secret", "keygen_public",
           "keygen_relin", "keygen_galois"]
-OPS = {"bfv": COMMON + ["mod_switch", "rotate_rows", "rotate_columns"],
-       "bgv": COMMON + ["mod_switch", "rotate_rows", "rotate_columns"],
+OPS = {"bfv": COMMON + ["mod_switch", "rotate_rows", "rotate_columns", "encode_coeffs", "decode_coeffs"],
+       "bgv": COMMON + ["mod_switch", "rotate_rows", "rotate_columns", "encode_coeffs", "decode_coeffs"],
        "ckks": COMMON + ["mod_switch", "rescale", "rotate", "conjugate"]}
 
 
@@ -72,7 +72,8 @@ class Setup:
             name, msg = self.ctx.parameter_error_name(), self.ctx.parameter_error_message()
             kind = "insecure_params" if "insecure" in name else "invalid_params"
             raise Failure(kind, f"SEAL: {msg} ({name})")
-        if scheme != "ckks" and not self.ctx.first_context_data().qualifiers().using_batching:
+        self.batching = scheme == "ckks" or params.get("batching", True)
+        if self.batching and scheme != "ckks" and not self.ctx.first_context_data().qualifiers().using_batching:
             raise Failure("invalid_params", "SEAL: t does not allow batching (t must be a prime = 1 mod 2N)")
         self.t = int(params["t"]) if scheme != "ckks" else None
         self.scale = 2.0 ** params["scale_bits"] if scheme == "ckks" else None
@@ -81,8 +82,11 @@ class Setup:
         self.pk = self.kg.create_public_key()
         self.rlk = self.kg.create_relin_keys()
         self.gk = self.make_galois(self.kg, galois_steps(self.n, rotations, pow2)) if (rotations or pow2) else None
-        self.encoder = seal.CKKSEncoder(self.ctx) if scheme == "ckks" else seal.BatchEncoder(self.ctx)
-        self.slots = self.encoder.slot_count()
+        if self.batching:
+            self.encoder = seal.CKKSEncoder(self.ctx) if scheme == "ckks" else seal.BatchEncoder(self.ctx)
+            self.slots = self.encoder.slot_count()
+        else:  # coefficient encoding only (e.g. t = 2): one value per polynomial coefficient
+            self.encoder, self.slots = None, self.n
         self.encryptor = seal.Encryptor(self.ctx, self.pk, self.sk)
         self.decryptor = seal.Decryptor(self.ctx, self.sk)
         self.evaluator = seal.Evaluator(self.ctx)
@@ -102,7 +106,7 @@ class Setup:
                 "levels": len(q) - 1, "dnum": len(q), "secret": "ternary", "sigma": 3.2}
 
     def sizes(self) -> dict:
-        pt = self.encode_call(np.zeros(self.slots))()
+        pt = self.encode_call(np.zeros(self.slots))() if self.batching else coeff_plaintext(np.zeros(1), self.t)
         out = {"public_key": len(self.pk.to_string()), "secret_key": len(self.sk.to_string()),
                "relin_keys": len(self.rlk.to_string()), "plaintext": pt.save_size(),
                "ciphertext": self.encryptor.encrypt(pt).save_size()}
@@ -141,7 +145,13 @@ def prepare(s: Setup, op: str, args: list, attrs: dict, vals: dict):
     ev, key = s.evaluator, attrs.get("key")
     a = [vals[x] for x in args]
     if op == "encode":
+        if not s.batching:
+            raise Failure("unsupported", "batch encoding needs a batching t: use encode_coeffs")
         return s.encode_call(a[0])
+    if op == "encode_coeffs":
+        return lambda: coeff_plaintext(a[0], s.t)
+    if op == "decode_coeffs":
+        return lambda: coeffs_of(a[0], s.n, s.t)
     if op == "decode":
         if s.scheme == "ckks":
             return lambda: s.encoder.decode(a[0])
@@ -202,6 +212,22 @@ def prepare(s: Setup, op: str, args: list, attrs: dict, vals: dict):
             return kg.create_galois_keys
         return lambda: Setup.make_galois(kg, [int(x) for x in steps])
     raise Failure("unsupported", f"SEAL driver has no '{op}'")
+
+
+def coeff_plaintext(values: np.ndarray, t: int):
+    """A plaintext whose polynomial coefficients are `values` (SEAL's hex polynomial syntax)."""
+    terms = [f"{int(v) % t:X}" + (f"x^{i}" if i else "") for i, v in enumerate(values) if int(v) % t]
+    return seal.Plaintext(" + ".join(reversed(terms)) or "0")
+
+
+def coeffs_of(pt, n: int, t: int) -> np.ndarray:
+    out = np.zeros(n, dtype=np.int64)
+    text = pt.to_string()
+    if text != "0":
+        for term in text.split(" + "):
+            coef, _, power = term.partition("x^")
+            out[int(power) if power else 0] = int(coef, 16) % t
+    return out
 
 
 def resolve(attrs: dict, scalars: dict) -> dict:

@@ -199,8 +199,79 @@ def circuit(name: str) -> list[BenchOp] | None:
             BenchOp(name, f"compare two {nbits}-bit integers (native)", INT, _binary_named("int_lt"), lt,
                     inputs=("x0", "x1"), group="circuit", gen=_word_gen(2, nbits),
                     applies=lambda ps, nb=nbits: ps.bits == nb, facts={"bits": nbits, "method": "native comparison"}),
+            _rlwe_compare(name, nbits, model),
         ]
     return None
+
+
+def _rlwe_netlist_program(net: Netlist) -> Callable[[str], Program]:
+    """The netlist as BFV/BGV arithmetic modulo t = 2 on one bit per ciphertext
+    (constant polynomials): XOR = add, AND = multiply + relinearize, NOT = add 1,
+    OR = a + b + ab, MUX(s, a, b) = b + s(a + b). Every gate is timed; the sum
+    is the circuit's time. How deep it gets before decryption fails is measured."""
+    def build(scheme: str) -> Program:
+        steps = [step("pone", "encode_coeffs", "one"), step("pzero", "encode_coeffs", "zero")]
+        for i in range(net.n_inputs):
+            steps += [step(f"p{i}", "encode_coeffs", f"b{i}"), step(f"w{i}", "encrypt_sk", f"p{i}")]
+        timed: list[str] = []
+
+        def emit(out: str, op: str, *args: str) -> str:
+            steps.append(step(out, op, *args))
+            timed.append(out)
+            return out
+
+        for name, out, *a in net.gates:
+            w, x = f"w{out}", [f"w{i}" for i in a]
+            if name == "const":
+                steps.append(step(w, "encrypt_sk", "pone" if a[0] else "pzero"))
+            elif name == "xor":
+                emit(w, "add", *x)
+            elif name == "and":
+                emit(w, "mul_relin", *x)
+            elif name == "not":
+                emit(w, "add_plain", x[0], "pone")
+            elif name in ("or", "nor"):
+                s1, s2 = emit(f"{w}s", "add", *x), emit(f"{w}m", "mul_relin", *x)
+                emit(w if name == "or" else f"{w}o", "add", s1, s2)
+                if name == "nor":
+                    emit(w, "add_plain", f"{w}o", "pone")
+            elif name in ("nand", "xnor"):
+                emit(f"{w}i", "mul_relin" if name == "nand" else "add", *x)
+                emit(w, "add_plain", f"{w}i", "pone")
+            elif name == "mux":
+                s1 = emit(f"{w}s", "add", x[1], x[2])
+                emit(w, "add", x[2], emit(f"{w}m", "mul_relin", x[0], s1))
+        res = f"w{net.outputs[0]}"
+        steps += [step("pz", "decrypt", res), step("z", "decode_coeffs", "pz")]
+        return Program(steps, timed, noise=[res], sizes=[res], levels=[res])
+    return build
+
+
+def _bit_inputs(net: Netlist, numbers: int, nbits: int) -> Callable[[Plain, np.random.Generator], dict]:
+    def gen(p: Plain, rng: np.random.Generator) -> dict[str, np.ndarray]:
+        vals = rng.integers(0, 1 << min(nbits, 63), size=numbers, dtype=np.uint64)
+        bits_ = _int_bits(vals, nbits).astype(np.int64)
+        out = {f"b{i}": bits_[i:i + 1] for i in range(net.n_inputs)}
+        return {**out, "one": np.ones(1, np.int64), "zero": np.zeros(1, np.int64)}
+    return gen
+
+
+def _rlwe_bit_expect(net: Netlist) -> Callable:
+    def expect(p: Plain, v: dict, s: dict) -> np.ndarray:
+        bits_ = np.array([v[f"b{i}"][0] for i in range(net.n_inputs)], dtype=np.uint8)[:, None]
+        z = np.zeros(p.slots, dtype=np.int64)  # a constant polynomial: every other coefficient is 0
+        z[0] = net.evaluate(bits_)[0, 0]
+        return z
+    return expect
+
+
+def _rlwe_compare(name: str, nbits: int, model: dict) -> BenchOp:
+    net = compare_lt(nbits)
+    return BenchOp(name, f"compare two {nbits}-bit integers (Kogge-Stone netlist, BFV/BGV with t = 2)", ("bfv", "bgv"),
+                   _rlwe_netlist_program(net), _rlwe_bit_expect(net), group="circuit", gen=_bit_inputs(net, 2, nbits),
+                   applies=lambda ps: ps.t == 2 and not ps.batching,
+                   facts={"circuit": net.stats(), "cost_model": model, "bits": nbits, "numbers": 2,
+                          "method": "netlist, t = 2 (AND = multiply, XOR = add)"})
 
 
 def _binary_named(prim: str) -> Callable[[str], Program]:

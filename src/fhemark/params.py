@@ -65,6 +65,7 @@ class ParamSet(BaseModel):
     # A library's own named parameter set (e.g. a bootstrapping set): the
     # driver chooses the moduli and reports them; security is checked then.
     preset: str | None = None
+    batching: bool = True  # BFV/BGV: False allows any t (e.g. 2) with coefficient encoding only
     kind: Literal["rlwe", "bits"] = "rlwe"
     bits: int | None = None  # tfhe_int: width of the integers
 
@@ -81,7 +82,9 @@ class ParamSet(BaseModel):
     def wire(self) -> dict[str, Any]:
         if self.kind == "bits":
             return {"preset": self.preset, **({"bits": self.bits} if self.bits else {})}
-        return self.model_dump(exclude={"name", "kind", "bits"} | ({"preset"} if self.preset is None else set()))
+        drop = {"name", "kind", "bits"} | ({"preset"} if self.preset is None else set()) | \
+            ({"batching"} if self.batching else set())  # the default is left out: drivers that batch need not know
+        return self.model_dump(exclude=drop)
 
 
 class ParamSpec(BaseModel):
@@ -101,6 +104,7 @@ class ParamSpec(BaseModel):
     sigma: float = 3.2
     name: str | None = None
     preset: str | None = None
+    batching: bool = True
 
 
 def preset_names() -> list[str]:
@@ -191,7 +195,11 @@ def _validated(spec: ParamSpec, scheme: str, where: str) -> ParamSet:
             raise UserError(f"{where}.scale_bits: {scale} must be at least 10 and below the first prime ({spec.q_bits[0]} bits)",
                             "lower scale_bits or enlarge q_bits[0]")
     elif scheme in ("bfv", "bgv"):
-        if spec.t is not None:
+        if spec.t is not None and not spec.batching:
+            t = spec.t
+            if t < 2:
+                raise UserError(f"{where}.t: {t} is below 2", "use t >= 2")
+        elif spec.t is not None:
             t = spec.t
             if not (is_prime(t) and t % (2 * n) == 1):
                 raise UserError(f"{where}.t: {t} is not batching-friendly for N={n} (needs a prime t = 1 mod {2 * n})",
@@ -210,7 +218,7 @@ def _validated(spec: ParamSpec, scheme: str, where: str) -> ParamSet:
         raise UserError(f"{where}: scheme '{scheme}' has no RLWE parameter set",
                         f"use one of {', '.join(SCHEMES_RLWE + SCHEMES_BITS)}")
     return ParamSet(N=n, q_bits=tuple(spec.q_bits), p_bits=tuple(spec.p_bits), t=t, scale_bits=scale,
-                    sigma=spec.sigma, name=spec.name)
+                    sigma=spec.sigma, name=spec.name, batching=spec.batching or scheme == "ckks")
 
 
 def batching_prime(n: int, bits: int) -> int:

@@ -341,6 +341,7 @@ class Runner:
             "slots": job.slots or (eff.slots if eff else job.params.slots(job.scheme)),
             "vector_length": job.slots,  # as the suite asked: null means every slot
             "threads": caps.threads if caps else job.threads,
+            **({"workload": op.facts} if op.facts else {}),
             "job_key": job.key,
             "suite": self.plan.suite.name,
             "run_id": self.run_id,
@@ -366,7 +367,6 @@ class Runner:
             "iters": out.iters, "stop_reason": out.stop_reason, "target_rel_ci": job.policy.target_rel_ci,
             "budget_s": job.policy.budget_s, "elapsed_s": out.elapsed_s, "notes": sorted(out.notes),
             "setup_s": prep.setup_s,
-            **({"workload": op.facts} if op.facts else {}),
             "precision_bits_before": min(out.precision_before) if out.precision_before else None,
         }
         if op.chain:

@@ -134,10 +134,11 @@ def workload_table(recs: list[dict]) -> Table | None:
         rows.append([r["op"], f"{r['library']} / {r['scheme']}", w.get("method", "-"),
                      str(c.get("bootstrapped_gates", w.get("additions", "-"))),
                      str(c.get("multiplicative", "-")), str(c.get("bootstrapped", "-")), model_txt, cell(r),
+                     "-" if r.get("noise_budget_bits") is None else f"{r['noise_budget_bits']:g}",
                      fmt_time(r["median_ns"] / nbits) if r["status"] == "ok" and r.get("median_ns") and nbits else "-"])
     return Table("Study 4 workloads: cost model and measured", ["workload", "library / scheme", "method",
                  "gates (bootstrapped) / additions", "multiplicative depth", "bootstrapped depth",
-                 "study's cost model", "time", "time per input bit"], rows,
+                 "study's cost model", "time", "noise budget left (bits)", "time per input bit"], rows,
                  "depths are measured on the netlist that ran; word-wise methods add whole integers")
 
 
