@@ -58,7 +58,7 @@ def test_unknown_suite(tmp_path):
 
 
 @pytest.mark.parametrize("case, needles", [
-    ("{libraries: [nolib], schemes: [bfv], params: [n8192], ops: [add]}", ("nolib", "list libraries")),
+    ("{libraries: [nolib], schemes: [bfv], params: [n8192], ops: [add]}", ("unknown library 'nolib'", "list libraries")),
     ("{schemes: [tfhe9], params: [n8192], ops: [add]}", ("tfhe9", "bfv")),
     ("{schemes: [bfv], params: [n8192], ops: [frobnicate]}", ("frobnicate", "list ops")),
     ("{schemes: [bfv], params: [{N: 1000, q_bits: [40], p_bits: [40], t_bits: 20}], ops: [add]}", ("N", "power of two")),

@@ -50,10 +50,12 @@ def run(suite: str = typer.Option("quick", help="built-in suite name or path to 
     """Plan, check, run, store and print a result table; write the report."""
     try:
         s = load(suite, full)
-        plan = build(s, available(), allow_insecure, library or None)
+        plan = build(s, available(), allow_insecure, library or None, known=list(manifests()))
         store = Store(db or default_db())
     except UserError as exc:
         _fail(exc)
+    for lib in plan.unavailable:
+        err_console.print(f"skipped {lib}: {manifests()[lib].why_unavailable()}", highlight=False)
     plan_json = plan.to_json()
     suite_hash = hashlib.sha256(json.dumps(plan_json, sort_keys=True).encode()).hexdigest()[:16]
     env = environment(s.threads, project_root())

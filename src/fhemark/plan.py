@@ -64,6 +64,7 @@ class Plan:
     suite: Suite
     groups: list[Group]
     allow_insecure: bool
+    unavailable: list[str] = field(default_factory=list)  # named by the suite, not built here: skipped
 
     @property
     def jobs(self) -> list[Job]:
@@ -91,23 +92,29 @@ def _ops_for(case_ops, scheme: str, params: ParamSet, where: str) -> list[str]:
 
 
 def build(suite: Suite, available: list[str], allow_insecure: bool = False,
-          only_libraries: list[str] | None = None) -> Plan:
+          only_libraries: list[str] | None = None, known: list[str] | None = None) -> Plan:
+    """`available`: drivers built here; `known`: every driver this checkout has
+    (a known but unbuilt library is skipped and listed, an unknown one is an error)."""
+    known = known if known is not None else available
     groups: dict[tuple, Group] = {}
+    unavailable: set[str] = set()
     for ci, case in enumerate(suite.cases):
         where = f"cases[{ci}]"
         libs = available if case.libraries == "all" else case.libraries
         if only_libraries:
             libs = [lib for lib in libs if lib in only_libraries]
         for lib in libs:
-            if lib not in available:
-                raise UserError(f"{where}.libraries: library '{lib}' is not available here",
-                                f"available: {', '.join(available) or 'none'}; `fhemark list libraries` says why")
+            if lib not in known:
+                raise UserError(f"{where}.libraries: unknown library '{lib}'",
+                                f"use one of {', '.join(known) or 'none'} (`fhemark list libraries`)")
+        unavailable.update(lib for lib in libs if lib not in available)
+        libs = [lib for lib in libs if lib in available]
         try:
             policy = Policy(**{**suite.policy.model_dump(), **case.policy})
         except ValidationError as exc:
             err = exc.errors()[0]
             raise UserError(f"{where}.policy.{'.'.join(map(str, err['loc']))}: {err['msg']}",
-                            "see the policy fields in docs/suites.md")
+                            "see the policy fields in the README (Suites)")
         for scheme in case.schemes:
             if scheme not in SCHEMES_RLWE + SCHEMES_BITS:
                 raise UserError(f"{where}.schemes: unknown scheme '{scheme}'",
@@ -133,9 +140,10 @@ def build(suite: Suite, available: list[str], allow_insecure: bool = False,
                             if all(j.key != job.key for j in g.jobs):
                                 g.jobs.append(job)
     if not groups:
-        raise UserError(f"suite '{suite.name}' has no job to run here",
-                        "check its libraries, schemes and ops against `fhemark list`")
-    return Plan(suite, _interleaved(list(groups.values())), allow_insecure)
+        raise UserError(f"suite '{suite.name}' has no job to run here"
+                        + (f" ({', '.join(sorted(unavailable))} not built)" if unavailable else ""),
+                        "check its libraries, schemes and ops against `fhemark list`; build drivers with make setup")
+    return Plan(suite, _interleaved(list(groups.values())), allow_insecure, sorted(unavailable))
 
 
 def _interleaved(groups: list[Group]) -> list[Group]:

@@ -1,0 +1,30 @@
+from fhemark.plan import build
+from fhemark.suites import builtin_names, load
+
+
+def test_every_builtin_suite_plans():
+    libs = ["seal", "lattigo", "openfhe", "tfhe-rs"]
+    for name in builtin_names():
+        plan = build(load(name), libs)
+        assert plan.jobs, name
+
+
+def test_full_adds_the_long_sweep():
+    short, full = load("study4"), load("study4", full=True)
+    assert len(full.cases) > len(short.cases) and full.name == "study4-full"
+    ops = {j.op for j in build(full, ["tfhe-rs", "seal"]).jobs}
+    assert "multiadd_1024x64" in ops and "multiadd_1024x64" not in {j.op for j in build(short, ["tfhe-rs"]).jobs}
+
+
+def test_word_wise_sums_are_planned_only_where_they_cannot_wrap():
+    plan = build(load("study4"), ["seal"], known=["seal", "tfhe-rs", "lattigo", "openfhe"])
+    assert plan.unavailable == ["tfhe-rs"]  # named by the suite, not built: skipped and listed
+    jobs = plan.jobs
+    wide = {j.op for j in jobs if j.params.t and j.params.t > 2}
+    assert "multiadd_256x32" in wide  # 45-bit t holds 256 * 2^32
+    assert not any(op.endswith("x64") for op in wide)
+
+
+def test_libraries_all_marks_jobs_unnamed():
+    plan = build(load("quick"), ["seal", "tfhe-rs"])
+    assert {j.library for j in plan.jobs} == {"seal", "tfhe-rs"} and not any(j.named for j in plan.jobs)
