@@ -37,6 +37,8 @@ except Exception as e:  # still answer requests, with a clear error
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import noise as noise_mod  # noqa: E402
+import binfhe  # noqa: E402
+import ckksboot  # noqa: E402
 
 clock = time.perf_counter_ns
 
@@ -111,11 +113,15 @@ def vec_decode(obj):
         return np.frombuffer(raw, dtype="<i8").astype(np.int64)
     if obj["dtype"] == "f64":
         return np.frombuffer(raw, dtype="<f8").astype(np.float64)
+    if obj["dtype"] == "u64":
+        return np.frombuffer(raw, dtype="<u8").astype(np.uint64)
     raise DriverError("internal", "unknown dtype %r" % obj["dtype"])
 
 
-def vec_encode(arr):
+def vec_encode(arr, dtype=None):
     arr = np.asarray(arr)
+    if dtype == "u64":
+        return {"dtype": "u64", "b64": base64.b64encode(arr.astype("<u8").tobytes()).decode()}
     if arr.dtype.kind in "iu":
         return {"dtype": "i64", "b64": base64.b64encode(arr.astype("<i8").tobytes()).decode()}
     return {"dtype": "f64", "b64": base64.b64encode(arr.astype("<f8").tobytes()).decode()}
@@ -144,7 +150,7 @@ COMMON_OPS = ["encode", "decode", "encrypt_pk", "encrypt_sk", "decrypt", "add", 
 OPS = {
     "bfv": COMMON_OPS + ["mod_switch", "rotate_rows", "rotate_columns"],
     "bgv": COMMON_OPS + ["mod_switch", "rotate_rows", "rotate_columns"],
-    "ckks": COMMON_OPS + ["rescale", "rotate", "conjugate"],
+    "ckks": COMMON_OPS + ["rescale", "rotate", "conjugate", "bootstrap"],
 }
 # Not offered: "square" (OpenFHE's EvalSquare always relinearizes; offered as
 # the extra op "square_relin"), "keygen_public" (OpenFHE makes a public key only
@@ -338,9 +344,15 @@ def _pow2_steps(half):
 
 def do_setup(req, registry):
     scheme = req.get("scheme")
+    if scheme == "tfhe_bool":
+        return binfhe.setup(req)
     if scheme not in SCHEMES:
         raise DriverError("unsupported", "OpenFHE driver has no scheme %r" % scheme)
     params = req.get("params") or {}
+    if params.get("preset"):
+        if scheme == "ckks":
+            return ckksboot.setup(req, registry)
+        raise DriverError("invalid_params", "OpenFHE driver has no %s preset %r" % (scheme, params["preset"]))
     for key in ("N", "q_bits"):
         if key not in params:
             raise DriverError("invalid_params", "params.%s is missing" % key)
@@ -351,6 +363,10 @@ def do_setup(req, registry):
     q_bits = [int(b) for b in params["q_bits"]]
     if scheme in ("bfv", "bgv") and not params.get("t"):
         raise DriverError("invalid_params", "t is required for %s" % scheme)
+    if scheme in ("bfv", "bgv") and (params.get("batching") is False or (int(params["t"]) - 1) % (2 * N)):
+        # OpenFHE aborts the process (not an exception) on a t without 2N-th roots of unity.
+        raise DriverError("invalid_params", "OpenFHE driver: t must be a prime = 1 mod 2N (batching); "
+                                            "coefficient encoding (batching: false) is not offered")
     if scheme == "bfv":
         cp, cc, primes, depth_used, notes, dnum = bfv_context(params, allow_insecure)
     else:
@@ -740,6 +756,15 @@ class Program:
                 raise DriverError("internal", "no Galois key for automorphism 2N-1")
             a, km = args[0], k.obj
             return (lambda: cc.EvalAutomorphism(a, idx, km)), None, out_towers
+        if op == "bootstrap":
+            need(1)
+            if not getattr(s, "boot", False):
+                raise DriverError("unsupported", "bootstrap needs a setup with params {\"preset\": \"%s\"}"
+                                  % ckksboot.PRESET)
+            a = args[0]
+            f = cc.EvalBootstrap
+            self.note("bootstrap: OpenFHE EvalBootstrap (one iteration), output at the levels reported")
+            return (lambda: f(a)), None, None
         if op == "keygen_secret":
             def gen():
                 return cc.KeyGen()
@@ -878,6 +903,8 @@ def do_run(req, reg):
     if sid not in reg.setups:
         raise DriverError("internal", "unknown setup_id %r" % sid)
     s = reg.setups[sid]
+    if getattr(s, "scheme", None) == "tfhe_bool":
+        return binfhe.run(req, s, vec_decode, vec_encode)
     program = req.get("program") or {}
     steps = program.get("steps") or []
     timed = list(program.get("timed") or [])
@@ -1088,12 +1115,15 @@ def do_capabilities():
         "ckks_scaling": "FIXEDMANUAL",
         "bgv_scaling": "FIXEDMANUAL",
         "binding_call_ns": binding_call_ns(),
+        "binfhe": "BinFHEContext.GenerateBinFHEContext(paramset, method); gates EvalBinGate/EvalNOT; "
+                  "sizes via SerializeToFile(BINARY)",
         "timing": "time.perf_counter_ns around one Python call into the binding; overhead_ns is an "
                   "empty region, binding_call_ns a trivial binding call (the per-op floor)",
     }
     limits = {"log_n_min": 1, "log_n_max": 17, "max_prime_bits": 60}
     ckks_limits = {"log_n_min": 1, "log_n_max": 17, "max_prime_bits": 60,
-                   "max_scale_bits": 59, "min_scale_bits": 14}
+                   "max_scale_bits": 59, "min_scale_bits": 14,
+                   "presets": [ckksboot.PRESET], "bootstrap_preset_secure_n": ckksboot.SECURE_N}
     return {
         "protocol": PROTOCOL,
         "library": "openfhe",
@@ -1105,7 +1135,9 @@ def do_capabilities():
             "bfv": {"ops": OPS["bfv"], "limits": limits},
             "bgv": {"ops": OPS["bgv"], "limits": limits},
             "ckks": {"ops": OPS["ckks"], "limits": ckks_limits},
+            "tfhe_bool": {"ops": binfhe.OPS, "limits": binfhe.limits()},
         },
+        "extensions": ["bits"],
     }
 
 
@@ -1123,7 +1155,8 @@ def handle(req, reg):
         try:
             s, res = do_setup(req, reg)
         except DriverError as e:
-            if e.kind == "insecure_params" and "60-bit" not in e.message:
+            if e.kind == "insecure_params" and "60-bit" not in e.message and \
+                    not (req.get("params") or {}).get("preset"):
                 e.message += (" [OpenFHE's HYBRID special modulus P is made of 60-bit primes covering"
                               " one digit of ceil(len(q_bits)/dnum) primes, so log QP exceeds sum(q_bits)+sum(p_bits)"
                               " unless dnum is large]")
@@ -1143,6 +1176,9 @@ def handle(req, reg):
 def main():
     out = sys.stdout
     reg = Registry()
+    binfhe.bind(ofhe=ofhe, DriverError=DriverError, clock=clock, measure_overhead=measure_overhead, log=log)
+    ckksboot.bind(ofhe=ofhe, DriverError=DriverError, Setup=Setup, Key=Key, openfhe_error=openfhe_error,
+                  q_primes=_q_primes, p_primes=_p_primes, serialized_size=binfhe.serialized_size)
     if ofhe is not None:
         got = apply_threads(_THREADS_WANTED)
         log("threads wanted %d, OpenMP max threads %s" % (_THREADS_WANTED, got))

@@ -1,0 +1,541 @@
+"""OpenFHE binfhe (FHEW/CGGI gate bootstrapping) as the fhemark scheme `tfhe_bool`
+(protocol/PROTOCOL-bits.md).
+
+One LWE ciphertext per bit; every two-input gate is one OpenFHE `EvalBinGate`
+(one blind rotation + key switch), `not` is `EvalNOT` (no bootstrap), `mux` is
+OpenFHE's own `EvalBinGate(CMUX, [b, a, sel])`, which the library computes as
+NAND(NAND(b, NOT sel), NAND(a, sel)): three bootstraps.
+
+driver.py calls `bind(...)` once with its shared helpers, then `setup` and `run`.
+"""
+import json
+import math
+import os
+import shutil
+import subprocess
+import tempfile
+
+import numpy as np
+
+ofhe = None
+DriverError = None
+clock = None
+measure_overhead = None
+log = None
+
+# preset name -> (BINFHE_PARAMSET name, BINFHE_METHOD name, log2 p_fail or None)
+# p_fail: the comment next to the set in OpenFHE's binfhe-constants.h
+# (BINFHE_PARAMSET_LIST, "approximate probability of failure", stated for the
+# method the set is tuned for). The PyPI wheel ships no headers; the values are
+# from the development source whose parameter table matches what the installed
+# v1.6.1 builds (n=554, N=1024, q=2048, qKS=2^15, base_KS=256).
+PRESETS = {
+    "STD128_GINX": ("STD128", "GINX", -68.0),
+    "STD128_LMKCDEY": ("STD128_LMKCDEY", "LMKCDEY", -70.0),
+    "STD128_AP": ("STD128_AP", "AP", -68.0),
+    "STD128Q_GINX": ("STD128Q", "GINX", -68.0),
+    "STD128Q_LMKCDEY": ("STD128Q_LMKCDEY", "LMKCDEY", -68.0),
+}
+ALIASES = {"default": "STD128_GINX", "STD128": "STD128_GINX", "STD128Q": "STD128Q_GINX"}
+DEFAULT_PRESET = "STD128_GINX"
+P_FAIL_SOURCE = ("OpenFHE binfhe-constants.h comment for the set (approximate failure probability; "
+                 "development source matching the installed parameter table, the wheel has no headers)")
+
+OPS = ["keygen", "encrypt_sk", "decrypt", "and", "or", "xor", "nand", "nor", "xnor", "not", "mux",
+       "netlist"]
+GATES2 = ("and", "or", "xor", "nand", "nor", "xnor")
+MAX_WIRE = 1 << 26
+
+
+def bind(**kw):
+    globals().update(kw)
+
+
+def limits():
+    return {"presets": ["default"] + sorted(PRESETS), "default_preset": DEFAULT_PRESET,
+            "netlist_max_wire": MAX_WIRE}
+
+
+def _gate_enum():
+    return {"and": ofhe.AND, "or": ofhe.OR, "xor": ofhe.XOR, "nand": ofhe.NAND, "nor": ofhe.NOR,
+            "xnor": ofhe.XNOR}
+
+
+# --------------------------------------------------------------------------
+# sizes
+
+def serialized_size(obj):
+    """Length of OpenFHE's binary serialization (SerializeToFile is the only
+    serializer the binding has for binfhe objects). The bytes go through a FIFO
+    into `wc -c`, so a ~1 GB bootstrapping key is never written to disk."""
+    d = tempfile.mkdtemp(prefix="fhemark-binfhe-")
+    path = os.path.join(d, "obj")
+    try:
+        os.mkfifo(path)
+        proc = subprocess.Popen(["sh", "-c", 'exec wc -c < "$0"', path], stdout=subprocess.PIPE)
+        try:
+            ok = ofhe.SerializeToFile(path, obj, ofhe.BINARY)
+        finally:
+            out, _ = proc.communicate(timeout=600)
+        if ok is False:
+            return None
+        return int(out.split()[0])
+    except Exception as e:  # pragma: no cover
+        log("binfhe size measurement failed:", e)
+        return None
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+def _context_facts(cc):
+    """Parameters the binding has no getter for, from the context's JSON."""
+    d = tempfile.mkdtemp(prefix="fhemark-binfhe-")
+    try:
+        p = os.path.join(d, "cc.json")
+        ofhe.SerializeToFile(p, cc, ofhe.JSON)
+        with open(p) as f:
+            j = json.load(f)
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+    data = j["value0"]["params"]["ptr_wrapper"]["data"]
+    lwe = data["lweparams"]["ptr_wrapper"]["data"]
+    rg = data["rgswparams"]["ptr_wrapper"]["data"]
+    return {
+        "q_ks": int(lwe["qKS"]["v"]), "base_ks": int(lwe["bKS"]),
+        "sigma": float(lwe["sigma"]),
+        "key_dist": {0: "gaussian", 1: "uniform_ternary"}.get(int(lwe.get("keyDist", 1)), str(lwe.get("keyDist"))),
+        "base_g": int(rg["bG"]), "digits_g": int(rg.get("bdigitsG", 0)) or None, "base_r": int(rg["bR"]),
+    }
+
+
+# --------------------------------------------------------------------------
+# values
+
+class BoolKey:
+    """A secret key with the context that holds its bootstrapping key."""
+
+    def __init__(self, cc, sk):
+        self.cc = cc
+        self.sk = sk
+
+
+class Bits:
+    """An array of LWE ciphertexts (one per bit), with the key it is under."""
+
+    def __init__(self, cts, key):
+        self.cts = cts
+        self.key = key
+
+
+class BoolSetup:
+    scheme = "tfhe_bool"
+
+
+def _new_context(s):
+    cc = ofhe.BinFHEContext()
+    cc.GenerateBinFHEContext(getattr(ofhe, s.paramset), getattr(ofhe, s.method))
+    return cc
+
+
+def setup(req):
+    params = req.get("params") or {}
+    asked = params.get("preset") or "default"
+    name = ALIASES.get(asked, asked)
+    if name not in PRESETS:
+        raise DriverError("invalid_params", "unknown tfhe_bool preset %r (known: %s)"
+                          % (asked, ", ".join(["default"] + sorted(PRESETS))))
+    paramset, method, p_fail = PRESETS[name]
+    s = BoolSetup()
+    s.preset, s.paramset, s.method = name, paramset, method
+    try:
+        cc = _new_context(s)
+    except Exception as e:
+        raise DriverError("invalid_params", "OpenFHE: %s" % str(e).replace("\n", " "))
+    sk = cc.KeyGen()
+    cc.BTKeyGen(sk)
+    s.cc = cc
+    s.key = BoolKey(cc, sk)
+    facts = _context_facts(cc)
+    n, N, q, Q = int(cc.Getn()), int(cc.GetN()), int(cc.Getq()), int(cc.GetQ())
+    s.effective = {
+        "preset": name, "preset_requested": asked,
+        "openfhe_paramset": paramset, "method": method,
+        "lwe_dimension": n, "n": n, "polynomial_size": N, "ring_dim": N, "glwe_dimension": 1,
+        "q": q, "q_bits": [q.bit_length() - 1] if q & (q - 1) == 0 else [q.bit_length()],
+        "Q": Q, "Q_bits": round(math.log2(Q), 3),
+        "q_ks": facts["q_ks"], "base_ks": facts["base_ks"], "base_g": facts["base_g"],
+        "digits_g": facts["digits_g"], "base_r": facts["base_r"],
+        "secret": facts["key_dist"], "sigma": facts["sigma"],
+        "message_modulus": 2, "carry_modulus": 1,
+        "p_fail": p_fail, "p_fail_source": P_FAIL_SOURCE if p_fail is not None else "not stated",
+        "security_bits_target": 128,
+        "slots": 1,
+    }
+    ct = cc.Encrypt(sk, 1)
+    sizes = {
+        "client_key": serialized_size(sk),
+        "server_key": serialized_size(cc.GetBTKey()),
+        "ciphertext": serialized_size(ct),
+    }
+    sizes = {k: v for k, v in sizes.items() if v is not None}
+    s.sizes = sizes
+    notes = ["sizes: OpenFHE SerializeToFile(..., BINARY) lengths (cereal, no compression); server_key is "
+             "the RingGSWBTKey (refreshing key + key-switching key); OpenFHE has no compressed variants",
+             "threads: OpenMP is used inside BTKeyGen; gates run one after another (the binding holds the GIL)"]
+    return s, {"effective": s.effective, "sizes_bytes": sizes, "notes": notes}
+
+
+# --------------------------------------------------------------------------
+# netlist
+
+def parse_netlist(nl):
+    if not isinstance(nl, dict):
+        raise DriverError("internal", "netlist must be an object")
+    try:
+        n_in = int(nl["n_inputs"])
+        gates = nl["gates"]
+        outs = [int(o) for o in nl["outputs"]]
+    except (KeyError, TypeError, ValueError) as e:
+        raise DriverError("internal", "netlist needs n_inputs, gates, outputs (%s)" % e)
+    if n_in < 0 or n_in > MAX_WIRE:
+        raise DriverError("internal", "netlist n_inputs out of range")
+    defined = set(range(n_in))
+    prog = []
+    arity = {"not": 1, "mux": 3}
+    for gi, g in enumerate(gates):
+        if not isinstance(g, list) or len(g) < 2 or not isinstance(g[0], str):
+            raise DriverError("internal", "netlist gate %d is not [name, out, args...]" % gi)
+        name = g[0]
+        try:
+            out = int(g[1])
+            args = [int(a) for a in g[2:]]
+        except (TypeError, ValueError):
+            raise DriverError("internal", "netlist gate %d has non-integer wires" % gi)
+        if not 0 <= out <= MAX_WIRE:
+            raise DriverError("internal", "netlist gate %d: wire %d out of range 0..2^26" % (gi, out))
+        if out in defined:
+            raise DriverError("internal", "netlist gate %d writes wire %d twice" % (gi, out))
+        if name == "const":
+            if len(args) != 1 or args[0] not in (0, 1):
+                raise DriverError("internal", "netlist gate %d: const takes one value 0|1" % gi)
+        elif name in GATES2 or name in arity:
+            need = arity.get(name, 2)
+            if len(args) != need:
+                raise DriverError("internal", "netlist gate %d: %s takes %d wires" % (gi, name, need))
+            for a in args:
+                if a not in defined:
+                    raise DriverError("internal", "netlist gate %d reads wire %d before it is written" % (gi, a))
+        else:
+            raise DriverError("internal", "netlist gate %d: unknown gate %r" % (gi, name))
+        defined.add(out)
+        prog.append((name, out, args))
+    for o in outs:
+        if o not in defined:
+            raise DriverError("internal", "netlist output wire %d is never written" % o)
+    # last reader of every wire, so that wires can be freed early
+    last = {}
+    for i, (name, out, args) in enumerate(prog):
+        if name != "const":
+            for a in args:
+                last[a] = i
+    keep = set(outs)
+    frees = [[] for _ in prog]
+    for w, i in last.items():
+        if w not in keep:
+            frees[i].append(w)
+    return {"n_inputs": n_in, "prog": prog, "outputs": outs, "frees": frees}
+
+
+def netlist_thunk(key, bits, parsed):
+    """The whole circuit as one closure (the timed region)."""
+    if len(bits.cts) != parsed["n_inputs"]:
+        raise DriverError("internal", "netlist wants %d input bits, got %d" % (parsed["n_inputs"], len(bits.cts)))
+    cc = key.cc
+    ge = _gate_enum()
+    ops = []
+    for (name, out, args), fr in zip(parsed["prog"], parsed["frees"]):
+        same = len(args) >= 2 and len(set(args)) < len(args)
+        ops.append((name, ge.get(name), out, args, fr, same))
+    inputs = list(bits.cts)
+    outs = parsed["outputs"]
+    bin_gate, not_gate, const = cc.EvalBinGate, cc.EvalNOT, cc.EvalConstant
+    cmux = ofhe.CMUX
+
+    def run():
+        w = dict(enumerate(inputs))
+        for name, g, out, args, fr, same in ops:
+            if g is not None:
+                a, b = w[args[0]], w[args[1]]
+                if same:  # OpenFHE refuses the same ciphertext twice: a copy (two free NOTs)
+                    b = not_gate(not_gate(b))
+                w[out] = bin_gate(g, a, b)
+            elif name == "not":
+                w[out] = not_gate(w[args[0]])
+            elif name == "mux":
+                sel, a, b = (w[x] for x in args)
+                if same:
+                    sel, a, b = (not_gate(not_gate(w[x])) for x in args)
+                w[out] = bin_gate(cmux, [b, a, sel])
+            else:  # const
+                w[out] = const(bool(args[0]))
+            for x in fr:
+                del w[x]
+        return [w[o] for o in outs]
+    return run
+
+
+# --------------------------------------------------------------------------
+# programs
+
+class BoolProgram:
+    def __init__(self, s, program, notes, iters):
+        self.s = s
+        self.notes = notes
+        self.iters = iters
+        self.literal_netlists = {}
+
+    def note(self, t):
+        if t not in self.notes:
+            self.notes.append(t)
+
+    def val(self, env, name):
+        if name in env:
+            return env[name]
+        if name in ("sk", "key"):
+            return self.s.key
+        raise DriverError("internal", "unknown value %r" % name)
+
+    def attr(self, st, k, scalars, default=None):
+        a = (st.get("attrs") or {}).get(k, default)
+        if isinstance(a, str) and a.startswith("$"):
+            if a[1:] not in scalars:
+                raise DriverError("internal", "scalar %r missing from sample" % a)
+            return scalars[a[1:]]
+        return a
+
+    def key_for(self, env, st, scalars, args):
+        name = (st.get("attrs") or {}).get("key")
+        if name is not None:
+            if isinstance(name, str) and name.startswith("$"):
+                name = self.attr(st, "key", scalars)
+            k = self.val(env, name)
+            if not isinstance(k, BoolKey):
+                raise DriverError("internal", "%r is not a key" % name)
+            return k
+        for a in args:  # the key the argument was encrypted under
+            if isinstance(a, Bits):
+                return a.key
+        return self.s.key
+
+    def prepare(self, st, env, scalars):
+        """-> (thunk, wrap): thunk is the timed call, wrap builds the value."""
+        op = st.get("op")
+        args = [self.val(env, a) for a in st.get("args") or []]
+        if op not in OPS:
+            raise DriverError("unsupported", "OpenFHE tfhe_bool has no op %r" % op)
+        s = self.s
+
+        def need(n):
+            if len(args) != n:
+                raise DriverError("internal", "%s takes %d args" % (op, n))
+
+        if op == "keygen":
+            need(0)
+            kcc = _new_context(s)  # parameters only, outside the timed region
+
+            def gen():
+                sk = kcc.KeyGen()
+                kcc.BTKeyGen(sk)
+                return sk
+            self.note("keygen: KeyGen + BTKeyGen on a fresh BinFHEContext of the preset (context made "
+                      "outside the timed region); the value holds the secret key and its bootstrapping key")
+            return gen, (lambda sk: BoolKey(kcc, sk))
+        key = self.key_for(env, st, scalars, args)
+        cc = key.cc
+        if op == "encrypt_sk":
+            need(1)
+            v = np.asarray(args[0])
+            if v.dtype.kind not in "iu":
+                raise DriverError("internal", "tfhe_bool encrypts integer vectors of bits")
+            bad = [int(x) for x in v if int(x) not in (0, 1)]
+            if bad:
+                raise DriverError("internal", "tfhe_bool input value %d is not a bit" % bad[0])
+            bits = [int(x) for x in v]
+            sk, enc = key.sk, cc.Encrypt
+            return (lambda: [enc(sk, b) for b in bits]), (lambda cts: Bits(cts, key))
+        if op == "decrypt":
+            need(1)
+            a = self._bits(args[0], op)
+            sk, dec, cts = key.sk, cc.Decrypt, a.cts
+            return (lambda: [dec(sk, c) for c in cts]), (lambda r: np.asarray(r, dtype=np.uint64))
+        if op in GATES2:
+            need(2)
+            a, b = self._bits(args[0], op), self._bits(args[1], op)
+            self._same_len(a, b)
+            g, f = _gate_enum()[op], cc.EvalBinGate
+            xs = a.cts
+            ys = [self._indep(x, y, cc) for x, y in zip(a.cts, b.cts)]
+            return (lambda: [f(g, x, y) for x, y in zip(xs, ys)]), (lambda cts: Bits(cts, key))
+        if op == "not":
+            need(1)
+            a = self._bits(args[0], op)
+            f, xs = cc.EvalNOT, a.cts
+            return (lambda: [f(x) for x in xs]), (lambda cts: Bits(cts, key))
+        if op == "mux":
+            need(3)
+            sel, a, b = (self._bits(x, op) for x in args)
+            self._same_len(sel, a)
+            self._same_len(sel, b)
+            f, cm = cc.EvalBinGate, ofhe.CMUX
+            triples = []
+            for sv, av, bv in zip(sel.cts, a.cts, b.cts):
+                av = self._indep(sv, av, cc)
+                bv = self._indep(sv, self._indep(av, bv, cc), cc)
+                triples.append([bv, av, sv])
+            self.note("mux: OpenFHE EvalBinGate(CMUX, [b, a, sel]) = NAND(NAND(b, NOT sel), NAND(a, sel)), "
+                      "three gate bootstraps")
+            return (lambda: [f(cm, t) for t in triples]), (lambda cts: Bits(cts, key))
+        if op == "netlist":
+            need(1)
+            a = self._bits(args[0], op)
+            raw = (st.get("attrs") or {}).get("netlist")
+            if isinstance(raw, str) and raw.startswith("$"):
+                parsed = parse_netlist(self.attr(st, "netlist", scalars))
+            else:
+                sid = id(st)
+                if sid not in self.literal_netlists:
+                    self.literal_netlists[sid] = parse_netlist(raw)
+                parsed = self.literal_netlists[sid]
+            self.note("netlist: gates run in list order with EvalBinGate/EvalNOT (mux: CMUX, 3 bootstraps); "
+                      "const wires are OpenFHE EvalConstant (noiseless, made inside the timed region); "
+                      "wires are freed after their last reader")
+            return netlist_thunk(key, a, parsed), (lambda cts: Bits(cts, key))
+        raise DriverError("unsupported", "op %r" % op)
+
+    @staticmethod
+    def _bits(v, op):
+        if not isinstance(v, Bits):
+            raise DriverError("internal", "%s needs an encrypted bit array" % op)
+        return v
+
+    @staticmethod
+    def _same_len(a, b):
+        if len(a.cts) != len(b.cts):
+            raise DriverError("internal", "arrays of different lengths (%d, %d)" % (len(a.cts), len(b.cts)))
+
+    def _indep(self, x, y, cc):
+        """OpenFHE refuses a gate whose two inputs are the same ciphertext: copy y
+        (outside the timed region) with two free NOTs."""
+        if x is y:
+            self.note("same ciphertext given twice to a gate: one copy made (EvalNOT twice) outside timing")
+            return cc.EvalNOT(cc.EvalNOT(y))
+        return y
+
+
+def value_size(v):
+    if isinstance(v, Bits):
+        sizes = [serialized_size(c) for c in v.cts]
+        return None if any(x is None for x in sizes) else sum(sizes)
+    if isinstance(v, BoolKey):
+        return serialized_size(v.cc.GetBTKey())
+    if isinstance(v, np.ndarray):
+        return int(v.nbytes)
+    return None
+
+
+def run(req, s, vec_decode, vec_encode):
+    program = req.get("program") or {}
+    steps = program.get("steps") or []
+    timed = list(program.get("timed") or [])
+    outputs = list(program.get("outputs") or [])
+    iters = int(req.get("iters", 1) or 1)
+    samples = req.get("samples") or [{}]
+    notes = []
+    names = [st.get("out") for st in steps]
+    for t in timed:
+        if t not in names:
+            raise DriverError("internal", "timed name %r is no step's out" % t)
+    if iters > 1 and len(timed) != 1:
+        raise DriverError("internal", "iters > 1 needs exactly one timed step")
+    for st in steps:
+        if st.get("op") not in OPS:
+            raise DriverError("unsupported", "OpenFHE tfhe_bool has no op %r" % st.get("op"))
+    prog = BoolProgram(s, program, notes, iters)
+    tset = set(timed)
+
+    def exec_step(st, env, scalars, ns):
+        thunk, wrap = prog.prepare(st, env, scalars)
+        name = st.get("out")
+        if name in tset:
+            t0 = clock()
+            r = thunk()
+            t1 = clock()
+            ns[name] = ns.get(name, 0) + (t1 - t0)
+        else:
+            r = thunk()
+        env[name] = wrap(r) if wrap else r
+
+    results = []
+    env = {}
+    for sample in samples:
+        inputs = {k: vec_decode(v) for k, v in (sample.get("inputs") or {}).items()}
+        scalars = sample.get("scalars") or {}
+        ns = {}
+        if iters == 1:
+            env = dict(inputs)
+            for st in steps:
+                exec_step(st, env, scalars, ns)
+        else:
+            ti = names.index(timed[0])
+            st = steps[ti]
+            copies = []
+            for _ in range(iters):
+                e = dict(inputs)
+                for st0 in steps[:ti]:
+                    exec_step(st0, e, scalars, {})
+                copies.append(e)
+            if st.get("op") == "keygen":
+                # one fresh context for all copies: each BTKeyGen replaces (and frees) the
+                # previous copy's key, so memory stays at one bootstrapping key
+                first = prog.prepare(st, copies[0], scalars)
+                prepared = [first] * iters
+                prog.note("keygen with iters > 1: the copies share one context; each BTKeyGen frees the "
+                          "previous copy's bootstrapping key inside the timed loop")
+            else:
+                prepared = [prog.prepare(st, e, scalars) for e in copies]
+            thunks = [p[0] for p in prepared]
+            res = [None] * iters
+            t0 = clock()
+            for i in range(iters):
+                res[i] = thunks[i]()
+            t1 = clock()
+            ns[timed[0]] = t1 - t0
+            env = copies[-1]
+            wrap = prepared[-1][1]
+            env[st.get("out")] = wrap(res[-1]) if wrap else res[-1]
+            del res, copies, prepared, thunks
+            for st2 in steps[ti + 1:]:
+                exec_step(st2, env, scalars, {})
+        out = {}
+        for o in outputs:
+            if o not in env:
+                raise DriverError("internal", "output %r was not produced" % o)
+            v = env[o]
+            if not isinstance(v, np.ndarray):
+                raise DriverError("internal", "output %r is not a decrypted vector" % o)
+            out[o] = vec_encode(v.astype(np.uint64), "u64")
+        results.append({"ns": {k: int(v) for k, v in ns.items()}, "outputs": out})
+    result = {"samples": results, "overhead_ns": measure_overhead()}
+    if program.get("sizes"):
+        sz = {}
+        for name in program["sizes"]:
+            v = env.get(name) if name in env else (s.key if name in ("sk", "key") else None)
+            size = value_size(v)
+            if size is not None:
+                sz[name] = size
+        result["sizes_bytes"] = sz
+    if program.get("noise") or program.get("levels"):
+        notes.append("noise and levels do not apply to tfhe_bool (every gate bootstraps): omitted")
+    if notes:
+        result["notes"] = notes
+    return result
