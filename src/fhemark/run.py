@@ -162,11 +162,15 @@ class Runner:
         op = lookup(job.op, job.scheme)
         outcome = None
         try:
+            # What the library cannot do at all is said first, even when its setup failed.
+            caps = self.caps.get(job.library)
+            if caps is not None and job.scheme in caps.schemes:
+                missing = op.program(job.scheme).primitives() - set(caps.schemes[job.scheme].ops)
+                if missing:
+                    raise DriverError("unsupported",
+                                      f"{job.library} has no {', '.join(sorted(missing))} for {job.scheme}")
             if isinstance(prep, DriverError):
                 raise prep
-            missing = op.program(job.scheme).primitives() - set(prep.caps.schemes[job.scheme].ops)
-            if missing:
-                raise DriverError("unsupported", f"{job.library} has no {', '.join(sorted(missing))} for {job.scheme}")
             drv = self.driver(job.library)
             if prep.setup_id not in drv.setups:  # the driver was restarted after a failure
                 self._reprepare(prep)
