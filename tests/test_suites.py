@@ -12,13 +12,14 @@ def test_every_builtin_suite_plans():
 def test_full_adds_the_long_sweep():
     short, full = load("study4"), load("study4", full=True)
     assert len(full.cases) > len(short.cases) and full.name == "study4-full"
-    ops = {j.op for j in build(full, ["tfhe-rs", "seal"]).jobs}
-    assert "multiadd_1024x64" in ops and "multiadd_1024x64" not in {j.op for j in build(short, ["tfhe-rs"]).jobs}
+    libs = ["tfhe-rs", "seal", "openfhe"]
+    ops = {j.op for j in build(full, libs).jobs}
+    assert "multiadd_1024x64" in ops and "multiadd_1024x64" not in {j.op for j in build(short, libs).jobs}
 
 
 def test_word_wise_sums_are_planned_only_where_they_cannot_wrap():
     plan = build(load("study4"), ["seal"], known=["seal", "tfhe-rs", "lattigo", "openfhe"])
-    assert plan.unavailable == ["tfhe-rs"]  # named by the suite, not built: skipped and listed
+    assert plan.unavailable == ["openfhe", "tfhe-rs"]  # named by the suite, not built: skipped and listed
     jobs = plan.jobs
     wide = {j.op for j in jobs if j.params.t and j.params.t > 2}
     assert "multiadd_256x32" in wide  # 45-bit t holds 256 * 2^32
