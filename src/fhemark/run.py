@@ -129,12 +129,8 @@ class Runner:
             if g.scheme not in caps.schemes:
                 raise DriverError("unsupported", f"{g.library} has no {g.scheme.upper()}")
             t0 = time.monotonic()
-            result = self.driver(g.library).request(
-                "setup", timeout_s=self._timeout(g), setup_id=setup_id, scheme=g.scheme, params=g.params.wire(),
-                rotations=g.rotations, rotations_pow2=g.rotations_pow2, allow_insecure=self.plan.allow_insecure,
-                memory_limit_mb=g.jobs[0].policy.memory_limit_mb)
+            result = self._setup(g, setup_id)
             setup_s = time.monotonic() - t0
-            self.driver(g.library).setups.add(setup_id)
             eff = Effective(**result["effective"])
             if g.params.kind == "rlwe" and not (eff.N and eff.q_bits and eff.slots):
                 raise DriverError("internal", f"{g.library} setup result lacks N, q_bits or slots")
@@ -183,12 +179,18 @@ class Runner:
             self.store.add(self.run_id, job.key, rec)
         self.on_record(job, records)
 
+    def _setup(self, g: Group, setup_id: str) -> dict:
+        """Context and keys for a group, kept alive in the driver under setup_id."""
+        result = self.driver(g.library).request(
+            "setup", timeout_s=self._timeout(g), setup_id=setup_id, scheme=g.scheme, params=g.params.wire(),
+            rotations=g.rotations, rotations_pow2=g.rotations_pow2, allow_insecure=self.plan.allow_insecure,
+            memory_limit_mb=g.jobs[0].policy.memory_limit_mb)
+        self.driver(g.library).setups.add(setup_id)
+        return result
+
     def _reprepare(self, prep: Prepared) -> None:
-        g = prep.group
-        self.driver(g.library).request(
-            "setup", timeout_s=self._timeout(g), setup_id=prep.setup_id, scheme=g.scheme, params=g.params.wire(),
-            rotations=g.rotations, rotations_pow2=g.rotations_pow2, allow_insecure=self.plan.allow_insecure)
-        self.driver(g.library).setups.add(prep.setup_id)
+        """After a crash or timeout the driver restarted without the setup: make it again."""
+        self._setup(prep.group, prep.setup_id)
 
     # -- measurement ---------------------------------------------------------------
     def _measure(self, job: Job, op: BenchOp, prep: Prepared) -> Outcome:
