@@ -70,7 +70,8 @@ def run(suite: str = typer.Option("quick", help="built-in suite name or path to 
             console.print("nothing to resume for this suite: starting a new run")
         run_id = store.start_run(s.name, suite_hash, allow_insecure, env, plan_json)
     todo = [j for j in plan.jobs if j.key not in skip]
-    failures: list[str] = []
+    failures: list[str] = []   # measurements that went wrong: exit status 1
+    refusals: dict[str, str] = {}  # a library refusing a parameter set: reported once per setup, not a failure
     with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   TextColumn("{task.fields[last]}"), console=console, transient=False) as progress:
         task = progress.add_task(f"{s.name}", total=len(todo), last="")
@@ -78,7 +79,9 @@ def run(suite: str = typer.Option("quick", help="built-in suite name or path to 
         def on_record(job, recs) -> None:
             progress.update(task, advance=1, last=f"{job.library} {job.scheme} N={job.params.N} {job.op}")
             for r in recs[:1]:
-                if r["status"] not in ("ok", "unsupported"):
+                if r["status"] in ("invalid_params", "insecure_params"):
+                    refusals.setdefault(f"{job.library} {job.scheme} {job.params.label()}", f"{r['status']}: {r['error']}")
+                elif r["status"] not in ("ok", "unsupported"):
                     failures.append(f"{job.library} {job.scheme} N={job.params.N} {job.op}: "
                                     f"{r['status']}: {r['error']}")
 
@@ -93,6 +96,8 @@ def run(suite: str = typer.Option("quick", help="built-in suite name or path to 
     store.finish_run(run_id)
     recs = list(store.records(run_id))
     print_results(recs, console)
+    for where, why in refusals.items():
+        err_console.print(f"[yellow]not run:[/] {where}: {why}", highlight=False)
     for line in failures:
         err_console.print(f"[red]failed:[/] {line}", highlight=False)
     out = report or Path("report") / s.name
