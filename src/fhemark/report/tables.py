@@ -191,7 +191,8 @@ def facts_table(recs: list[dict]) -> Table:
                      "-" if r.get("precision_bits") is None else f"{r['precision_bits']:.1f}",
                      "-" if out_size is None else str(out_size),
                      "-" if r.get("peak_rss_bytes") is None else f"{r['peak_rss_bytes'] / 2**20:.0f}",
-                     "-" if r.get("driver_overhead_ns") is None else f"{r['driver_overhead_ns']:.0f}",
+                     "-" if r.get("driver_overhead_ns") is None else f"{r['driver_overhead_ns']:.0f}"
+                     + (f" (binding call {b:.0f})" if (b := (r.get("library_build") or {}).get("binding_call_ns")) else ""),
                      f"{r.get('security_bits')} ({r.get('security_table')})"])
     return Table("Noise, precision, sizes, memory", ["library / scheme", "N", "op", "noise budget (bits)",
                  "precision (bits)", "output bytes", "peak RSS (MiB)", "driver overhead (ns)", "security"], rows)
