@@ -306,12 +306,7 @@ class BoolProgram:
         raise DriverError("internal", "unknown value %r" % name)
 
     def attr(self, st, k, scalars, default=None):
-        a = (st.get("attrs") or {}).get(k, default)
-        if isinstance(a, str) and a.startswith("$"):
-            if a[1:] not in scalars:
-                raise DriverError("internal", "scalar %r missing from sample" % a)
-            return scalars[a[1:]]
-        return a
+        return step_attr(st, k, scalars, default)
 
     def key_for(self, env, st, scalars, args):
         name = (st.get("attrs") or {}).get("key")

@@ -61,6 +61,16 @@ def one_line(msg):
     return msg[:2000]
 
 
+def step_attr(step, key, scalars, default=None):
+    """A step's attr; a string "$name" is read from the sample's scalars (PROTOCOL.md)."""
+    a = (step.get("attrs") or {}).get(key, default)
+    if isinstance(a, str) and a.startswith("$"):
+        if a[1:] not in scalars:
+            raise DriverError("internal", "scalar %r missing from sample" % a)
+        return scalars[a[1:]]
+    return a
+
+
 def openfhe_error(e, default="invalid_params"):
     msg = one_line(e)
     low = msg.lower()
@@ -555,12 +565,7 @@ class Program:
         raise DriverError("internal", "unknown value %r" % name)
 
     def attr(self, step, key, scalars, default=None):
-        a = (step.get("attrs") or {}).get(key, default)
-        if isinstance(a, str) and a.startswith("$"):
-            if a[1:] not in scalars:
-                raise DriverError("internal", "scalar %r missing from sample" % a)
-            return scalars[a[1:]]
-        return a
+        return step_attr(step, key, scalars, default)
 
     def key_attr(self, env, step, scalars, kind, default):
         name = self.attr(step, "key", scalars)
@@ -1176,7 +1181,8 @@ def handle(req, reg):
 def main():
     out = sys.stdout
     reg = Registry()
-    binfhe.bind(ofhe=ofhe, DriverError=DriverError, clock=clock, measure_overhead=measure_overhead, log=log)
+    binfhe.bind(ofhe=ofhe, DriverError=DriverError, clock=clock, measure_overhead=measure_overhead, log=log,
+                step_attr=step_attr)
     ckksboot.bind(ofhe=ofhe, DriverError=DriverError, Setup=Setup, Key=Key, openfhe_error=openfhe_error,
                   q_primes=_q_primes, p_primes=_p_primes, serialized_size=binfhe.serialized_size)
     if ofhe is not None:
