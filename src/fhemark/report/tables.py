@@ -29,7 +29,11 @@ def cell(rec: dict | None) -> str:
     if rec is None:
         return ""
     if rec["status"] != "ok":
-        return "unsupported" if rec["status"] == "unsupported" else f"FAILED ({rec['status']})"
+        if rec["status"] == "unsupported":
+            return "unsupported"
+        if rec["status"] in ("invalid_params", "insecure_params"):  # the library refused the set
+            return f"refused ({rec['status']})"
+        return f"FAILED ({rec['status']})"
     lo, hi = rec["ci95_ns"]
     mark = " †" if rec.get("insecure") else ""
     mark += " ≠" if rec.get("params_match") is False else ""
