@@ -19,9 +19,10 @@ from .errors import DriverError, UserError
 from .locations import default_db, project_root
 from .metadata import environment
 from .catalog import CATALOG
+from .compare import compare
 from .plan import build
 from .report import markdown
-from .report.text import print_results
+from .report.text import print_comparison, print_results
 from .run import Runner
 from .store import Store
 from .suites import builtin_names, load
@@ -223,6 +224,47 @@ def report(db: Path = typer.Option(None, help="SQLite store"),
         _fail(UserError("no results match", "check --run/--suite against `fhemark export`"))
     files = markdown.write(recs, out, f"fhemark report{f': suite {suite}' if suite else ''}", recs[-1].get("env", {}))
     console.print(f"wrote {files[0]} and {len(files) - 1} CSV tables")
+
+
+@app.command()
+def runs(db: Path = typer.Option(None, help="SQLite store")) -> None:
+    """The runs in the store, oldest first: ids for --run and compare."""
+    try:
+        store = _open(db)
+    except UserError as exc:
+        _fail(exc)
+    for r in store.runs():
+        state = "finished" if r["finished"] else "unfinished (resume with --resume)"
+        console.print(f"{r['run_id']}  {r['suite']:10} {r['results']:5} results  {state}", highlight=False)
+
+
+@app.command("compare")
+def compare_cmd(base: str = typer.Argument(..., help="baseline run: id, unique prefix, `latest` or `previous`"),
+                new: str = typer.Argument("latest", help="run to judge (default: latest)"),
+                db: Path = typer.Option(None, help="SQLite store of the new run"),
+                base_db: Path = typer.Option(None, help="store of the baseline run (default: --db)"),
+                threshold: float = typer.Option(0.02, min=0.0, help="noise threshold: relative change ignored below it"),
+                alpha: float = typer.Option(0.05, min=0.0, max=1.0, help="significance level of the rank test"),
+                other_host: bool = typer.Option(False, help="compare runs measured on different hosts (marked)"),
+                all_cases: bool = typer.Option(False, "--all", help="list unchanged cases too"),
+                json_out: Path = typer.Option(None, "--json", help="also write the verdicts as JSON")) -> None:
+    """Judge a run against a baseline, case by case. Exit 0: nothing worse; 1: slower; 2: failed or not comparable."""
+    try:
+        new_store = _open(db)
+        base_store = _open(base_db) if base_db else new_store
+        base_id, new_id = base_store.resolve_run(base), new_store.resolve_run(new)
+        result = compare(list(base_store.records(base_id)), list(new_store.records(new_id)),
+                         base_store.run_env(base_id), new_store.run_env(new_id), threshold, alpha, other_host)
+    except UserError as exc:
+        _fail(exc)
+    print_comparison(result, base_id, new_id, console, all_cases)
+    if json_out:
+        json_out.write_text(json.dumps([{"case": c.label, "verdict": c.verdict, "ratio": c.ratio,
+                                         "ratio_ci95": c.ratio_ci, "p_value": c.p_value, "why": c.why,
+                                         "base_median_ns": (c.base or {}).get("median_ns"),
+                                         "new_median_ns": (c.new or {}).get("median_ns"),
+                                         "job_key": (c.new or c.base)["job_key"]} for c in result.changes], indent=1))
+    raise typer.Exit(result.exit_status)
 
 
 def main() -> None:

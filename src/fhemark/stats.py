@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass
 
 import numpy as np
@@ -60,3 +61,52 @@ def summarize(samples_ns: list[float] | np.ndarray) -> Summary:
         mad=float(np.median(np.abs(a - med))), min=float(a.min()), max=float(a.max()), ci95=(lo, hi),
         rel_ci_half_width=(hi - lo) / 2 / med if med > 0 else 0.0,
         outliers_mild=labels.count("mild"), outliers_severe=labels.count("severe"))
+
+
+def ratio_ci(base: np.ndarray, new: np.ndarray, seed: int = 0, level: float = 0.95) -> tuple[float, float]:
+    """Percentile bootstrap of median(new) / median(base), both sides resampled independently."""
+    rng = np.random.default_rng(seed)
+    mb = np.median(rng.choice(base, size=(BOOTSTRAP_RESAMPLES, base.size), replace=True), axis=1)
+    mn = np.median(rng.choice(new, size=(BOOTSTRAP_RESAMPLES, new.size), replace=True), axis=1)
+    lo, hi = np.percentile(mn / mb, [(1 - level) / 2 * 100, (1 + level) / 2 * 100])
+    return float(lo), float(hi)
+
+
+def _u_distribution(n1: int, n2: int) -> np.ndarray:
+    """Counts of the Mann-Whitney U statistic over all orderings of n1 + n2 distinct values."""
+    # f[i][j] = distribution of U for sizes (i, j); U(i, j) = U(i-1, j) shifted by j  +  U(i, j-1)
+    f = [[np.ones(1)] * (n2 + 1)] + [[np.ones(1)] + [None] * n2 for _ in range(n1)]
+    for i in range(1, n1 + 1):
+        for j in range(1, n2 + 1):
+            a = np.concatenate([np.zeros(j), f[i - 1][j]])
+            b = f[i][j - 1]
+            out = np.zeros(i * j + 1)
+            out[:a.size] += a
+            out[:b.size] += b
+            f[i][j] = out
+    return f[n1][n2]
+
+
+def mann_whitney_p(a: np.ndarray, b: np.ndarray) -> float:
+    """Two-sided p-value of the Mann-Whitney U test (a rank test: no normality assumed).
+    Exact for small samples without ties, normal approximation with tie correction otherwise."""
+    n1, n2 = a.size, b.size
+    both = np.concatenate([a, b])
+    order = both.argsort(kind="mergesort")
+    ranks = np.empty(both.size)
+    ranks[order] = np.arange(1, both.size + 1)
+    _, inverse, counts = np.unique(both, return_inverse=True, return_counts=True)
+    ranks = (np.bincount(inverse, weights=ranks) / counts)[inverse]  # mid-ranks for ties
+    u = ranks[:n1].sum() - n1 * (n1 + 1) / 2
+    ties = counts.max() > 1
+    if not ties and n1 * n2 <= 900:
+        dist = _u_distribution(n1, n2)
+        dist = dist / dist.sum()
+        k = int(round(min(u, n1 * n2 - u)))
+        return float(min(1.0, 2 * dist[:k + 1].sum()))
+    n = n1 + n2
+    sigma2 = n1 * n2 / 12 * ((n + 1) - (counts ** 3 - counts).sum() / (n * (n - 1)))
+    if sigma2 <= 0:
+        return 1.0
+    z = (abs(u - n1 * n2 / 2) - 0.5) / np.sqrt(sigma2)
+    return float(min(1.0, math.erfc(max(z, 0.0) / math.sqrt(2))))

@@ -89,6 +89,26 @@ class Store:
     def run_ids(self) -> list[str]:
         return [r[0] for r in self.db.execute("SELECT run_id FROM runs ORDER BY started")]
 
+    def resolve_run(self, ref: str) -> str:
+        """A run id, a unique prefix of one, `latest` or `previous` (the run before the latest)."""
+        ids = self.run_ids()
+        named = {"latest": -1, "previous": -2}
+        if ref in named:
+            if len(ids) < -named[ref]:
+                raise UserError(f"{self.path} has {len(ids)} run(s), no `{ref}` run", "run `fhemark run` first")
+            return ids[named[ref]]
+        hits = [i for i in ids if i.startswith(ref)]
+        if len(hits) != 1:
+            what = "no run" if not hits else f"{len(hits)} runs"
+            raise UserError(f"{what} in {self.path} matches `{ref}`",
+                            "give a run id from `fhemark runs`, or `latest` / `previous`")
+        return hits[0]
+
+    def runs(self) -> list[dict]:
+        rows = self.db.execute("SELECT r.run_id, r.suite, r.started, r.finished, COUNT(x.id) FROM runs r"
+                               " LEFT JOIN results x ON x.run_id = r.run_id GROUP BY r.run_id ORDER BY r.started")
+        return [{"run_id": a, "suite": b, "started": c, "finished": d, "results": n} for a, b, c, d, n in rows]
+
     # -- results -------------------------------------------------------------
     def add(self, run_id: str, job_key: str, record: dict[str, Any]) -> None:
         """Write one measurement at once: an interrupted run keeps everything before it."""

@@ -48,3 +48,41 @@ def print_results(recs: list[dict], console: Console) -> None:
         console.print("† below the suite's security level (run with --allow-insecure)")
     if marks["≠"]:
         console.print("≠ the library used different parameters than asked (see params_mismatch in the export)")
+
+
+_VERDICT_STYLE = {"failed": "bold red", "slower": "red", "faster": "green", "fixed": "green", "same": "",
+                  "added": "dim", "removed": "dim", "not compared": "dim"}
+
+
+def print_comparison(cmp, base_id: str, new_id: str, console: Console, show_same: bool = False) -> None:
+    """Changes first; unchanged and unmatched cases only on request (they are counted below the table)."""
+    order = list(_VERDICT_STYLE)
+    t = RichTable(title=f"fhemark compare: {base_id} -> {new_id} (ratio = new / base median, 95% bootstrap CI; "
+                        "Mann-Whitney p)", title_justify="left")
+    for col, just in (("case", "left"), ("base", "right"), ("new", "right"), ("ratio [95% CI]", "right"),
+                      ("p", "right"), ("verdict", "left")):
+        t.add_column(col, justify=just)
+    for c in sorted(cmp.changes, key=lambda c: (order.index(c.verdict), -(c.ratio or 0))):
+        if c.verdict in ("same", "added", "removed", "not compared") and not show_same:
+            continue  # counted below the table
+        ratio = f"{c.ratio:.3f} [{c.ratio_ci[0]:.3f}, {c.ratio_ci[1]:.3f}]" if c.ratio else "-"
+        style = _VERDICT_STYLE[c.verdict]
+        verdict = f"[{style}]{c.verdict}[/]" if style else c.verdict
+        t.add_row(c.label, _time(c.base), _time(c.new), ratio, "-" if c.p_value is None else f"{c.p_value:.3g}",
+                  verdict + (f" ({c.why})" if c.why else ""))
+    console.print(t)
+    counts = ", ".join(f"{cmp.count(v)} {v}" for v in order if cmp.count(v))
+    gm = cmp.geomean
+    console.print(f"{len(cmp.changes)} cases: {counts}" + (f"; geometric mean of ratios {gm:.3f}" if gm else ""))
+    for d in cmp.host_diffs:
+        console.print(f"[yellow]different host (accepted with --other-host):[/] {d}")
+
+
+def _time(r: dict | None) -> str:
+    if r is None:
+        return "-"
+    if r["status"] != "ok":
+        return r["status"]
+    if "depth" in r:
+        return f"depth {r['depth']}"
+    return fmt_time(r["median_ns"])

@@ -1,0 +1,107 @@
+"""Regression tracking: what `fhemark compare` flags, what it ignores, and its exit statuses."""
+
+import json
+
+import numpy as np
+import pytest
+
+from fhemark.compare import compare
+from fhemark.errors import UserError
+from fhemark.stats import mann_whitney_p, ratio_ci
+
+from test_cli import SMALL, fhemark, one_line_error, write
+
+ENV = {"cpu": {"model": "Test CPU", "logical_cores": 2}, "threads": 1}
+
+
+def rec(op="mul_relin", samples=None, status="ok", key="k1", **extra):
+    return {"library": "seal", "scheme": "bfv", "op": op, "params": {"name": "n8192", "N": 8192},
+            "job_key": key, "status": status, "check_passed": status == "ok", "error": None,
+            "samples_ns": list(samples) if samples is not None else [], "median_ns":
+            float(np.median(samples)) if samples is not None else None, **extra}
+
+
+def noisy(center, n=30, seed=0, rel=0.02):
+    return np.random.default_rng(seed).normal(center, center * rel, n)
+
+
+def test_rank_test_exact_and_approximate():
+    # Fully separated 3 vs 3: the smallest two-sided p the exact test can give is 2/20.
+    assert mann_whitney_p(np.array([1., 2, 3]), np.array([4., 5, 6])) == pytest.approx(0.1)
+    assert mann_whitney_p(np.arange(10.), np.arange(10.) + 0.5) > 0.5
+    # Ties take the normal approximation and still separate clear shifts.
+    assert mann_whitney_p(np.repeat([1., 2], 20), np.repeat([3., 4], 20)) < 1e-6
+
+
+def test_ratio_interval_covers_the_true_ratio():
+    lo, hi = ratio_ci(noisy(100.0, seed=1), noisy(150.0, seed=2))
+    assert lo < 1.5 < hi and hi - lo < 0.1
+
+
+def test_slower_faster_same():
+    base = [rec(samples=noisy(1e6, seed=1), key="a"), rec(samples=noisy(1e6, seed=2), key="b"),
+            rec(samples=noisy(1e6, seed=3), key="c")]
+    new = [rec(samples=noisy(1.3e6, seed=4), key="a"), rec(samples=noisy(0.7e6, seed=5), key="b"),
+           rec(samples=noisy(1e6, seed=6), key="c")]
+    cmp = compare(base, new, ENV, ENV)
+    assert [c.verdict for c in cmp.changes] == ["slower", "faster", "same"]
+    assert cmp.changes[0].ratio == pytest.approx(1.3, rel=0.03)
+    assert cmp.exit_status == 1
+    assert cmp.geomean == pytest.approx((1.3 * 0.7 * 1.0) ** (1 / 3), rel=0.03)
+
+
+def test_change_inside_the_noise_threshold_is_not_flagged():
+    # 1% slower with many samples: significant for the rank test, but inside the 2% threshold.
+    base = [rec(samples=noisy(1e6, n=400, seed=1, rel=0.002))]
+    new = [rec(samples=noisy(1.01e6, n=400, seed=2, rel=0.002))]
+    c = compare(base, new, ENV, ENV).changes[0]
+    assert c.p_value < 0.05 and c.verdict == "same"
+    assert compare(base, new, ENV, ENV, threshold=0.005).changes[0].verdict == "slower"
+
+
+def test_too_few_samples_never_flag():
+    c = compare([rec(samples=[1e6, 1.01e6])], [rec(samples=[3e6, 3.01e6])], ENV, ENV).changes[0]
+    assert c.verdict == "same" and "too few" in c.why
+
+
+def test_wrong_result_is_a_failure_not_a_time():
+    cmp = compare([rec(samples=noisy(1e6))], [rec(status="wrong_result")], ENV, ENV)
+    assert cmp.changes[0].verdict == "failed" and cmp.exit_status == 2
+    fixed = compare([rec(status="timeout")], [rec(samples=noisy(1e6))], ENV, ENV)
+    assert fixed.changes[0].verdict == "fixed" and fixed.exit_status == 0
+
+
+def test_depth_probe_compares_depth():
+    base = [rec(op="depth_mul", depth=4)]
+    assert compare(base, [rec(op="depth_mul", depth=3)], ENV, ENV).exit_status == 2
+    assert compare(base, [rec(op="depth_mul", depth=4)], ENV, ENV).changes[0].verdict == "same"
+
+
+def test_cases_match_on_the_resolved_job():
+    cmp = compare([rec(samples=noisy(1e6), key="old")], [rec(samples=noisy(1e6), key="new")], ENV, ENV)
+    assert sorted(c.verdict for c in cmp.changes) == ["added", "removed"] and cmp.exit_status == 0
+
+
+def test_other_host_is_refused_unless_accepted():
+    other = {**ENV, "cpu": {"model": "Other CPU", "logical_cores": 2}}
+    with pytest.raises(UserError, match="different hosts.*--other-host"):
+        compare([rec(samples=noisy(1e6))], [rec(samples=noisy(1e6))], ENV, other)
+    cmp = compare([rec(samples=noisy(1e6))], [rec(samples=noisy(1e6))], ENV, other, other_host=True)
+    assert cmp.host_diffs == ["cpu.model: Test CPU vs Other CPU"]
+
+
+def test_compare_two_real_runs(tmp_path):
+    db = str(tmp_path / "c.db")
+    suite = write(tmp_path, SMALL)
+    for _ in range(2):
+        assert fhemark("run", "--suite", suite, "--db", db, "--allow-insecure", "--report", str(tmp_path / "r"),
+                       cwd=tmp_path).returncode == 0
+    assert len(fhemark("runs", "--db", db).stdout.splitlines()) == 2
+    out = fhemark("compare", "previous", "latest", "--db", db, "--json", str(tmp_path / "v.json"), "--all")
+    # Two runs of the same code: no failure; noise may still flag a case, which is exit 1, never 2.
+    assert out.returncode in (0, 1), out.stderr
+    assert "4 cases" in out.stdout and "seal BFV" in out.stdout
+    verdicts = json.loads((tmp_path / "v.json").read_text())
+    assert len(verdicts) == 4 and all(v["verdict"] in ("same", "slower", "faster") for v in verdicts)
+    assert all(v["ratio_ci95"][0] <= v["ratio"] <= v["ratio_ci95"][1] for v in verdicts)
+    one_line_error(fhemark("compare", "nosuchrun", "--db", db), "nosuchrun", "fhemark runs")
