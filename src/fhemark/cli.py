@@ -21,8 +21,9 @@ from .metadata import environment
 from .catalog import CATALOG
 from .compare import compare
 from .plan import build
+from .recommend import load_workload, recommend
 from .report import markdown
-from .report.text import print_comparison, print_results
+from .report.text import print_comparison, print_recommendation, print_results
 from .run import Runner
 from .store import Store
 from .suites import builtin_names, load
@@ -265,6 +266,40 @@ def compare_cmd(base: str = typer.Argument(..., help="baseline run: id, unique p
                                          "new_median_ns": (c.new or {}).get("median_ns"),
                                          "job_key": (c.new or c.base)["job_key"]} for c in result.changes], indent=1))
     raise typer.Exit(result.exit_status)
+
+
+@app.command("recommend")
+def recommend_cmd(workload: Optional[Path] = typer.Argument(None, help="workload YAML (ops: {mul_relin: 10, ...}, ...)"),
+                  op: list[str] = typer.Option(None, help="OP=COUNT per evaluation (repeatable; adds to the file's ops)"),
+                  scheme: list[str] = typer.Option(None, help="only these schemes (repeatable)"),
+                  min_security: Optional[int] = typer.Option(None, help="security bits required (default 128)"),
+                  table: Optional[str] = typer.Option(None, help="security table: hestd2018 or guidelines2024"),
+                  precision: Optional[float] = typer.Option(None, help="CKKS: precision bits required"),
+                  depth: Optional[int] = typer.Option(None, help="multiplicative depth required (measured by depth_mul)"),
+                  slots: Optional[int] = typer.Option(None, help="values processed together"),
+                  db: Path = typer.Option(None, help="SQLite store"),
+                  run_id: Optional[str] = typer.Option(None, "--run", help="only this run (default: the whole store)"),
+                  json_out: Path = typer.Option(None, "--json", help="also write the ranking as JSON")) -> None:
+    """Rank library / scheme / parameter set for a workload from the measured, checked results in the store."""
+    try:
+        w = load_workload(workload, op or [], {"schemes": scheme or None, "min_security_bits": min_security,
+                                               "security_table": table, "min_precision_bits": precision,
+                                               "depth": depth, "slots": slots})
+        store = _open(db)
+        recs = list(store.records(store.resolve_run(run_id) if run_id else None))
+    except UserError as exc:
+        _fail(exc)
+    cands = recommend(recs, w)
+    print_recommendation(cands, w, console)
+    if json_out:
+        json_out.write_text(json.dumps({"workload": w.model_dump(), "candidates": [
+            {"library": c.library, "scheme": c.scheme, "params": c.params, "excluded": c.excluded or None,
+             "cost_ns": c.cost if not c.excluded else None, "cost_ci95_ns": c.cost_ci if not c.excluded else None,
+             "ciphertexts": c.copies, "within_best": c.within_best,
+             "evidence": {op: {k: r.get(k) for k in ("run_id", "job_key", "median_ns", "ci95_ns", "security_bits",
+                                                     "security_table", "noise_budget_bits", "precision_bits")}
+                          for op, r in c.by_op.items()}} for c in cands]}, indent=1))
+    raise typer.Exit(0 if any(not c.excluded for c in cands) else 1)
 
 
 def main() -> None:

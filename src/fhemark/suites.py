@@ -75,15 +75,10 @@ def builtin_names() -> list[str]:
     return sorted(p.stem for p in builtin_dir().glob("*.yaml"))
 
 
-def load(name_or_path: str, full: bool = False) -> Suite:
-    path = Path(name_or_path)
-    if not path.suffix:
-        path = builtin_dir() / f"{name_or_path}.yaml"
-        if not path.exists():
-            raise UserError(f"suite '{name_or_path}' not found",
-                            f"use one of {', '.join(builtin_names())} or a path to a .yaml file")
+def read_mapping(path: Path, what: str, shape: str) -> dict:
+    """A user's YAML file as a mapping, or one line naming what is wrong with it."""
     if not path.exists():
-        raise UserError(f"suite file '{path}' does not exist", "check the path")
+        raise UserError(f"{what} file '{path}' does not exist", "check the path")
     try:
         data = yaml.safe_load(path.read_text())
     except yaml.YAMLError as exc:
@@ -92,7 +87,18 @@ def load(name_or_path: str, full: bool = False) -> Suite:
         raise UserError(f"{path}: malformed YAML{where} ({getattr(exc, 'problem', exc)})",
                         "fix the YAML syntax (indentation, colons, brackets)")
     if not isinstance(data, dict):
-        raise UserError(f"{path}: a suite must be a mapping with 'name' and 'cases'", "see suites/quick.yaml")
+        raise UserError(f"{path}: a {what} must be {shape}", "fix the file's top level")
+    return data
+
+
+def load(name_or_path: str, full: bool = False) -> Suite:
+    path = Path(name_or_path)
+    if not path.suffix:
+        path = builtin_dir() / f"{name_or_path}.yaml"
+        if not path.exists():
+            raise UserError(f"suite '{name_or_path}' not found",
+                            f"use one of {', '.join(builtin_names())} or a path to a .yaml file")
+    data = read_mapping(path, "suite", "a mapping with 'name' and 'cases' (see suites/quick.yaml)")
     data.setdefault("name", path.stem)
     try:
         suite = Suite(**data, source=str(path))

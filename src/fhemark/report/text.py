@@ -86,3 +86,46 @@ def _time(r: dict | None) -> str:
     if "depth" in r:
         return f"depth {r['depth']}"
     return fmt_time(r["median_ns"])
+
+
+def print_recommendation(cands, w, console: Console, show_excluded: bool = True) -> None:
+    usable = [c for c in cands if not c.excluded]
+    ops = ", ".join(f"{n} x {op}" for op, n in w.ops.items())
+    t = RichTable(title=f"fhemark recommend: {w.name} = {ops}"
+                        + (f", {w.slots} values" if w.slots else "")
+                        + f"; >= {w.min_security_bits} bits ({w.security_table})"
+                        + (f", precision >= {w.min_precision_bits:g} bits" if w.min_precision_bits is not None else "")
+                        + (f", depth >= {w.depth}" if w.depth else ""), title_justify="left")
+    for col, just in (("rank", "right"), ("library / scheme / params", "left"), ("cost per evaluation [95%]", "right"),
+                      ("ciphertexts", "right"), ("security", "right"), ("worst op: noise left / precision", "right"),
+                      ("depth", "right"), ("eval keys", "right")):
+        t.add_column(col, justify=just)
+    for i, c in enumerate(usable, 1):
+        noise, prec = c.worst("noise_budget_bits"), c.worst("precision_bits")
+        quality = f"{noise:g} bits" if noise is not None else f"{prec:.1f} bits prec" if prec is not None else "-"
+        sizes = c.evidence[0].get("sizes_bytes") or {}
+        keys = sum(sizes.get(k) or 0 for k in ("relin_keys", "galois_keys", "server_key"))
+        depth = str(c.depth_rec["depth"]) if c.depth_rec and c.depth_rec["status"] == "ok" else "-"
+        mark = "[green]*[/]" if c.within_best else ""
+        t.add_row(f"{i}{mark}", c.label, f"{fmt_time(c.cost)} [{fmt_time(c.cost_ci[0])}, {fmt_time(c.cost_ci[1])}]",
+                  str(c.copies), f"{c.security_bits}", quality, depth,
+                  f"{keys / 2**20:.1f} MiB" if keys else "-")
+    console.print(t)
+    if show_excluded:
+        for c in cands:
+            if c.excluded:
+                console.print(f"[dim]excluded:[/] {c.label}: {c.excluded}", highlight=False)
+    if not usable:
+        console.print("[yellow]no measured candidate meets the workload:[/] run a suite that measures its ops "
+                      "(e.g. `fhemark run --suite quick`), or relax the requirements")
+        return
+    schemes = {c.scheme for c in usable}
+    if "ckks" in schemes and len(schemes) > 1:
+        console.print("note: CKKS is approximate (its precision is shown), BFV/BGV exact: pass --scheme or "
+                      "--precision to state what your data needs")
+    best = usable[0]
+    ties = [c.label for c in usable[1:] if c.within_best]
+    console.print(f"[bold]recommended:[/] {best.label}, {fmt_time(best.cost)} per evaluation "
+                  f"[{fmt_time(best.cost_ci[0])}, {fmt_time(best.cost_ci[1])}]"
+                  + (f"; indistinguishable on this data (*): {', '.join(ties)}" if ties else "")
+                  + f". Evidence: runs {', '.join(sorted({r['run_id'] for r in best.evidence}))}.", highlight=False)

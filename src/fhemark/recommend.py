@@ -1,0 +1,163 @@
+"""Recommend a library, scheme and parameter set for a workload, from measured results only.
+
+A workload says how many of which operations one evaluation needs, and what it
+requires: security level, CKKS precision, multiplicative depth, how many values
+are processed together. Every (library, scheme, parameter set) in the store is a
+candidate; one that lacks a measurement, failed it, or misses a requirement is
+excluded with the reason. The rest are ranked by the workload's cost (sum of
+count x median) with an interval (sum of count x the medians' 95% bounds, a
+conservative envelope), and every candidate whose interval overlaps the best
+one's is reported as indistinguishable from it: the data cannot separate them.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, PositiveInt, ValidationError
+
+from .errors import UserError
+from .params import SCHEMES_BITS, SCHEMES_RLWE
+from .report.tables import latest
+from .security import TABLES
+from .suites import read_mapping
+
+
+class Workload(BaseModel):
+    """What one evaluation of the user's computation needs (YAML or CLI flags)."""
+
+    model_config = ConfigDict(extra="forbid")
+    name: str = "workload"
+    ops: dict[str, PositiveInt] = Field(min_length=1)  # operation -> how many per evaluation
+    schemes: list[str] | None = None
+    min_security_bits: int = 128
+    security_table: str = "hestd2018"
+    min_precision_bits: float | None = None  # CKKS: worst measured precision over the workload's ops
+    depth: int | None = Field(None, ge=0)    # sequential multiplications the computation needs
+    slots: PositiveInt | None = None         # values processed together: more than a ciphertext holds costs copies
+
+
+def load_workload(path: Path | None, ops: list[str], overrides: dict) -> Workload:
+    data = read_mapping(path, "workload", "a mapping with 'ops'") if path is not None else {}
+    if ops:
+        data["ops"] = dict(data.get("ops") or {})
+        for item in ops:
+            name, _, count = item.partition("=")
+            if not name or (count and not count.isdigit()):
+                raise UserError(f"--op {item!r} is not OP or OP=COUNT", "e.g. --op mul_relin=10")
+            data["ops"][name] = int(count or 1)
+    data.update({k: v for k, v in overrides.items() if v is not None})
+    try:
+        w = Workload.model_validate(data)
+    except ValidationError as exc:
+        e = exc.errors()[0]
+        where = ".".join(str(x) for x in e["loc"]) or "workload"
+        raise UserError(f"workload field {where}: {e['msg']}", "give ops as OP: COUNT, e.g. --op mul_relin=10")
+    if w.security_table not in TABLES:
+        raise UserError(f"unknown security table {w.security_table!r}", f"use one of {', '.join(TABLES)}")
+    for s in w.schemes or []:
+        if s not in SCHEMES_RLWE + SCHEMES_BITS:
+            raise UserError(f"unknown scheme {s!r}", f"use one of {', '.join(SCHEMES_RLWE + SCHEMES_BITS)}")
+    return w
+
+
+@dataclass
+class Candidate:
+    library: str
+    scheme: str
+    params: str
+    by_op: dict[str, dict] = field(default_factory=dict)
+    depth_rec: dict | None = None
+    excluded: str = ""
+    copies: int = 1
+    cost: float = 0.0
+    cost_ci: tuple[float, float] = (0.0, 0.0)
+    within_best: bool = False
+
+    @property
+    def label(self) -> str:
+        return f"{self.library} {self.scheme.upper()} {self.params}"
+
+    @property
+    def evidence(self) -> list[dict]:
+        return list(self.by_op.values())
+
+    def worst(self, key: str) -> float | None:
+        vals = [r[key] for r in self.evidence if r.get(key) is not None]
+        return min(vals) if vals else None
+
+    @property
+    def security_bits(self) -> int | None:
+        return self.evidence[0].get("security_bits") if self.evidence else None
+
+
+def _params_label(r: dict) -> str:
+    p = r["params"]
+    return p.get("name") or f"N={p['N']}"
+
+
+def _security(r: dict, table: str) -> int | None:
+    """The record's level in the asked table; bit schemes carry their library's stated target."""
+    sec = r.get("security") or {}
+    est = sec.get(table) or sec.get("library")
+    return est.get("bits") if est else None
+
+
+def _judge(c: Candidate, w: Workload) -> str:
+    """Why a candidate cannot serve the workload ('' when it can)."""
+    for op in w.ops:
+        r = c.by_op.get(op)
+        if r is None:
+            return f"{op} not measured"
+        if r["status"] != "ok" or r.get("check_passed") is False:
+            return f"{op}: {r['status']}"
+        if r.get("median_ns") is None:
+            return f"{op}: no timing"
+        bits = _security(r, w.security_table)
+        if bits is None or bits < w.min_security_bits:
+            return f"security {bits if bits is not None else 'unknown'} bits < {w.min_security_bits} ({w.security_table})"
+    if w.min_precision_bits is not None and c.scheme == "ckks":
+        prec = c.worst("precision_bits")
+        if prec is None or prec < w.min_precision_bits:
+            return f"precision {prec if prec is None else f'{prec:.1f}'} bits < {w.min_precision_bits:g}"
+    if w.depth and c.scheme in SCHEMES_RLWE:  # gate and integer schemes bootstrap every operation
+        if c.depth_rec is None:
+            return "multiplicative depth not measured (add depth_mul to the suite)"
+        if c.depth_rec["status"] != "ok" or c.depth_rec["depth"] < w.depth:
+            return f"measured depth {c.depth_rec.get('depth')} < {w.depth}"
+    return ""
+
+
+def recommend(recs: list[dict], w: Workload) -> list[Candidate]:
+    """All candidates: the usable ones ranked by cost first, then the excluded ones."""
+    cands: dict[tuple, Candidate] = {}
+    for r in latest(recs):
+        if w.schemes and r["scheme"] not in w.schemes:
+            continue
+        key = (r["library"], r["scheme"], _params_label(r))
+        c = cands.setdefault(key, Candidate(*key))
+        if r["op"] == "depth_mul":
+            c.depth_rec = r
+        elif r["op"] in w.ops:
+            prev = c.by_op.get(r["op"])
+            # One record per op: the one over all slots (vector_length unset) wins over a swept length.
+            if prev is None or (prev.get("vector_length") and not r.get("vector_length")):
+                c.by_op[r["op"]] = r
+    out = list(cands.values())
+    for c in out:
+        c.excluded = _judge(c, w)
+        if c.excluded:
+            continue
+        slots = min(r.get("slots") or 1 for r in c.evidence)
+        c.copies = math.ceil(w.slots / slots) if w.slots else 1
+        c.cost = c.copies * sum(n * c.by_op[op]["median_ns"] for op, n in w.ops.items())
+        c.cost_ci = (c.copies * sum(n * c.by_op[op]["ci95_ns"][0] for op, n in w.ops.items()),
+                     c.copies * sum(n * c.by_op[op]["ci95_ns"][1] for op, n in w.ops.items()))
+    usable = sorted((c for c in out if not c.excluded), key=lambda c: c.cost)
+    if usable:
+        best_hi = usable[0].cost_ci[1]
+        for c in usable:
+            c.within_best = c.cost_ci[0] <= best_hi
+    return usable + sorted((c for c in out if c.excluded), key=lambda c: c.label)
