@@ -1,6 +1,6 @@
 """Reports lay stored records out as the studies did."""
 
-from fhemark.report.markdown import write
+from fhemark.report import write
 from fhemark.report.tables import depth_table, expansion_table, op_tables, stage_table
 
 
@@ -46,3 +46,13 @@ def test_report_files(tmp_path):
     text = (tmp_path / "report.md").read_text()
     assert "add (ciphertext + ciphertext)" in text and "multiply + relinearize" in text
     assert all(f.exists() for f in files) and any(f.suffix == ".csv" for f in files)
+    page = (tmp_path / "report.html").read_text()
+    assert page.startswith("<!doctype html>") and "multiply + relinearize" in page and "<table>" in page
+
+
+def test_html_marks_failures_and_escapes(tmp_path):
+    write([rec(status="wrong_result", median=None), rec(op="mul_relin", library="<lib>")], tmp_path, "a & b",
+          {"cpu": {"model": "X"}})
+    page = (tmp_path / "report.html").read_text()
+    assert "<td class='failed'>FAILED (wrong_result)</td>" in page
+    assert "&lt;lib&gt;" in page and "<lib>" not in page and "a &amp; b" in page

@@ -22,7 +22,7 @@ from .catalog import CATALOG
 from .compare import compare
 from .plan import build
 from .recommend import load_workload, recommend
-from .report import markdown
+from . import report as report_files
 from .report.text import print_comparison, print_recommendation, print_results
 from .run import Runner
 from .store import Store
@@ -103,8 +103,8 @@ def run(suite: str = typer.Option("quick", help="built-in suite name or path to 
     for line in failures:
         err_console.print(f"[red]failed:[/] {line}", highlight=False)
     out = report or Path("report") / s.name
-    files = markdown.write(recs, out, f"fhemark: suite {s.name}, run {run_id}", env)
-    console.print(f"stored in {store.path} (run {run_id}); report: {files[0]}")
+    files = report_files.write(recs, out, f"fhemark: suite {s.name}, run {run_id}", env)
+    console.print(f"stored in {store.path} (run {run_id}); report: {files[0]} and {files[1]}")
     store.close()
     if failures:
         raise typer.Exit(1)
@@ -223,8 +223,9 @@ def report(db: Path = typer.Option(None, help="SQLite store"),
     recs = [r for r in store.records(run_id) if suite is None or r["suite"] == suite]
     if not recs:
         _fail(UserError("no results match", "check --run/--suite against `fhemark export`"))
-    files = markdown.write(recs, out, f"fhemark report{f': suite {suite}' if suite else ''}", recs[-1].get("env", {}))
-    console.print(f"wrote {files[0]} and {len(files) - 1} CSV tables")
+    files = report_files.write(recs, out, f"fhemark report{f': suite {suite}' if suite else ''}",
+                               recs[-1].get("env", {}))
+    console.print(f"wrote {files[0]}, {files[1]} and {len(files) - 2} CSV tables and figures")
 
 
 @app.command()

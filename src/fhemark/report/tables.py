@@ -216,3 +216,11 @@ def key_table(recs: list[dict]) -> Table:
     rows.sort()
     return Table("Serialized sizes (bytes)", ["library / scheme", "params", "public key", "secret key",
                  "relin keys", "Galois keys", "Galois key count", "plaintext", "fresh ciphertext"], rows)
+
+
+def all_tables(recs: list[dict]) -> list[Table]:
+    """Every table the records call for, in report order."""
+    tables = op_tables(recs)
+    tables += [t for t in (stage_table(recs), depth_table(recs), expansion_table(recs), workload_table(recs))
+               if t is not None]
+    return tables + [facts_table(recs), key_table(recs)]
