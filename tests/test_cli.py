@@ -100,6 +100,7 @@ def test_run_export_report_resume(tmp_path):
         assert (r["noise_budget_bits"] is None) == (r["scheme"] == "ckks")
         assert (r["precision_bits"] is None) == (r["scheme"] != "ckks")
         assert r["env"]["threads"] == 1 and r["env"]["cpu"]["model"]
+        assert r["host_activity"]["window_s"] > 0 and r["host_activity"]["other_cores"] >= 0
     csv_text = fhemark("export", "--db", db, "--format", "csv").stdout
     assert csv_text.splitlines()[0].startswith("run_id,suite") and len(csv_text.splitlines()) == 5
     md = (tmp_path / "rep" / "report.md").read_text()

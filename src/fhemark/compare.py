@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .errors import UserError
-from .report.tables import latest
+from .report.tables import contended, latest
 from .stats import mann_whitney_p, ratio_ci
 
 # Environment facts that must match for timings to be comparable at all.
@@ -109,8 +109,9 @@ def compare_case(base: dict | None, new: dict | None, threshold: float, alpha: f
         verdict = FASTER
     else:
         verdict = SAME
-    why = "" if min(a.size, b.size) >= 4 else f"{min(a.size, b.size)} samples: too few for the test to flag a change"
-    return Change(lab, verdict, base, new, ratio, (lo, hi), p, why)
+    why = [] if min(a.size, b.size) >= 4 else [f"{min(a.size, b.size)} samples: too few for the test to flag a change"]
+    why += [f"{side} run on a busy host" for side, r in (("base", base), ("new", new)) if contended(r)]
+    return Change(lab, verdict, base, new, ratio, (lo, hi), p, "; ".join(why))
 
 
 def compare(base_recs: list[dict], new_recs: list[dict], base_env: dict, new_env: dict,

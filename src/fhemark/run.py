@@ -17,6 +17,7 @@ import numpy as np
 from .checks import check
 from .drivers import manifests
 from .errors import DriverError
+from .host import Activity
 from .messages import Capabilities, Effective, RunResult, Sample, Vector
 from .catalog import lookup
 from .ops import BenchOp
@@ -157,6 +158,8 @@ class Runner:
     def _job(self, job: Job, prep: Prepared | DriverError) -> None:
         op = lookup(job.op, job.scheme)
         outcome = None
+        drv = self.drivers.get(job.library)
+        activity = Activity(drv.proc.pid if drv is not None and drv.alive else None)
         try:
             # What the library cannot do at all is said first, even when its setup failed.
             caps = self.caps.get(job.library)
@@ -175,7 +178,9 @@ class Runner:
         except DriverError as exc:
             error = exc
         records = self._records(job, op, prep, outcome, error)
+        host = activity.finish()
         for rec in records:
+            rec["host_activity"] = host
             self.store.add(self.run_id, job.key, rec)
         self.on_record(job, records)
 

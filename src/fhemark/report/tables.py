@@ -25,6 +25,11 @@ def fmt_time(ns: float | None) -> str:
     return f"{ns:.0f} ns"
 
 
+def contended(rec: dict) -> bool:
+    """Other processes or the hypervisor took CPU while the job ran (see host.py)."""
+    return bool((rec.get("host_activity") or {}).get("contended"))
+
+
 def cell(rec: dict | None) -> str:
     if rec is None:
         return ""
@@ -37,6 +42,7 @@ def cell(rec: dict | None) -> str:
     lo, hi = rec["ci95_ns"]
     mark = " †" if rec.get("insecure") else ""
     mark += " ≠" if rec.get("params_match") is False else ""
+    mark += " ~" if contended(rec) else ""
     return f"{fmt_time(rec['median_ns'])} [{fmt_time(lo)}, {fmt_time(hi)}]{mark}"
 
 
@@ -98,7 +104,8 @@ def op_tables(recs: list[dict]) -> list[Table]:
             rows.append([label] + [cell(by_col.get(c)) for c in cols])
         title = CATALOG[op].title if op in CATALOG else op
         tables.append(Table(f"{title} (`{op}`)", [head] + cols, rows,
-                            "median [95% CI of the median]; † below the requested security; ≠ parameters differ"
+                            "median [95% CI of the median]; † below the requested security; ≠ parameters differ; "
+                            "~ measured while other processes or the hypervisor took CPU"
                             + ("; columns: vector length" if by_slots else "")
                             + (f"; not offered by {', '.join(sorted(without))}" if without else "")))
     return tables
@@ -197,9 +204,18 @@ def facts_table(recs: list[dict]) -> Table:
                      "-" if r.get("peak_rss_bytes") is None else f"{r['peak_rss_bytes'] / 2**20:.0f}",
                      "-" if r.get("driver_overhead_ns") is None else f"{r['driver_overhead_ns']:.0f}"
                      + (f" (binding call {b:.0f})" if (b := (r.get("library_build") or {}).get("binding_call_ns")) else ""),
-                     f"{r.get('security_bits')} ({r.get('security_table')})"])
+                     f"{r.get('security_bits')} ({r.get('security_table')})", _activity(r)])
     return Table("Noise, precision, sizes, memory", ["library / scheme", "N", "op", "noise budget (bits)",
-                 "precision (bits)", "output bytes", "peak RSS (MiB)", "driver overhead (ns)", "security"], rows)
+                 "precision (bits)", "output bytes", "peak RSS (MiB)", "driver overhead (ns)", "security",
+                 "other load (cores) / steal"], rows,
+                 "other load: CPU used by other processes during the job, in cores; steal: share taken by the hypervisor")
+
+
+def _activity(r: dict) -> str:
+    a = r.get("host_activity")
+    if not a:
+        return "-"
+    return f"{a['other_cores']:.2f} / {a['steal_share'] * 100:.1f}%" + (" ~" if a["contended"] else "")
 
 
 def key_table(recs: list[dict]) -> Table:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table as RichTable
 
-from .tables import fmt_time, latest
+from .tables import contended, fmt_time, latest
 
 
 def _cell(r: dict) -> str:
@@ -24,6 +24,7 @@ def _cell(r: dict) -> str:
     if r.get("precision_bits") is not None:
         extra.append(f"{r['precision_bits']:.0f}b prec")
     mark = (" [yellow]†[/]" if r.get("insecure") else "") + (" [yellow]≠[/]" if r.get("params_match") is False else "")
+    mark += " [yellow]~[/]" if contended(r) else ""
     return f"{fmt_time(r['median_ns'])} ±{half:.0f}%" + (f" ({', '.join(extra)})" if extra else "") + mark
 
 
@@ -48,6 +49,10 @@ def print_results(recs: list[dict], console: Console) -> None:
         console.print("† below the suite's security level (run with --allow-insecure)")
     if marks["≠"]:
         console.print("≠ the library used different parameters than asked (see params_mismatch in the export)")
+    busy = sum(contended(r) for r in recs)
+    if busy:
+        console.print(f"~ {busy} result(s) measured while other processes or the hypervisor took CPU "
+                      "(host_activity in the export): rerun them on a quieter machine before trusting small differences")
 
 
 _VERDICT_STYLE = {"failed": "bold red", "slower": "red", "faster": "green", "fixed": "green", "same": "",

@@ -1,0 +1,70 @@
+"""What else the machine did while a job ran: CPU time used by other processes and
+time stolen by the hypervisor. Read-only (/proc), recorded with every result,
+because a shared machine cannot be tuned from here, only watched.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+# A job is marked contended when other processes kept this much of a core busy on
+# average, or the hypervisor took this share of the CPU time: either can move a median.
+CONTENDED_OTHER_CORES = 0.5
+CONTENDED_STEAL_SHARE = 0.05
+
+
+@dataclass(frozen=True)
+class _Cpu:
+    total: int
+    busy: int
+    steal: int
+
+
+def _system() -> _Cpu | None:
+    try:
+        fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    except (OSError, ValueError):
+        return None
+    user, nice, system, idle, iowait, irq, softirq, steal = (fields + [0] * 8)[:8]
+    total = sum(fields[:8])
+    return _Cpu(total, total - idle - iowait - steal, steal)
+
+
+def _process(pid: int, children: bool) -> int:
+    """CPU ticks of a process (and of its waited-for children)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return 0
+    f = stat.rsplit(")", 1)[1].split()  # the command name may contain spaces
+    ticks = int(f[11]) + int(f[12])       # utime, stime
+    return ticks + (int(f[13]) + int(f[14]) if children else 0)
+
+
+class Activity:
+    """Started before a job, finished after it: what the rest of the machine did meanwhile."""
+
+    def __init__(self, driver_pid: int | None):
+        self.pid = driver_pid
+        self.t0 = time.monotonic()
+        self.sys0 = _system()
+        self.own0 = self._own()
+
+    def _own(self) -> int:
+        return _process(os.getpid(), False) + (_process(self.pid, True) if self.pid else 0)
+
+    def finish(self) -> dict | None:
+        sys1 = _system()
+        if self.sys0 is None or sys1 is None or sys1.total <= self.sys0.total:
+            return None
+        total = sys1.total - self.sys0.total
+        wall_ticks = total / (os.cpu_count() or 1)
+        others = max(0, (sys1.busy - self.sys0.busy) - (self._own() - self.own0))
+        other_cores = others / wall_ticks
+        steal = (sys1.steal - self.sys0.steal) / total
+        return {"window_s": round(time.monotonic() - self.t0, 3), "other_cores": round(other_cores, 3),
+                "steal_share": round(steal, 4), "load_1m": round(os.getloadavg()[0], 2),
+                "contended": other_cores >= CONTENDED_OTHER_CORES or steal >= CONTENDED_STEAL_SHARE}

@@ -1,0 +1,26 @@
+"""Host activity recorded with every job: other processes' CPU is seen, the driver's own is not."""
+
+import subprocess
+import sys
+import time
+
+from fhemark.host import Activity
+
+
+def spin(seconds: float) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-c", f"import time\nt = time.time() + {seconds}\nwhile time.time() < t: pass"])
+
+
+def test_other_process_is_counted_and_the_driver_is_not():
+    other = spin(1.0)
+    seen = Activity(None)
+    other.wait()
+    busy = seen.finish()
+    assert busy is not None and busy["other_cores"] > 0.3 and busy["window_s"] >= 0.9
+    driver = spin(1.0)
+    own = Activity(driver.pid)  # the same load, now as the job's own driver
+    time.sleep(1.2)  # read it before reaping, as the runner reads a live driver
+    quiet = own.finish()
+    driver.wait()
+    assert quiet["other_cores"] < busy["other_cores"]
+    assert set(busy) == {"window_s", "other_cores", "steal_share", "load_1m", "contended"}
