@@ -195,14 +195,14 @@ def _open(db: Path | None) -> Store:
 @app.command()
 def export(db: Path = typer.Option(None, help="SQLite store"),
            format: Format = typer.Option(Format.json, "--format"),
-           run_id: Optional[str] = typer.Option(None, "--run", help="only this run"),
+           run_id: Optional[str] = typer.Option(None, "--run", help="only this run (id, prefix, latest, previous)"),
            out: Path = typer.Option(None, help="write to this file instead of stdout")) -> None:
     """All results, one record per measurement."""
     try:
         store = _open(db)
+        recs = export_mod.records(store, store.resolve_run(run_id))
     except UserError as exc:
         _fail(exc)
-    recs = export_mod.records(store, run_id)
     text = export_mod.to_json(recs) if format is Format.json else export_mod.to_csv(recs)
     if out:
         out.write_text(text)
@@ -218,9 +218,10 @@ def report(db: Path = typer.Option(None, help="SQLite store"),
     """Markdown and CSV tables in the studies' layout."""
     try:
         store = _open(db)
+        recs = [r for r in store.records(store.resolve_run(run_id))
+                if suite is None or r["suite"] == suite]
     except UserError as exc:
         _fail(exc)
-    recs = [r for r in store.records(run_id) if suite is None or r["suite"] == suite]
     if not recs:
         _fail(UserError("no results match", "check --run/--suite against `fhemark export`"))
     files = report_files.write(recs, out, f"fhemark report{f': suite {suite}' if suite else ''}",
@@ -287,7 +288,7 @@ def recommend_cmd(workload: Optional[Path] = typer.Argument(None, help="workload
                                                "security_table": table, "min_precision_bits": precision,
                                                "depth": depth, "slots": slots})
         store = _open(db)
-        recs = list(store.records(store.resolve_run(run_id) if run_id else None))
+        recs = list(store.records(store.resolve_run(run_id)))
     except UserError as exc:
         _fail(exc)
     cands = recommend(recs, w)

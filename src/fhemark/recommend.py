@@ -12,6 +12,7 @@ one's is reported as indistinguishable from it: the data cannot separate them.
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -68,6 +69,7 @@ class Candidate:
     library: str
     scheme: str
     params: str
+    threads: int = 1
     by_op: dict[str, dict] = field(default_factory=dict)
     depth_rec: dict | None = None
     excluded: str = ""
@@ -78,7 +80,7 @@ class Candidate:
 
     @property
     def label(self) -> str:
-        return f"{self.library} {self.scheme.upper()} {self.params}"
+        return f"{self.library} {self.scheme.upper()} {self.params}" + (f" {self.threads} threads" if self.threads > 1 else "")
 
     @property
     def evidence(self) -> list[dict]:
@@ -136,8 +138,10 @@ def recommend(recs: list[dict], w: Workload) -> list[Candidate]:
     for r in latest(recs):
         if w.schemes and r["scheme"] not in w.schemes:
             continue
-        key = (r["library"], r["scheme"], _params_label(r))
-        c = cands.setdefault(key, Candidate(*key))
+        # One candidate per parameter set as asked (not by name: two suites may reuse a name) and thread count.
+        asked = json.dumps({k: v for k, v in r["params"].items() if k != "log_qp"}, sort_keys=True)
+        key = (r["library"], r["scheme"], asked, r.get("threads"))
+        c = cands.setdefault(key, Candidate(r["library"], r["scheme"], _params_label(r), r.get("threads") or 1))
         if r["op"] == "depth_mul":
             c.depth_rec = r
         elif r["op"] in w.ops:

@@ -89,8 +89,10 @@ class Store:
     def run_ids(self) -> list[str]:
         return [r[0] for r in self.db.execute("SELECT run_id FROM runs ORDER BY started")]
 
-    def resolve_run(self, ref: str) -> str:
-        """A run id, a unique prefix of one, `latest` or `previous` (the run before the latest)."""
+    def resolve_run(self, ref: str | None) -> str | None:
+        """A run id, a unique prefix of one, `latest` or `previous` (the run before the latest); None: every run."""
+        if ref is None:
+            return None
         ids = self.run_ids()
         named = {"latest": -1, "previous": -2}
         if ref in named:
