@@ -20,6 +20,7 @@ import numpy as np
 ofhe = None
 DriverError = None
 clock = None
+call_timed = None
 measure_overhead = None
 log = None
 
@@ -461,13 +462,7 @@ def run(req, s, vec_decode, vec_encode):
     def exec_step(st, env, scalars, ns):
         thunk, wrap = prog.prepare(st, env, scalars)
         name = st.get("out")
-        if name in tset:
-            t0 = clock()
-            r = thunk()
-            t1 = clock()
-            ns[name] = ns.get(name, 0) + (t1 - t0)
-        else:
-            r = thunk()
+        r = call_timed(thunk, name, tset, ns)
         env[name] = wrap(r) if wrap else r
 
     results = []
