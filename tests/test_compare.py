@@ -59,9 +59,13 @@ def test_change_inside_the_noise_threshold_is_not_flagged():
     assert compare(base, new, ENV, ENV, threshold=0.005).changes[0].verdict == "slower"
 
 
-def test_too_few_samples_never_flag():
-    c = compare([rec(samples=[1e6, 1.01e6])], [rec(samples=[3e6, 3.01e6])], ENV, ENV).changes[0]
-    assert c.verdict == "same" and "too few" in c.why
+def test_too_few_samples_say_so():
+    c = compare([rec(samples=[1e6, 1.01e6, 1.02e6])], [rec(samples=[3e6, 3.01e6, 3.02e6])], ENV, ENV).changes[0]
+    assert c.verdict == "same" and "3 vs 3 samples: too few" in c.why
+    # 3 against 5 can reach p = 2/56 < 0.05: a clear change is flagged.
+    c = compare([rec(samples=[1e6, 1.01e6, 1.02e6])], [rec(samples=[3e6, 3.01e6, 3.02e6, 3.03e6, 3.04e6])],
+                ENV, ENV).changes[0]
+    assert c.verdict == "slower" and c.why == ""
 
 
 def test_wrong_result_is_a_failure_not_a_time():
@@ -69,6 +73,11 @@ def test_wrong_result_is_a_failure_not_a_time():
     assert cmp.changes[0].verdict == "failed" and cmp.exit_status == 2
     fixed = compare([rec(status="timeout")], [rec(samples=noisy(1e6))], ENV, ENV)
     assert fixed.changes[0].verdict == "fixed" and fixed.exit_status == 0
+    # A failure known in the baseline is shown, but does not fail the gate; a new refusal does.
+    known = compare([rec(status="wrong_result")], [rec(status="wrong_result")], ENV, ENV)
+    assert known.changes[0].verdict == "still failing" and known.exit_status == 0
+    assert compare([rec(status="unsupported")], [rec(status="unsupported")], ENV, ENV).changes[0].verdict == "not compared"
+    assert compare([rec(samples=noisy(1e6))], [rec(status="insecure_params")], ENV, ENV).exit_status == 2
 
 
 def test_depth_probe_compares_depth():

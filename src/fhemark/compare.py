@@ -22,8 +22,10 @@ from .stats import mann_whitney_p, ratio_ci
 # Environment facts that must match for timings to be comparable at all.
 HOST_KEYS = (("cpu", "model"), ("cpu", "logical_cores"), ("threads",))
 
-SLOWER, FASTER, SAME, FAILED, FIXED, ADDED, REMOVED, SKIPPED = (
-    "slower", "faster", "same", "failed", "fixed", "added", "removed", "not compared")
+SLOWER, FASTER, SAME, FAILED, STILL_FAILING, FIXED, ADDED, REMOVED, SKIPPED = (
+    "slower", "faster", "same", "failed", "still failing", "fixed", "added", "removed", "not compared")
+# A library without the operation, or refusing the parameter set, in both runs: nothing to compare.
+NOT_MEASURED = ("unsupported", "invalid_params", "insecure_params")
 
 
 @dataclass(frozen=True)
@@ -54,7 +56,7 @@ class Comparison:
 
     @property
     def exit_status(self) -> int:
-        """0 nothing worse, 1 a case got slower, 2 a case failed or the runs cannot be compared."""
+        """0 nothing worse, 1 a case got slower, 2 a case that passed in the baseline failed."""
         if self.count(FAILED):
             return 2
         return 1 if self.count(SLOWER) else 0
@@ -88,9 +90,10 @@ def compare_case(base: dict | None, new: dict | None, threshold: float, alpha: f
     if new is None:
         return Change(lab, REMOVED, base, None)
     if not _usable(new):
-        if new["status"] == "unsupported":
-            return Change(lab, SKIPPED, base, new, why="unsupported")
-        return Change(lab, FAILED, base, new, why=f"{new['status']}: {new.get('error') or ''}".strip())
+        why = f"{new['status']}: {new.get('error') or ''}".strip()
+        if not _usable(base):  # known before: reported, but not what this comparison is judging
+            return Change(lab, SKIPPED if new["status"] in NOT_MEASURED else STILL_FAILING, base, new, why=why)
+        return Change(lab, FAILED, base, new, why=why)
     if not _usable(base):
         return Change(lab, FIXED, base, new, why=f"was {base['status']}")
     if "depth" in new:  # a depth probe: the measured depth is the result, not a time
@@ -109,7 +112,9 @@ def compare_case(base: dict | None, new: dict | None, threshold: float, alpha: f
         verdict = FASTER
     else:
         verdict = SAME
-    why = [] if min(a.size, b.size) >= 4 else [f"{min(a.size, b.size)} samples: too few for the test to flag a change"]
+    # The smallest two-sided p a rank test can give is 2 / C(n1 + n2, n1): with fewer samples nothing can be flagged.
+    why = [] if 2 / math.comb(a.size + b.size, a.size) < alpha else \
+        [f"{a.size} vs {b.size} samples: too few for the rank test to reach p < {alpha:g}"]
     why += [f"{side} run on a busy host" for side, r in (("base", base), ("new", new)) if contended(r)]
     return Change(lab, verdict, base, new, ratio, (lo, hi), p, "; ".join(why))
 

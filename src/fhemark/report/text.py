@@ -55,7 +55,8 @@ def print_results(recs: list[dict], console: Console) -> None:
                       "(host_activity in the export): rerun them on a quieter machine before trusting small differences")
 
 
-_VERDICT_STYLE = {"failed": "bold red", "slower": "red", "faster": "green", "fixed": "green", "same": "",
+_VERDICT_STYLE = {"failed": "bold red", "slower": "red", "still failing": "yellow", "faster": "green", "fixed": "green",
+                  "same": "",
                   "added": "dim", "removed": "dim", "not compared": "dim"}
 
 
