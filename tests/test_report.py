@@ -48,6 +48,8 @@ def test_report_files(tmp_path):
     assert all(f.exists() for f in files) and any(f.suffix == ".csv" for f in files)
     page = (tmp_path / "report.html").read_text()
     assert page.startswith("<!doctype html>") and "multiply + relinearize" in page and "<table>" in page
+    # One figure per scheme and parameter set, inlined in the page.
+    assert [f.name for f in files if f.suffix == ".png"] == ["ops-bfv-n4096.png"] and "<svg" in page
 
 
 def test_html_marks_failures_and_escapes(tmp_path):

@@ -1,4 +1,5 @@
-"""Figures a paper can use: Study 4's time against n and nb on log scales."""
+"""Figures a paper can use: each operation per library for every parameter set, and Study 4's
+time against n and nb on log scales."""
 
 from __future__ import annotations
 
@@ -22,19 +23,91 @@ def _series(recs: list[dict], pattern: str) -> dict[str, list[tuple[int, float, 
     return {k: sorted(v) for k, v in out.items()}
 
 
+# Beyond this many (scheme, parameter set) groups a figure per group stops being readable: the tables remain.
+MAX_OP_FIGURES = 12
+
+
+def _by_setup(recs: list[dict]) -> dict[tuple[str, str], dict[str, dict[str, dict]]]:
+    """(scheme, params) -> op -> library -> record, for the single-operation results over all slots."""
+    out: dict[tuple[str, str], dict[str, dict[str, dict]]] = {}
+    for r in latest(recs):
+        if (r["status"] != "ok" or r.get("median_ns") is None or r.get("vector_length") or r.get("workload")
+                or r["op"].startswith("pipeline_")):
+            continue
+        p = r["params"]
+        key = (r["scheme"], p.get("name") or f"N={p['N']}")
+        out.setdefault(key, {}).setdefault(r["op"], {})[r["library"]] = r
+    return out
+
+
+def _pyplot():
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    return plt
+
+
+def _save(fig, out: Path, name: str) -> list[Path]:
+    written = []
+    for ext in ("png", "svg"):
+        path = out / f"{name}.{ext}"
+        fig.savefig(path, dpi=150)
+        written.append(path)
+    return written
+
+
+def _op_figures(recs: list[dict], out: Path) -> list[Path]:
+    """Per scheme and parameter set: every operation's median (95% CI) per library, side by side."""
+    groups = _by_setup(recs)
+    if not groups or len(groups) > MAX_OP_FIGURES:
+        return []
+    plt = _pyplot()
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    for (scheme, label), by_op in sorted(groups.items()):
+        libs = sorted({lib for per in by_op.values() for lib in per})
+        ops = list(by_op)
+        height = 0.8 / len(libs)
+        fig, ax = plt.subplots(figsize=(8, 0.12 * len(ops) * len(libs) + 1.5))
+        for i, lib in enumerate(libs):
+            ys, xs, lo, hi = [], [], [], []
+            for j, op in enumerate(ops):
+                r = by_op[op].get(lib)
+                if r is None:
+                    continue
+                ys.append(j + i * height)
+                xs.append(r["median_ns"] / 1e6)
+                lo.append(xs[-1] - r["ci95_ns"][0] / 1e6)
+                hi.append(r["ci95_ns"][1] / 1e6 - xs[-1])
+            # Points, not bars: a bar on a log axis has no honest baseline and exaggerates differences.
+            mine = [per[lib] for per in by_op.values() if lib in per]
+            marks = ("†" if any(r.get("insecure") for r in mine) else "") + \
+                    ("≠" if any(r.get("params_match") is False for r in mine) else "")
+            ax.errorbar(xs, ys, xerr=[lo, hi], fmt="o", markersize=4, capsize=2,
+                        label=f"{lib} {marks}" if marks else lib)
+        ax.set_yticks([j + height * (len(libs) - 1) / 2 for j in range(len(ops))], ops, fontsize=7)
+        ax.set_ylim(len(ops) - 0.1, -0.3)
+        ax.set_xscale("log")
+        ax.set_xlabel("time (ms), median and 95% CI; log scale")
+        ax.set_title(f"{scheme.upper()} {label}: every result decrypted and checked", fontsize=9)
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=7)
+        fig.tight_layout()
+        written += _save(fig, out, f"ops-{scheme}-{label}".replace("/", "_"))
+        plt.close(fig)
+    return written
+
+
 def write(recs: list[dict], out: Path) -> list[Path]:
+    written = _op_figures(recs, out)
     figures = [("multiadd", r"multiadd_(\d+)x(\d+)", "number of integers n", "sum of n integers"),
                ("compare", r"compare_(\d+)", "bits per integer nb", "comparison of two nb-bit integers")]
     todo = [(name, _series(recs, pat), xl, title) for name, pat, xl, title in figures]
     todo = [t for t in todo if t[1]]
     if not todo:
-        return []
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+        return written
+    plt = _pyplot()
     out.mkdir(parents=True, exist_ok=True)
-    written = []
     for name, series, xlabel, title in todo:
         fig, ax = plt.subplots(figsize=(7, 4.5))
         for label, pts in series.items():
@@ -49,9 +122,6 @@ def write(recs: list[dict], out: Path) -> list[Path]:
         ax.grid(True, which="both", alpha=0.3)
         ax.legend(fontsize=7)
         fig.tight_layout()
-        for ext in ("png", "svg"):
-            path = out / f"{name}.{ext}"
-            fig.savefig(path, dpi=150)
-            written.append(path)
+        written += _save(fig, out, name)
         plt.close(fig)
     return written
