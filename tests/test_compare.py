@@ -114,3 +114,26 @@ def test_compare_two_real_runs(tmp_path):
     assert len(verdicts) == 4 and all(v["verdict"] in ("same", "slower", "faster") for v in verdicts)
     assert all(v["ratio_ci95"][0] <= v["ratio"] <= v["ratio_ci95"][1] for v in verdicts)
     one_line_error(fhemark("compare", "nosuchrun", "--db", db), "nosuchrun", "fhemark runs")
+    # A named baseline is the reference that never moves: the name resolves to the same run forever.
+    assert fhemark("baseline", "save", "before", "--run", "previous", "--db", db).returncode == 0
+    one_line_error(fhemark("baseline", "save", "before", "--db", db), "exists", "never move")
+    named = fhemark("compare", "before", "--db", db)
+    assert named.returncode in (0, 1) and "4 cases" in named.stdout
+    assert "baseline: before" in fhemark("runs", "--db", db).stdout.splitlines()[0]
+    assert fhemark("baseline", "drop", "before", "--db", db).returncode == 0
+    one_line_error(fhemark("compare", "before", "--db", db), "before")
+
+
+def test_store_of_schema_1_is_migrated(tmp_path):
+    import sqlite3
+
+    from fhemark.store import SCHEMA_VERSION, Store
+    path = tmp_path / "old.db"
+    old = sqlite3.connect(path)
+    old.executescript("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);"
+                      "INSERT INTO meta VALUES ('schema_version', '1');")
+    old.commit()
+    old.close()
+    store = Store(path)
+    assert store.baselines() == {}
+    assert store.db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0] == str(SCHEMA_VERSION)

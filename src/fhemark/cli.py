@@ -236,13 +236,57 @@ def runs(db: Path = typer.Option(None, help="SQLite store")) -> None:
         store = _open(db)
     except UserError as exc:
         _fail(exc)
+    names: dict[str, list[str]] = {}
+    for name, run_id in store.baselines().items():
+        names.setdefault(run_id, []).append(name)
     for r in store.runs():
         state = "finished" if r["finished"] else "unfinished (resume with --resume)"
-        console.print(f"{r['run_id']}  {r['suite']:10} {r['results']:5} results  {state}", highlight=False)
+        tag = f"  baseline: {', '.join(names[r['run_id']])}" if r["run_id"] in names else ""
+        console.print(f"{r['run_id']}  {r['suite']:10} {r['results']:5} results  {state}{tag}", highlight=False)
+
+
+baseline_app = typer.Typer(no_args_is_help=True, help="Named, immutable references for `fhemark compare`.")
+app.add_typer(baseline_app, name="baseline")
+
+
+@baseline_app.command("save")
+def baseline_save(name: str = typer.Argument(..., help="the baseline's name, e.g. seal-4.1-main"),
+                  run_id: str = typer.Option("latest", "--run", help="run to name (id, prefix, latest, previous)"),
+                  db: Path = typer.Option(None, help="SQLite store")) -> None:
+    """Name a run; compare against the name later (`fhemark compare NAME`). A name is never moved."""
+    try:
+        store = _open(db)
+        target = store.resolve_run(run_id)
+        store.save_baseline(name, target)
+    except UserError as exc:
+        _fail(exc)
+    console.print(f"baseline {name} = run {target}", highlight=False)
+
+
+@baseline_app.command("list")
+def baseline_list(db: Path = typer.Option(None, help="SQLite store")) -> None:
+    """The named baselines and their runs."""
+    try:
+        store = _open(db)
+    except UserError as exc:
+        _fail(exc)
+    for name, run_id in store.baselines().items():
+        console.print(f"{name:24} {run_id}", highlight=False)
+
+
+@baseline_app.command("drop")
+def baseline_drop(name: str, db: Path = typer.Option(None, help="SQLite store")) -> None:
+    """Delete a name (the run and its results stay)."""
+    try:
+        _open(db).drop_baseline(name)
+    except UserError as exc:
+        _fail(exc)
+    console.print(f"dropped baseline {name}", highlight=False)
 
 
 @app.command("compare")
-def compare_cmd(base: str = typer.Argument(..., help="baseline run: id, unique prefix, `latest` or `previous`"),
+def compare_cmd(base: str = typer.Argument(..., help="baseline: a name from `fhemark baseline save`, a run id or prefix, "
+                                                "`latest` or `previous`"),
                 new: str = typer.Argument("latest", help="run to judge (default: latest)"),
                 db: Path = typer.Option(None, help="SQLite store of the new run"),
                 base_db: Path = typer.Option(None, help="store of the baseline run (default: --db)"),

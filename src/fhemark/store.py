@@ -2,6 +2,7 @@
 
 Schema history (bump SCHEMA_VERSION and add a migration for every change):
   1: runs, results (one row per measurement; raw samples as JSON arrays).
+  2: baselines (a name for a run, set once: a comparison's reference never moves).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import Any, Iterator
 
 from .errors import UserError
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -42,7 +43,16 @@ CREATE TABLE IF NOT EXISTS results (
     timestamp REAL NOT NULL
 );
 CREATE INDEX IF NOT EXISTS results_run ON results(run_id, job_key);
+CREATE TABLE IF NOT EXISTS baselines (
+    name TEXT PRIMARY KEY,
+    run_id TEXT NOT NULL REFERENCES runs(run_id),
+    created REAL NOT NULL
+);
 """
+
+# version -> the step to the next one. The schema script above already creates every
+# table that is missing, so a step only records what it added.
+_MIGRATIONS = {1: "baselines table"}
 
 
 class Store:
@@ -56,6 +66,9 @@ class Store:
             raise UserError(f"{self.path}: not a usable fhemark store ({exc})", "pass --db with another file")
         if row is None:
             self.db.execute("INSERT INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
+            self.db.commit()
+        elif int(row[0]) < SCHEMA_VERSION and all(v in _MIGRATIONS for v in range(int(row[0]), SCHEMA_VERSION)):
+            self.db.execute("UPDATE meta SET value=? WHERE key='schema_version'", (str(SCHEMA_VERSION),))
             self.db.commit()
         elif int(row[0]) != SCHEMA_VERSION:
             raise UserError(f"{self.path}: store schema {row[0]}, this fhemark reads {SCHEMA_VERSION}",
@@ -89,10 +102,33 @@ class Store:
     def run_ids(self) -> list[str]:
         return [r[0] for r in self.db.execute("SELECT run_id FROM runs ORDER BY started")]
 
+    # -- baselines -----------------------------------------------------------
+    def save_baseline(self, name: str, run_id: str) -> None:
+        if name in ("latest", "previous") or any(i.startswith(name) for i in self.run_ids()):
+            raise UserError(f"baseline name `{name}` reads as a run reference", "choose another name")
+        try:
+            self.db.execute("INSERT INTO baselines VALUES (?,?,?)", (name, run_id, time.time()))
+        except sqlite3.IntegrityError:
+            raise UserError(f"baseline `{name}` exists ({self.baselines()[name]})",
+                            "baselines never move: choose a new name, or `fhemark baseline drop` it first")
+        self.db.commit()
+
+    def drop_baseline(self, name: str) -> None:
+        if self.db.execute("DELETE FROM baselines WHERE name=?", (name,)).rowcount == 0:
+            raise UserError(f"no baseline `{name}` in {self.path}", "see `fhemark baseline list`")
+        self.db.commit()
+
+    def baselines(self) -> dict[str, str]:
+        return dict(self.db.execute("SELECT name, run_id FROM baselines ORDER BY created"))
+
     def resolve_run(self, ref: str | None) -> str | None:
-        """A run id, a unique prefix of one, `latest` or `previous` (the run before the latest); None: every run."""
+        """A baseline name, a run id, a unique prefix of one, `latest` or `previous` (the run before the
+        latest); None: every run."""
         if ref is None:
             return None
+        named_runs = self.baselines()
+        if ref in named_runs:
+            return named_runs[ref]
         ids = self.run_ids()
         named = {"latest": -1, "previous": -2}
         if ref in named:
@@ -103,7 +139,7 @@ class Store:
         if len(hits) != 1:
             what = "no run" if not hits else f"{len(hits)} runs"
             raise UserError(f"{what} in {self.path} matches `{ref}`",
-                            "give a run id from `fhemark runs`, or `latest` / `previous`")
+                            "give a run id from `fhemark runs`, a baseline name, or `latest` / `previous`")
         return hits[0]
 
     def runs(self) -> list[dict]:
