@@ -90,9 +90,10 @@ class Candidate:
         vals = [r[key] for r in self.evidence if r.get(key) is not None]
         return min(vals) if vals else None
 
-    @property
-    def security_bits(self) -> int | None:
-        return self.evidence[0].get("security_bits") if self.evidence else None
+    def security_bits(self, table: str) -> int | None:
+        """The weakest level over the evidence, in the asked table."""
+        bits = [_security(r, table) for r in self.evidence]
+        return None if not bits or None in bits else min(bits)
 
 
 def _params_label(r: dict) -> str:

@@ -3,10 +3,16 @@ column per library, so libraries read side by side."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from rich.console import Console
 from rich.table import Table as RichTable
 
 from .tables import contended, fmt_time, latest
+
+if TYPE_CHECKING:
+    from ..compare import Comparison
+    from ..recommend import Candidate, Workload
 
 
 def _cell(r: dict) -> str:
@@ -55,12 +61,12 @@ def print_results(recs: list[dict], console: Console) -> None:
                       "(host_activity in the export): rerun them on a quieter machine before trusting small differences")
 
 
-_VERDICT_STYLE = {"failed": "bold red", "slower": "red", "still failing": "yellow", "faster": "green", "fixed": "green",
-                  "same": "",
-                  "added": "dim", "removed": "dim", "not compared": "dim"}
+# Verdicts in the order they are listed, with their colour.
+_VERDICT_STYLE = {"failed": "bold red", "slower": "red", "still failing": "yellow", "faster": "green",
+                  "fixed": "green", "same": "", "added": "dim", "removed": "dim", "not compared": "dim"}
 
 
-def print_comparison(cmp, base_id: str, new_id: str, console: Console, show_same: bool = False) -> None:
+def print_comparison(cmp: Comparison, base_id: str, new_id: str, console: Console, show_same: bool = False) -> None:
     """Changes first; unchanged and unmatched cases only on request (they are counted below the table)."""
     order = list(_VERDICT_STYLE)
     t = RichTable(title=f"fhemark compare: {base_id} -> {new_id} (ratio = new / base median, 95% bootstrap CI; "
@@ -94,7 +100,7 @@ def _time(r: dict | None) -> str:
     return fmt_time(r["median_ns"])
 
 
-def print_recommendation(cands, w, console: Console, show_excluded: bool = True) -> None:
+def print_recommendation(cands: list[Candidate], w: Workload, console: Console) -> None:
     usable = [c for c in cands if not c.excluded]
     ops = ", ".join(f"{n} x {op}" for op, n in w.ops.items())
     t = RichTable(title=f"fhemark recommend: {w.name} = {ops}"
@@ -114,13 +120,12 @@ def print_recommendation(cands, w, console: Console, show_excluded: bool = True)
         depth = str(c.depth_rec["depth"]) if c.depth_rec and c.depth_rec["status"] == "ok" else "-"
         mark = "[green]*[/]" if c.within_best else ""
         t.add_row(f"{i}{mark}", c.label, f"{fmt_time(c.cost)} [{fmt_time(c.cost_ci[0])}, {fmt_time(c.cost_ci[1])}]",
-                  str(c.copies), f"{c.security_bits}", quality, depth,
+                  str(c.copies), str(c.security_bits(w.security_table)), quality, depth,
                   f"{keys / 2**20:.1f} MiB" if keys else "-")
     console.print(t)
-    if show_excluded:
-        for c in cands:
-            if c.excluded:
-                console.print(f"[dim]excluded:[/] {c.label}: {c.excluded}", highlight=False)
+    for c in cands:
+        if c.excluded:
+            console.print(f"[dim]excluded:[/] {c.label}: {c.excluded}", highlight=False)
     if not usable:
         console.print("[yellow]no measured candidate meets the workload:[/] run a suite that measures its ops "
                       "(e.g. `fhemark run --suite quick`), or relax the requirements")
