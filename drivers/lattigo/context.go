@@ -124,6 +124,30 @@ func (c *fheContext) newCiphertext(degree, level int) *rlwe.Ciphertext {
 	return ckks.NewCiphertext(c.ckksP, degree, level)
 }
 
+// timedOutput is the timed closure of an operation with a ciphertext output. The `_into`
+// ops write into a ciphertext allocated here, outside the timed region; the base ops
+// allocate inside it, as SEAL's and OpenFHE's bindings do: through Lattigo's own *New
+// form (alloc), or, where Lattigo has none (alloc nil), by allocating before write.
+func (c *fheContext) timedOutput(out *value, into bool, degree, level int,
+	write func(o *rlwe.Ciphertext) error, alloc func() (*rlwe.Ciphertext, error)) func() error {
+	if into {
+		o := c.newCiphertext(degree, level)
+		out.ct = o
+		return func() error { return write(o) }
+	}
+	if alloc == nil {
+		return func() error {
+			o := c.newCiphertext(degree, level)
+			out.ct = o
+			return write(o)
+		}
+	}
+	return func() (err error) {
+		out.ct, err = alloc()
+		return err
+	}
+}
+
 // genPrimes returns NTT-friendly primes (p = 1 mod 2N) with exactly the bit
 // lengths asked, generated downward from 2^b with Lattigo's own generator, so
 // that a b-bit request gives a prime in [2^(b-1), 2^b) as SEAL does. (Lattigo's

@@ -338,15 +338,9 @@ func encryptWith(x *execState, enc *rlwe.Encryptor, owner *keyVal, args []*value
 	pt := args[0].pt
 	out.kind = "ct"
 	out.sk = owner
-	if into {
-		ct := x.c.newCiphertext(1, pt.Level())
-		out.ct = ct
-		return func() error { return enc.Encrypt(pt, ct) }, nil
-	}
-	return func() (err error) {
-		out.ct, err = enc.EncryptNew(pt)
-		return err
-	}, nil
+	return x.c.timedOutput(out, into, 1, pt.Level(),
+		func(o *rlwe.Ciphertext) error { return enc.Encrypt(pt, o) },
+		func() (*rlwe.Ciphertext, error) { return enc.EncryptNew(pt) }), nil
 }
 
 func opEncryptPK(x *execState, s *step, args []*value, out *value, into bool) (func() error, error) {
@@ -458,15 +452,9 @@ func opBinary(kind string) opFn {
 				f, g = e.MulRelin, e.MulRelinNew
 			}
 		}
-		if into {
-			o := c.newCiphertext(degree, level)
-			out.ct = o
-			return func() error { return f(a, b, o) }, nil
-		}
-		return func() (err error) {
-			out.ct, err = g(a, b)
-			return err
-		}, nil
+		return c.timedOutput(out, into, degree, level,
+			func(o *rlwe.Ciphertext) error { return f(a, b, o) },
+			func() (*rlwe.Ciphertext, error) { return g(a, b) }), nil
 	}
 }
 
@@ -521,15 +509,9 @@ func opMulScalar(x *execState, s *step, args []*value, out *value, into bool) (f
 		t := new(big.Int).SetUint64(c.bgvP.PlaintextModulus())
 		sc := new(big.Int).Mod(bi, t).Uint64()
 		e := c.ev.bgv
-		if into {
-			o := c.newCiphertext(a.Degree(), a.Level())
-			out.ct = o
-			return func() error { return e.Mul(a, sc, o) }, nil
-		}
-		return func() (err error) {
-			out.ct, err = e.MulNew(a, sc)
-			return err
-		}, nil
+		return c.timedOutput(out, into, a.Degree(), a.Level(),
+			func(o *rlwe.Ciphertext) error { return e.Mul(a, sc, o) },
+			func() (*rlwe.Ciphertext, error) { return e.MulNew(a, sc) }), nil
 	}
 	f, err := toFloat(v)
 	if err != nil {
@@ -541,15 +523,9 @@ func opMulScalar(x *execState, s *step, args []*value, out *value, into bool) (f
 		x.note("mul_scalar (ckks): integer constant multiplied exactly, scale unchanged")
 	}
 	e := c.ev.ckks
-	if into {
-		o := c.newCiphertext(a.Degree(), a.Level())
-		out.ct = o
-		return func() error { return e.Mul(a, f, o) }, nil
-	}
-	return func() (err error) {
-		out.ct, err = e.MulNew(a, f)
-		return err
-	}, nil
+	return c.timedOutput(out, into, a.Degree(), a.Level(),
+		func(o *rlwe.Ciphertext) error { return e.Mul(a, f, o) },
+		func() (*rlwe.Ciphertext, error) { return e.MulNew(a, f) }), nil
 }
 
 func opRelinearize(x *execState, s *step, args []*value, out *value, into bool) (func() error, error) {
@@ -569,15 +545,9 @@ func opRelinearize(x *execState, s *step, args []*value, out *value, into bool) 
 	} else {
 		f, g = ev.ckks.Relinearize, ev.ckks.RelinearizeNew
 	}
-	if into {
-		o := c.newCiphertext(1, a.Level())
-		out.ct = o
-		return func() error { return f(a, o) }, nil
-	}
-	return func() (err error) {
-		out.ct, err = g(a)
-		return err
-	}, nil
+	return c.timedOutput(out, into, 1, a.Level(),
+		func(o *rlwe.Ciphertext) error { return f(a, o) },
+		func() (*rlwe.Ciphertext, error) { return g(a) }), nil
 }
 
 // opRescale is CKKS rescale and BFV/BGV mod_switch: Lattigo's Rescale
@@ -603,16 +573,8 @@ func opRescale(x *execState, s *step, args []*value, out *value, into bool) (fun
 	} else {
 		f = c.ev.ckks.Rescale
 	}
-	if into {
-		o := c.newCiphertext(a.Degree(), a.Level()-1)
-		out.ct = o
-		return func() error { return f(a, o) }, nil
-	}
-	return func() error {
-		o := c.newCiphertext(a.Degree(), a.Level()-1)
-		out.ct = o
-		return f(a, o)
-	}, nil
+	return c.timedOutput(out, into, a.Degree(), a.Level()-1,
+		func(o *rlwe.Ciphertext) error { return f(a, o) }, nil), nil
 }
 
 // rotationPlan returns the rotation steps to apply for a rotation by k: [k]
@@ -692,16 +654,7 @@ func opRotate(x *execState, s *step, args []*value, out *value, into bool) (func
 		}
 		return nil
 	}
-	if into {
-		o := c.newCiphertext(1, a.Level())
-		out.ct = o
-		return func() error { return apply(o) }, nil
-	}
-	return func() error {
-		o := c.newCiphertext(1, a.Level())
-		out.ct = o
-		return apply(o)
-	}, nil
+	return c.timedOutput(out, into, 1, a.Level(), apply, nil), nil
 }
 
 // opSwap is BFV/BGV rotate_columns (Lattigo RotateRows: swap the two rows)
@@ -723,15 +676,9 @@ func opSwap(x *execState, s *step, args []*value, out *value, into bool) (func()
 	} else {
 		f, g = ev.ckks.Conjugate, ev.ckks.ConjugateNew
 	}
-	if into {
-		o := c.newCiphertext(1, a.Level())
-		out.ct = o
-		return func() error { return f(a, o) }, nil
-	}
-	return func() (err error) {
-		out.ct, err = g(a)
-		return err
-	}, nil
+	return c.timedOutput(out, into, 1, a.Level(),
+		func(o *rlwe.Ciphertext) error { return f(a, o) },
+		func() (*rlwe.Ciphertext, error) { return g(a) }), nil
 }
 
 func opKeySwitch(x *execState, s *step, args []*value, out *value, into bool) (func() error, error) {
@@ -750,15 +697,9 @@ func opKeySwitch(x *execState, s *step, args []*value, out *value, into bool) (f
 	} else {
 		f, g = c.ev.ckks.ApplyEvaluationKey, c.ev.ckks.ApplyEvaluationKeyNew
 	}
-	if into {
-		o := c.newCiphertext(a.Degree(), a.Level())
-		out.ct = o
-		return func() error { return f(a, k.evk, o) }, nil
-	}
-	return func() (err error) {
-		out.ct, err = g(a, k.evk)
-		return err
-	}, nil
+	return c.timedOutput(out, into, a.Degree(), a.Level(),
+		func(o *rlwe.Ciphertext) error { return f(a, k.evk, o) },
+		func() (*rlwe.Ciphertext, error) { return g(a, k.evk) }), nil
 }
 
 func opKeygenSecret(x *execState, s *step, args []*value, out *value, into bool) (func() error, error) {
