@@ -215,7 +215,7 @@ def report(db: Path = typer.Option(None, help="SQLite store"),
            out: Path = typer.Option(Path("report"), help="folder for report.md and csv/"),
            run_id: Optional[str] = typer.Option(None, "--run", help="only this run (default: newest result of every job)"),
            suite: Optional[str] = typer.Option(None, help="only this suite's runs")) -> None:
-    """Markdown and CSV tables in the studies' layout."""
+    """Markdown, HTML and CSV tables in the studies' layout, and figures."""
     try:
         store = _open(db)
         recs = [r for r in store.records(store.resolve_run(run_id))
