@@ -528,28 +528,6 @@ func opMulScalar(x *execState, s *step, args []*value, out *value, into bool) (f
 		func() (*rlwe.Ciphertext, error) { return e.MulNew(a, f) }), nil
 }
 
-func opRelinearize(x *execState, s *step, args []*value, out *value, into bool) (func() error, error) {
-	c := x.c
-	k, err := x.keyAttr(s, "key", "rlk", c.std["rlk"])
-	if err != nil {
-		return nil, err
-	}
-	ev := c.evalFor(k)
-	a := args[0].ct
-	out.kind = "ct"
-	out.sk = args[0].sk
-	var f func(*rlwe.Ciphertext, *rlwe.Ciphertext) error
-	var g func(*rlwe.Ciphertext) (*rlwe.Ciphertext, error)
-	if c.isBGVFamily() {
-		f, g = ev.bgv.Relinearize, ev.bgv.RelinearizeNew
-	} else {
-		f, g = ev.ckks.Relinearize, ev.ckks.RelinearizeNew
-	}
-	return c.timedOutput(out, into, 1, a.Level(),
-		func(o *rlwe.Ciphertext) error { return f(a, o) },
-		func() (*rlwe.Ciphertext, error) { return g(a) }), nil
-}
-
 // opRescale is CKKS rescale and BFV/BGV mod_switch: Lattigo's Rescale
 // (divide and round by the last prime; BFV/BGV track the factor q_l^-1 mod t
 // in the ciphertext scale, so decrypted values are unchanged). Lattigo has no
@@ -657,29 +635,43 @@ func opRotate(x *execState, s *step, args []*value, out *value, into bool) (func
 	return c.timedOutput(out, into, 1, a.Level(), apply, nil), nil
 }
 
-// opSwap is BFV/BGV rotate_columns (Lattigo RotateRows: swap the two rows)
-// and CKKS conjugate.
-func opSwap(x *execState, s *step, args []*value, out *value, into bool) (func() error, error) {
-	c := x.c
-	k, err := x.keyAttr(s, "key", "gk", c.std["gk"])
-	if err != nil {
-		return nil, err
+type unaryInto func(*rlwe.Ciphertext, *rlwe.Ciphertext) error
+type unaryNew func(*rlwe.Ciphertext) (*rlwe.Ciphertext, error)
+
+// opKeyedUnary is an operation on one ciphertext under the evaluation key named by
+// the step's "key" attr (default: the setup's standard key of that kind), with the
+// in-place and allocating forms of the scheme family's evaluator.
+func opKeyedUnary(kind string, bgvForms, ckksForms func(ev *evaluators) (unaryInto, unaryNew)) opFn {
+	return func(x *execState, s *step, args []*value, out *value, into bool) (func() error, error) {
+		c := x.c
+		k, err := x.keyAttr(s, "key", kind, c.std[kind])
+		if err != nil {
+			return nil, err
+		}
+		ev := c.evalFor(k)
+		a := args[0].ct
+		out.kind = "ct"
+		out.sk = args[0].sk
+		forms := ckksForms
+		if c.isBGVFamily() {
+			forms = bgvForms
+		}
+		f, g := forms(ev)
+		return c.timedOutput(out, into, 1, a.Level(),
+			func(o *rlwe.Ciphertext) error { return f(a, o) },
+			func() (*rlwe.Ciphertext, error) { return g(a) }), nil
 	}
-	ev := c.evalFor(k)
-	a := args[0].ct
-	out.kind = "ct"
-	out.sk = args[0].sk
-	var f func(*rlwe.Ciphertext, *rlwe.Ciphertext) error
-	var g func(*rlwe.Ciphertext) (*rlwe.Ciphertext, error)
-	if c.isBGVFamily() {
-		f, g = ev.bgv.RotateRows, ev.bgv.RotateRowsNew
-	} else {
-		f, g = ev.ckks.Conjugate, ev.ckks.ConjugateNew
-	}
-	return c.timedOutput(out, into, 1, a.Level(),
-		func(o *rlwe.Ciphertext) error { return f(a, o) },
-		func() (*rlwe.Ciphertext, error) { return g(a) }), nil
 }
+
+var (
+	opRelinearize = opKeyedUnary("rlk",
+		func(ev *evaluators) (unaryInto, unaryNew) { return ev.bgv.Relinearize, ev.bgv.RelinearizeNew },
+		func(ev *evaluators) (unaryInto, unaryNew) { return ev.ckks.Relinearize, ev.ckks.RelinearizeNew })
+	// opSwap is BFV/BGV rotate_columns (Lattigo RotateRows: swap the two rows) and CKKS conjugate.
+	opSwap = opKeyedUnary("gk",
+		func(ev *evaluators) (unaryInto, unaryNew) { return ev.bgv.RotateRows, ev.bgv.RotateRowsNew },
+		func(ev *evaluators) (unaryInto, unaryNew) { return ev.ckks.Conjugate, ev.ckks.ConjugateNew })
+)
 
 func opKeySwitch(x *execState, s *step, args []*value, out *value, into bool) (func() error, error) {
 	c := x.c
