@@ -21,6 +21,7 @@ ofhe = None
 DriverError = None
 clock = None
 call_timed = None
+read_run = None
 measure_overhead = None
 log = None
 
@@ -440,22 +441,8 @@ def value_size(v):
 
 
 def run(req, s, vec_decode, vec_encode):
-    program = req.get("program") or {}
-    steps = program.get("steps") or []
-    timed = list(program.get("timed") or [])
-    outputs = list(program.get("outputs") or [])
-    iters = int(req.get("iters", 1) or 1)
-    samples = req.get("samples") or [{}]
+    program, steps, timed, outputs, iters, samples = read_run(req, OPS, "tfhe_bool")
     notes = []
-    names = [st.get("out") for st in steps]
-    for t in timed:
-        if t not in names:
-            raise DriverError("internal", "timed name %r is no step's out" % t)
-    if iters > 1 and len(timed) != 1:
-        raise DriverError("internal", "iters > 1 needs exactly one timed step")
-    for st in steps:
-        if st.get("op") not in OPS:
-            raise DriverError("unsupported", "OpenFHE tfhe_bool has no op %r" % st.get("op"))
     prog = BoolProgram(s, program, notes, iters)
     tset = set(timed)
 
@@ -476,7 +463,7 @@ def run(req, s, vec_decode, vec_encode):
             for st in steps:
                 exec_step(st, env, scalars, ns)
         else:
-            ti = names.index(timed[0])
+            ti = [st.get("out") for st in steps].index(timed[0])
             st = steps[ti]
             copies = []
             for _ in range(iters):

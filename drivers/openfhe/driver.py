@@ -43,6 +43,25 @@ import ckksboot  # noqa: E402
 clock = time.perf_counter_ns
 
 
+def read_run(req, known_ops, scheme_name):
+    """A run request's program, checked before any work: timed names are step outputs,
+    iters > 1 times one step, and every op is one this scheme offers (else `unsupported`)."""
+    program = req.get("program") or {}
+    steps = program.get("steps") or []
+    timed = list(program.get("timed") or [])
+    names = [st.get("out") for st in steps]
+    for t in timed:
+        if t not in names:
+            raise DriverError("internal", "timed name %r is no step's out" % t)
+    iters = int(req.get("iters", 1) or 1)
+    if iters > 1 and len(timed) != 1:
+        raise DriverError("internal", "iters > 1 needs exactly one timed step")
+    for st in steps:
+        if st.get("op") not in known_ops:
+            raise DriverError("unsupported", "OpenFHE %s has no op %r" % (scheme_name, st.get("op")))
+    return program, steps, timed, list(program.get("outputs") or []), iters, req.get("samples") or [{}]
+
+
 def call_timed(thunk, name, timed, ns):
     """Run a prepared call; when its output is a timed value, the clock brackets the call alone."""
     if name not in timed:
@@ -921,25 +940,10 @@ def do_run(req, reg):
     s = reg.setups[sid]
     if getattr(s, "scheme", None) == "tfhe_bool":
         return binfhe.run(req, s, vec_decode, vec_encode)
-    program = req.get("program") or {}
-    steps = program.get("steps") or []
-    timed = list(program.get("timed") or [])
-    outputs = list(program.get("outputs") or [])
-    iters = int(req.get("iters", 1) or 1)
-    samples = req.get("samples") or [{}]
+    program, steps, timed, outputs, iters, samples = read_run(req, OPS[s.scheme], s.scheme.upper())
     notes = []
     prog = Program(reg, s, program, notes, iters)
-    outs_names = [st.get("out") for st in steps]
-    for tname in timed:
-        if tname not in outs_names:
-            raise DriverError("internal", "timed name %r is no step's out" % tname)
-    if iters > 1 and len(timed) != 1:
-        raise DriverError("internal", "iters > 1 needs exactly one timed step")
     timed_set = set(timed)
-    # check ops up front: an unsupported op is answered before any work
-    for st in steps:
-        if st.get("op") not in OPS[s.scheme]:
-            raise DriverError("unsupported", "OpenFHE %s has no op %r" % (s.scheme.upper(), st.get("op")))
 
     def exec_step(st, env, meta, scalars, ns):
         thunk, wrap, towers = prog.prepare(st, env, scalars, meta)
@@ -963,7 +967,7 @@ def do_run(req, reg):
                 for st in steps:
                     exec_step(st, env, meta, scalars, ns)
             else:
-                ti = outs_names.index(timed[0])
+                ti = [st.get("out") for st in steps].index(timed[0])
                 copies = []
                 for _ in range(iters):
                     e, m = dict(inputs), {}
@@ -1187,7 +1191,7 @@ def main():
     out = sys.stdout
     reg = Registry()
     binfhe.bind(ofhe=ofhe, DriverError=DriverError, clock=clock, measure_overhead=measure_overhead, log=log,
-                step_attr=step_attr, call_timed=call_timed)
+                step_attr=step_attr, call_timed=call_timed, read_run=read_run)
     ckksboot.bind(ofhe=ofhe, DriverError=DriverError, Setup=Setup, Key=Key, openfhe_error=openfhe_error,
                   q_primes=_q_primes, p_primes=_p_primes, serialized_size=binfhe.serialized_size)
     if ofhe is not None:
