@@ -36,6 +36,10 @@ console = Console(width=None if sys.stdout.isatty() else 200)
 err_console = Console(stderr=True, width=None if sys.stderr.isatty() else 200)
 
 
+# What every --run option accepts (Store.resolve_run).
+RUN_REF = "a run id or unique prefix, a baseline name, `latest` or `previous`"
+
+
 def _fail(exc: UserError) -> None:
     err_console.print(f"[red]error:[/] {exc.line()}", highlight=False, soft_wrap=True)
     raise typer.Exit(exc.exit_code)
@@ -195,7 +199,7 @@ def _open(db: Path | None) -> Store:
 @app.command()
 def export(db: Path = typer.Option(None, help="SQLite store"),
            format: Format = typer.Option(Format.json, "--format"),
-           run_id: Optional[str] = typer.Option(None, "--run", help="only this run (id, prefix, latest, previous)"),
+           run_id: Optional[str] = typer.Option(None, "--run", help=f"only this run: {RUN_REF}"),
            out: Path = typer.Option(None, help="write to this file instead of stdout")) -> None:
     """All results, one record per measurement."""
     try:
@@ -212,8 +216,9 @@ def export(db: Path = typer.Option(None, help="SQLite store"),
 
 @app.command()
 def report(db: Path = typer.Option(None, help="SQLite store"),
-           out: Path = typer.Option(Path("report"), help="folder for report.md and csv/"),
-           run_id: Optional[str] = typer.Option(None, "--run", help="only this run (default: newest result of every job)"),
+           out: Path = typer.Option(Path("report"), help="folder for report.md, report.html, csv/ and plots/"),
+           run_id: Optional[str] = typer.Option(None, "--run",
+                                                help=f"only this run: {RUN_REF} (default: newest result of every job)"),
            suite: Optional[str] = typer.Option(None, help="only this suite's runs")) -> None:
     """Markdown, HTML and CSV tables in the studies' layout, and figures."""
     try:
@@ -251,7 +256,7 @@ app.add_typer(baseline_app, name="baseline")
 
 @baseline_app.command("save")
 def baseline_save(name: str = typer.Argument(..., help="the baseline's name, e.g. seal-4.1-main"),
-                  run_id: str = typer.Option("latest", "--run", help="run to name (id, prefix, latest, previous)"),
+                  run_id: str = typer.Option("latest", "--run", help=f"run to name: {RUN_REF}"),
                   db: Path = typer.Option(None, help="SQLite store")) -> None:
     """Name a run; compare against the name later (`fhemark compare NAME`). A name is never moved."""
     try:
@@ -324,7 +329,8 @@ def recommend_cmd(workload: Optional[Path] = typer.Argument(None, help="workload
                   depth: Optional[int] = typer.Option(None, help="multiplicative depth required (measured by depth_mul)"),
                   slots: Optional[int] = typer.Option(None, help="values processed together"),
                   db: Path = typer.Option(None, help="SQLite store"),
-                  run_id: Optional[str] = typer.Option(None, "--run", help="only this run (default: the whole store)"),
+                  run_id: Optional[str] = typer.Option(None, "--run",
+                                                       help=f"only this run: {RUN_REF} (default: the whole store)"),
                   json_out: Path = typer.Option(None, "--json", help="also write the ranking as JSON")) -> None:
     """Rank library / scheme / parameter set for a workload from the measured, checked results in the store."""
     try:
