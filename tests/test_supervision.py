@@ -1,7 +1,11 @@
 """A driver that crashes, hangs, runs out of memory, answers garbage or a wrong
 result: each job is recorded with its kind, and the run goes on."""
 
+import os
+import signal
 import sys
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -45,3 +49,23 @@ def test_every_failure_is_recorded_with_its_kind_and_the_run_goes_on(fake_regist
 
 
 T = 12289
+
+
+def test_ctrl_c_during_a_hung_job_stops_at_once_and_keeps_what_was_measured(fake_registry, tmp_path):
+    """Ctrl-C is turned into a stop at a safe point: the driver in flight is killed, the run
+    does not wait for its timeout, and the results already stored stay."""
+    suite = Suite(name="stop", policy={"warmup": 1, "min_samples": 3, "max_samples": 3, "timeout_s": 120},
+                  cases=[{"schemes": ["bfv"], "params": [{"N": 2048, "q_bits": [36, 36], "p_bits": [37], "t": T}],
+                          "ops": ["add", "square"]}])
+    plan = build(suite, ["fake"], allow_insecure=True)
+    store = Store(tmp_path / "s.db")
+    run_id = store.start_run("stop", "h", True, {}, {})
+    runner = Runner(plan, store, run_id, {"threads": 1})
+    threading.Timer(2.0, os.kill, (os.getpid(), signal.SIGINT)).start()
+    t0 = time.monotonic()
+    with pytest.raises(KeyboardInterrupt):
+        runner.execute()
+    assert time.monotonic() - t0 < 10  # not the job's 120 s timeout, nor a 10 s polite shutdown
+    assert [r["op"] for r in store.records(run_id)] == ["add"]
+    assert not runner.drivers["fake"].alive
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler

@@ -8,6 +8,7 @@ setup group), is recorded with its kind, and the run goes on.
 from __future__ import annotations
 
 import math
+import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -26,7 +27,7 @@ from .security import Estimate, estimates
 from .semantics import Plain
 from .stats import summarize
 from .store import Store
-from .supervise import Driver
+from .supervise import Driver, deferred_sigint
 
 OnRecord = Callable[[Job, list[dict]], None]
 
@@ -74,11 +75,12 @@ class Runner:
         self.on_record = on_record or (lambda job, recs: None)
         self.drivers: dict[str, Driver] = {}
         self.caps: dict[str, Capabilities] = {}
+        self.cancel = threading.Event()
 
     # -- drivers -----------------------------------------------------------------
     def driver(self, library: str) -> Driver:
         if library not in self.drivers:
-            self.drivers[library] = Driver(manifests()[library], self.plan.suite.threads)
+            self.drivers[library] = Driver(manifests()[library], self.plan.suite.threads, self.cancel)
         return self.drivers[library]
 
     def capabilities(self, library: str) -> Capabilities:
@@ -90,8 +92,18 @@ class Runner:
         for d in self.drivers.values():
             d.stop()
 
+    def _check_cancel(self) -> None:
+        if self.cancel.is_set():
+            raise KeyboardInterrupt
+
     # -- the run -------------------------------------------------------------------
     def execute(self) -> None:
+        """Run every job not in `skip`. Ctrl-C raises KeyboardInterrupt once the job in flight is
+        abandoned (its driver killed); everything recorded before it is in the store."""
+        with deferred_sigint(self.cancel):
+            self._execute()
+
+    def _execute(self) -> None:
         try:
             for key_groups in self._by_params():
                 skipped = [g for g in key_groups if not self._wanted(g)]
@@ -104,7 +116,12 @@ class Runner:
                     for g in key_groups:
                         for job in (j for j in g.jobs if j.op == op):
                             if job.key not in self.skip:
+                                self._check_cancel()
                                 self._job(job, prepared[g.library])
+        except KeyboardInterrupt:
+            for d in self.drivers.values():
+                d.kill()  # a polite shutdown would wait for a busy driver's answer
+            raise
         finally:
             self.close()
 

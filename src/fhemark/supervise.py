@@ -12,6 +12,7 @@ import subprocess
 import threading
 import time
 from collections import deque
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,29 @@ from .errors import DriverError
 from .messages import REQUESTS, RESULTS, Reply
 
 _POLL_S = 0.05
+
+
+@contextmanager
+def deferred_sigint(cancel: threading.Event):
+    """Ctrl-C sets `cancel` instead of raising wherever the main thread happens to be.
+
+    A KeyboardInterrupt raised between a lock's acquire and its release (a queue, the progress
+    bar) leaves the lock held, and the run then hung on its way out. Driver waits and the runner
+    check `cancel` and raise KeyboardInterrupt at a safe point; a second Ctrl-C interrupts at once.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def first(signum, frame) -> None:
+        cancel.set()
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+    old = signal.signal(signal.SIGINT, first)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, old)
 
 
 def _status_kb(pid: int, field: str) -> int | None:
@@ -35,9 +59,10 @@ def _status_kb(pid: int, field: str) -> int | None:
 
 
 class Driver:
-    def __init__(self, manifest: Manifest, threads: int = 1):
+    def __init__(self, manifest: Manifest, threads: int = 1, cancel: threading.Event | None = None):
         self.manifest = manifest
         self.threads = threads
+        self.cancel = cancel
         self.proc: subprocess.Popen | None = None
         self.setups: set[str] = set()
         self._next_id = 0
@@ -131,6 +156,9 @@ class Driver:
                 raise self._crashed()
             if line:
                 return self._reply(kind, line)
+            if self.cancel is not None and self.cancel.is_set():
+                self.kill()  # the job in flight is lost; the ones already stored are not
+                raise KeyboardInterrupt
             if time.monotonic() > deadline:
                 self.kill()
                 raise DriverError("timeout", f"{self.manifest.library} driver gave no answer to '{kind}' "
