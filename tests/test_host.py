@@ -24,3 +24,14 @@ def test_other_process_is_counted_and_the_driver_is_not():
     driver.wait()
     assert quiet["other_cores"] < busy["other_cores"]
     assert set(busy) == {"window_s", "other_cores", "steal_share", "load_1m", "contended"}
+
+
+def test_a_job_too_short_for_tick_counters_is_not_judged():
+    """One 10 ms tick stolen during a 13 ms job would read as 5% steal: such jobs are not marked."""
+    short = Activity(None)
+    time.sleep(0.05)
+    reading = short.finish()
+    assert reading is None or reading["contended"] is None
+    long = Activity(None)
+    time.sleep(0.6)
+    assert long.finish()["contended"] in (True, False)

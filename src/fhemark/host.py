@@ -14,6 +14,9 @@ from pathlib import Path
 # average, or the hypervisor took this share of the CPU time: either can move a median.
 CONTENDED_OTHER_CORES = 0.5
 CONTENDED_STEAL_SHARE = 0.05
+# /proc counts in ticks (100 per second): over a shorter window one stolen tick already
+# reads as 5% steal, so such jobs are not judged (contended is None).
+MIN_JUDGED_WINDOW_S = 0.5
 
 
 @dataclass(frozen=True)
@@ -65,6 +68,8 @@ class Activity:
         others = max(0, (sys1.busy - self.sys0.busy) - (self._own() - self.own0))
         other_cores = others / wall_ticks
         steal = (sys1.steal - self.sys0.steal) / total
+        judged = wall_ticks >= MIN_JUDGED_WINDOW_S * os.sysconf("SC_CLK_TCK")
         return {"window_s": round(time.monotonic() - self.t0, 3), "other_cores": round(other_cores, 3),
                 "steal_share": round(steal, 4), "load_1m": round(os.getloadavg()[0], 2),
-                "contended": other_cores >= CONTENDED_OTHER_CORES or steal >= CONTENDED_STEAL_SHARE}
+                "contended": (other_cores >= CONTENDED_OTHER_CORES or steal >= CONTENDED_STEAL_SHARE)
+                if judged else None}

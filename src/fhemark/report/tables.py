@@ -215,7 +215,8 @@ def _activity(r: dict) -> str:
     a = r.get("host_activity")
     if not a:
         return "-"
-    return f"{a['other_cores']:.2f} / {a['steal_share'] * 100:.1f}%" + (" ~" if a["contended"] else "")
+    mark = {True: " ~", None: " (job < 0.5 s: not judged)"}.get(a["contended"], "")
+    return f"{a['other_cores']:.2f} / {a['steal_share'] * 100:.1f}%{mark}"
 
 
 def key_table(recs: list[dict]) -> Table:
