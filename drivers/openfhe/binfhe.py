@@ -21,6 +21,7 @@ ofhe = None
 DriverError = None
 clock = None
 call_timed = None
+call_each_timed = None
 read_run = None
 measure_overhead = None
 log = None
@@ -480,17 +481,11 @@ def run(req, s, vec_decode, vec_encode):
                           "previous copy's bootstrapping key inside the timed loop")
             else:
                 prepared = [prog.prepare(st, e, scalars) for e in copies]
-            thunks = [p[0] for p in prepared]
-            res = [None] * iters
-            t0 = clock()
-            for i in range(iters):
-                res[i] = thunks[i]()
-            t1 = clock()
-            ns[timed[0]] = t1 - t0
+            ns[timed[0]], res = call_each_timed(prepared)
             env = copies[-1]
             wrap = prepared[-1][1]
             env[st.get("out")] = wrap(res[-1]) if wrap else res[-1]
-            del res, copies, prepared, thunks
+            del res, copies, prepared
             for st2 in steps[ti + 1:]:
                 exec_step(st2, env, scalars, {})
         out = {}
