@@ -15,6 +15,10 @@ import time
 
 import numpy as np
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "src"))
+from fhemark.circuits import Builder, Netlist  # noqa: E402  (the orchestrator's circuits and their semantics)
+from fhemark.circuits.arith import full_adder  # noqa: E402
+
 RNG = np.random.default_rng(20240611)
 
 
@@ -92,44 +96,14 @@ def check(name, got, want):
 
 
 def ripple_adder(n):
-    """n-bit ripple-carry adder netlist: inputs a (n bits, LSB first), b; outputs n sum bits + carry."""
-    gates, outs = [], []
-    nxt = [2 * n]
-
-    def new():
-        nxt[0] += 1
-        return nxt[0] - 1
-
-    c = new()
-    gates.append(["const", c, 0])
+    """n-bit ripple-carry adder from full adders, carry-in a const wire (the driver's const gate
+    is exercised too): inputs a (n bits, LSB first), b; outputs n sum bits + carry."""
+    b = Builder(2 * n)
+    c, outs = b.const(0), []
     for i in range(n):
-        a, b = i, n + i
-        t, s, g1, g2, co = new(), new(), new(), new(), new()
-        gates += [["xor", t, a, b], ["xor", s, t, c], ["and", g1, a, b],
-                  ["and", g2, t, c], ["or", co, g1, g2]]
+        s, c = full_adder(b, i, n + i, c)
         outs.append(s)
-        c = co
-    outs.append(c)
-    return {"n_inputs": 2 * n, "gates": gates, "outputs": outs}
-
-
-def eval_netlist(net, bits):
-    """Plaintext reference semantics of the netlist op (PROTOCOL-bits.md)."""
-    w = {i: int(b) for i, b in enumerate(bits)}
-    f = {"and": lambda a, b: a & b, "or": lambda a, b: a | b, "xor": lambda a, b: a ^ b,
-         "nand": lambda a, b: 1 - (a & b), "nor": lambda a, b: 1 - (a | b),
-         "xnor": lambda a, b: 1 - (a ^ b)}
-    for g in net["gates"]:
-        name, out, args = g[0], g[1], g[2:]
-        if name == "const":
-            w[out] = args[0]
-        elif name == "not":
-            w[out] = 1 - w[args[0]]
-        elif name == "mux":
-            w[out] = w[args[1]] if w[args[0]] else w[args[2]]
-        else:
-            w[out] = f[name](w[args[0]], w[args[1]])
-    return [w[o] for o in net["outputs"]]
+    return b.build(outs + [c]).wire()
 
 
 def med_ms(ns, per=1):
@@ -227,7 +201,7 @@ def main():
     for _ in range(4):
         a, b = (int(v) for v in RNG.integers(0, 16, 2))
         bits = [(a >> i) & 1 for i in range(4)] + [(b >> i) & 1 for i in range(4)]
-        want = eval_netlist(net, bits)
+        want = Netlist.from_wire(net).evaluate(np.asarray(bits)).tolist()
         assert sum(bit << i for i, bit in enumerate(want)) == a + b
         samples.append({"inputs": {"x": enc(bits)}})
         wants.append(want)
