@@ -382,7 +382,7 @@ def build_rows(go: dict[tuple[str, str], dict], fm: dict[str, dict[str, dict]]) 
                 "fhemark_op": variant, "preallocated_output": variant.endswith("_into"),
                 "status": r.get("status"), "error": r.get("error"),
                 "fhemark_median_ns": med, "fhemark_ci95_ns": r.get("ci95_ns") if ok else None,
-                "fhemark_samples": len(r.get("samples_ns") or []), "fhemark_iters": r.get("iters"),
+                "fhemark_samples": len(r.get("samples_ns") or []), "fhemark_copies": r.get("copies"),
                 "fhemark_stop_reason": r.get("stop_reason"),
                 "fhemark_driver_overhead_ns": r.get("driver_overhead_ns"),
                 "fhemark_notes": r.get("notes"),
@@ -400,7 +400,8 @@ def print_table(rows: list[dict]) -> None:
         ci = r["fhemark_ci95_ns"]
         runs = r["lattigo_ns_per_op_runs"]
         lines.append((r["scheme"], r["lattigo_benchmark"].split("/", 2)[2], _us(r["lattigo_ns_per_op"]),
-                      f"{_us(min(runs))} - {_us(max(runs))}", r["fhemark_op"], _us(r["fhemark_median_ns"]) if r["status"] == "ok" else r["status"],
+                      f"{_us(min(runs))} - {_us(max(runs))}", r["fhemark_op"],
+                      _us(r["fhemark_median_ns"]) if r["status"] == "ok" else r["status"],
                       f"{_us(ci[0])} - {_us(ci[1])}" if ci else "-",
                       f"{r['ratio_fhemark_over_lattigo']:.3f}" if r["ratio_fhemark_over_lattigo"] else "-"))
     widths = [max(len(str(x)) for x in col) for col in zip(head, *lines)]

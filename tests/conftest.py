@@ -1,3 +1,5 @@
+from collections import Counter
+
 import pytest
 
 from fhemark.drivers import manifests
@@ -6,12 +8,17 @@ from fhemark.supervise import Driver
 
 @pytest.fixture(scope="session")
 def driver_pool():
-    """One process per library for the whole session (drivers keep setups)."""
+    """One process per library for the whole session (drivers keep setups). A driver whose
+    toolchain exists here but which is not built fails its tests: its build broke. Only a
+    machine without the toolchain skips it."""
     pool: dict[str, Driver] = {}
 
     def get(library: str) -> Driver:
         m = manifests()[library]
         if not m.available:
+            if m.buildable:
+                pytest.fail(f"{library} driver is not built although its toolchain ({', '.join(m.toolchain)}) "
+                            f"is here: run make drivers and read its build output")
             pytest.skip(f"{library} driver not built here: {m.why_unavailable()}")
         if library not in pool:
             pool[library] = Driver(m)
@@ -20,3 +27,15 @@ def driver_pool():
     yield get
     for d in pool.values():
         d.stop()
+
+
+def pytest_terminal_summary(terminalreporter):
+    """One line that says what was skipped and why (-q hides skip reasons)."""
+    skipped = terminalreporter.stats.get("skipped", [])
+    if not skipped:
+        terminalreporter.write_line("skipped: none")
+        return
+    reasons = Counter(str(r.longrepr[2]).removeprefix("Skipped: ") if isinstance(r.longrepr, tuple) else "?"
+                      for r in skipped)
+    terminalreporter.write_line(f"skipped: {len(skipped)} — " + "; ".join(f"{n} x {why}" for why, n in
+                                                                          reasons.most_common()))

@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parents[1]
 SMALL = """
 name: small
 description: insecure on purpose (N = 2048), tests only
-policy: {warmup: 1, min_samples: 3, max_samples: 4, budget_s: 0.1}
+policy: {warmup: 1, min_samples: 6, max_samples: 8, budget_s: 0.1}
 cases:
   - libraries: [seal]
     schemes: [bfv, ckks]
@@ -95,7 +95,9 @@ def test_run_export_report_resume(tmp_path):
             assert key in r, key
         assert r["status"] == "ok" and r["check_passed"] is True and r["insecure"] is True
         assert r["params"]["N"] == 2048 and r["params"]["log_qp"] > 100
-        assert len(r["samples_ns"]) >= 3 and r["ci95_ns"][0] <= r["median_ns"] <= r["ci95_ns"][1]
+        assert len(r["samples_ns"]) >= 6 and r["ci95_ns"][0] <= r["median_ns"] <= r["ci95_ns"][1]
+        assert r["ci_method"].startswith("order statistics") and r["processes"] == 1 and r["copies"] >= 1
+        assert r["deviations"] == {}  # add and mul_relin: SEAL times the canonical work
         assert r["peak_rss_bytes"] > 10**6 and r["driver_overhead_ns"] > 0
         assert (r["noise_budget_bits"] is None) == (r["scheme"] == "ckks")
         assert (r["precision_bits"] is None) == (r["scheme"] != "ckks")
@@ -108,6 +110,25 @@ def test_run_export_report_resume(tmp_path):
     again = fhemark("run", "--suite", suite, "--db", db, "--allow-insecure", "--resume", cwd=tmp_path)
     assert again.returncode == 0 and "4 of 4 jobs already done" in again.stdout
     assert len(json.loads(fhemark("export", "--db", db).stdout)) == 4
+
+
+def test_samples_spread_over_fresh_driver_processes(tmp_path):
+    """processes: 2 measures every job in two rounds, each with a new driver process and new keys;
+    the interval spans both processes' medians and the export says how it was made."""
+    db = str(tmp_path / "p.db")
+    suite = write(tmp_path, SMALL.replace("budget_s: 0.1}", "budget_s: 0.1, processes: 2}")
+                  .replace("schemes: [bfv, ckks]", "schemes: [bfv]").replace("ops: [add, mul_relin]", "ops: [mul_relin, encode]"))
+    run = fhemark("run", "--suite", suite, "--db", db, "--allow-insecure", cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    recs = json.loads(fhemark("export", "--db", db, "--format", "json").stdout)
+    assert {r["op"] for r in recs} == {"mul_relin", "encode"}
+    for r in recs:
+        assert r["processes"] == 2 and set(r["sample_process"]) == {0, 1}, r["sample_process"]
+        assert "2 driver processes" in r["ci_method"] and len(r["process_medians_ns"]) == 2
+        assert r["ci95_ns"][0] <= min(r["process_medians_ns"]) and r["ci95_ns"][1] >= max(r["process_medians_ns"])
+        assert r["host_activity"]["rounds"] == 2
+    encode = next(r for r in recs if r["op"] == "encode")
+    assert "numpy" in encode["deviations"]["encode"]  # seal-python's conversion is inside its call
 
 
 def test_interrupted_run_keeps_results_and_resumes(tmp_path):

@@ -137,3 +137,10 @@ def test_store_of_schema_1_is_migrated(tmp_path):
     store = Store(path)
     assert store.baselines() == {}
     assert store.db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()[0] == str(SCHEMA_VERSION)
+
+
+def test_a_cell_timed_on_different_work_is_another_case():
+    base = [rec(samples=noisy(1e6, seed=1))]
+    new = [rec(samples=noisy(1.5e6, seed=2), deviations={"decrypt": "also decodes"})]
+    (change,) = compare(base, new, ENV, ENV).changes
+    assert change.verdict == "not compared" and "different work" in change.why and "also decodes" in change.why

@@ -88,3 +88,12 @@ def test_recommend_from_a_real_run(tmp_path):
     ranking = json.loads((tmp_path / "r.json").read_text())
     assert {c["scheme"] for c in ranking["candidates"]} == {"bfv", "ckks"}
     assert all(c["excluded"] for c in ranking["candidates"])
+
+
+def test_a_candidate_timed_on_different_work_is_marked_and_never_tied_with_the_best():
+    dev = {"mul_scalar": "multiply_plain by a constant plaintext"}
+    store = [rec("seal", "bgv", "mul_relin", 40e6), rec("lattigo", "bgv", "mul_relin", 40.1e6, deviations=dev)]
+    cands = by_label(recommend(store, Workload(ops={"mul_relin": 1})))
+    odd = cands["lattigo BGV c8192"]
+    assert odd.deviations == {"mul_relin/mul_scalar": dev["mul_scalar"]}
+    assert not odd.within_best  # its interval overlaps, but it timed other work

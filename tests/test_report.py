@@ -58,3 +58,26 @@ def test_html_marks_failures_and_escapes(tmp_path):
     page = (tmp_path / "report.html").read_text()
     assert "<td class='failed'>FAILED (wrong_result)</td>" in page
     assert "&lt;lib&gt;" in page and "<lib>" not in page and "a &amp; b" in page
+
+
+def test_deviating_cells_carry_a_mark_and_the_footnote_says_what_differs(tmp_path):
+    """A library that times different work (PROTOCOL.md boundaries) is marked in every table,
+    Markdown, HTML and CSV, with the same numbered footnote for the same deviation."""
+    dec = "also decodes: Decrypt returns a decoded plaintext"
+    recs = [rec(op="decrypt"), rec(op="decrypt", library="openfhe", deviations={"decrypt": dec}),
+            rec(op="decrypt", library="openfhe", n=8192, deviations={"decrypt": dec})]
+    (table,) = op_tables(recs)
+    openfhe = next(r for r in table.rows if r[0].startswith("openfhe"))
+    seal = next(r for r in table.rows if r[0].startswith("seal"))
+    assert all(c.endswith("‡1") for c in openfhe[1:]) and "‡" not in "".join(seal)
+    assert table.footnotes == [f"‡1 openfhe decrypt: {dec}"]
+    write(recs, tmp_path, "t", {"cpu": {"model": "X"}})
+    assert f"‡1 openfhe decrypt: {dec}" in (tmp_path / "report.md").read_text()
+    assert f"<li>‡1 openfhe decrypt: {dec}</li>" in (tmp_path / "report.html").read_text()
+    notes = (tmp_path / "csv" / "decrypt-decrypt.footnotes.csv").read_text()
+    assert "‡1" in notes and dec in notes
+
+
+def test_a_cell_without_enough_samples_for_an_interval_says_so():
+    (table,) = op_tables([rec(ci95_ns=None, samples_ns=[1.0, 2.0, 3.0])])
+    assert "n = 3, no CI" in table.rows[0][1]

@@ -1,28 +1,48 @@
 import numpy as np
 
-from fhemark.stats import median_ci, summarize, tukey_labels
+from fhemark.stats import MIN_CI_SAMPLES, median_ci, summarize, tukey_labels
 
 
 def test_summary_of_known_samples():
-    s = summarize([10, 11, 12, 13, 14])
-    assert s.median == 12 and s.mean == 12 and s.min == 10 and s.max == 14 and s.mad == 1
-    assert s.ci95[0] <= 12 <= s.ci95[1]
+    s = summarize([10, 11, 12, 13, 14, 15])
+    assert s.median == 12.5 and s.min == 10 and s.max == 15 and s.mad == 1.5
+    assert s.ci95 == (10, 15)  # six samples: the only 95% order-statistic interval is min..max
 
 
-def test_ci_covers_the_true_median_and_narrows_with_more_samples():
-    rng = np.random.default_rng(3)
-    small = rng.lognormal(10, 0.1, 20)
-    large = rng.lognormal(10, 0.1, 2000)
-    lo_s, hi_s = median_ci(small)
-    lo_l, hi_l = median_ci(large)
+def test_no_interval_below_the_minimum_sample_count():
+    assert MIN_CI_SAMPLES == 6  # 1 - 2 / 2^6 = 96.9% >= 95% > 1 - 2 / 2^5
+    s = summarize([1.0, 2.0, 3.0, 4.0, 5.0])
+    assert s.ci95 is None and s.rel_ci_half_width is None and "none" in s.ci_method
+
+
+def test_interval_covers_the_true_median_at_least_95_percent_of_the_time():
+    """The reason for order statistics: at small n the percentile bootstrap covers far less."""
+    rng = np.random.default_rng(7)
     true = np.exp(10)
-    assert lo_l <= true <= hi_l
-    assert hi_l - lo_l < hi_s - lo_s
+    for n in (6, 10, 25):
+        hits = sum(lo <= true <= hi for lo, hi in (median_ci(rng.lognormal(10, 0.3, n)) for _ in range(2000)))
+        assert hits / 2000 >= 0.94, (n, hits)
 
 
-def test_ci_is_reproducible():
-    a = np.arange(50, dtype=float)
-    assert median_ci(a) == median_ci(a)
+def test_interval_narrows_with_more_samples_and_is_reproducible():
+    rng = np.random.default_rng(3)
+    small, large = rng.lognormal(10, 0.1, 20), rng.lognormal(10, 0.1, 2000)
+    (lo_s, hi_s), (lo_l, hi_l) = median_ci(small), median_ci(large)
+    assert lo_l <= np.exp(10) <= hi_l and hi_l - lo_l < hi_s - lo_s
+    assert median_ci(small) == median_ci(small)
+
+
+def test_several_processes_widen_the_interval_to_their_medians():
+    """A process that runs 20% slower throughout (other keys, another memory layout) must be
+    inside the interval, although each process alone is tight."""
+    fast = [100.0 + i * 0.01 for i in range(20)]
+    slow = [120.0 + i * 0.01 for i in range(20)]
+    one = summarize(fast + slow)
+    two = summarize(fast + slow, process=[0] * 20 + [1] * 20)
+    assert two.processes == 2 and len(two.process_medians) == 2
+    assert two.ci95[0] <= min(two.process_medians) and two.ci95[1] >= max(two.process_medians)
+    assert two.ci95[1] - two.ci95[0] >= one.ci95[1] - one.ci95[0]
+    assert "2 driver processes" in two.ci_method
 
 
 def test_outliers_are_labelled_not_dropped():
@@ -35,4 +55,4 @@ def test_outliers_are_labelled_not_dropped():
 
 def test_single_sample():
     s = summarize([5.0])
-    assert s.ci95 == (5.0, 5.0) and s.stdev == 0.0
+    assert s.ci95 is None and s.stdev == 0.0 and s.median == 5.0

@@ -29,3 +29,22 @@ def test_word_wise_sums_are_planned_only_where_they_cannot_wrap():
 def test_libraries_all_marks_jobs_unnamed():
     plan = build(load("quick"), ["seal", "tfhe-rs"])
     assert {j.library for j in plan.jobs} == {"seal", "tfhe-rs"} and not any(j.named for j in plan.jobs)
+
+
+def test_every_library_draws_the_same_inputs_for_the_same_case():
+    """Inputs are seeded by the case without the library (rotate_random rotates by the same steps
+    everywhere), while each library's job keeps its own identity for resume and compare."""
+    plan = build(load("quick"), ["seal", "lattigo", "openfhe"])
+    by_case: dict = {}
+    for j in plan.jobs:
+        by_case.setdefault((j.scheme, j.params, j.op, j.slots), []).append(j)
+    for jobs in by_case.values():
+        assert len({j.input_key for j in jobs}) == 1
+        assert len({j.key for j in jobs}) == len(jobs) == 3
+
+
+def test_study_suites_spread_samples_over_several_processes():
+    libs = ["seal", "lattigo", "openfhe", "tfhe-rs"]
+    assert all(j.policy.processes >= 2 for name in ("study1", "study2", "study3", "study4")
+               for j in build(load(name), libs).jobs)
+    assert {j.policy.processes for j in build(load("quick"), ["seal"]).jobs} == {1}

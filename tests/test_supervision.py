@@ -31,7 +31,8 @@ def test_every_failure_is_recorded_with_its_kind_and_the_run_goes_on(fake_regist
     suite = Suite(name="faults", policy={"warmup": 1, "min_samples": 3, "max_samples": 3, "timeout_s": 3,
                                          "memory_limit_mb": 400},
                   cases=[{"schemes": ["bfv"], "params": [{"N": 2048, "q_bits": [36, 36], "p_bits": [37], "t": T}],
-                          "ops": ["add", "sub", "mul", "square", "mul_plain", "add_plain", "mul_relin"]}])
+                          "ops": ["add", "sub", "mul", "square", "mul_plain", "add_plain", "mul_relin",
+                                  "mul_scalar", "square_relin", "keygen_galois_list", "keygen_galois_all"]}])
     plan = build(suite, ["fake"], allow_insecure=True)
     store = Store(tmp_path / "s.db")
     run_id = store.start_run("faults", "h", True, {}, {})
@@ -42,10 +43,22 @@ def test_every_failure_is_recorded_with_its_kind_and_the_run_goes_on(fake_regist
     assert status["mul"][0] == "crashed" and "segfault imitation" in status["mul"][1]
     assert status["square"][0] == "timeout"
     assert status["mul_plain"][0] == "out_of_memory"
-    assert status["add_plain"][0] == "internal" and "not protocol v1" in status["add_plain"][1]
+    assert status["add_plain"][0] == "internal" and "not protocol v2" in status["add_plain"][1]
     assert status["mul_relin"][0] == "unsupported"
     wrong = next(r for r in store.records(run_id) if r["op"] == "sub")
     assert wrong["check_passed"] is False and wrong["median_ns"] is None and wrong["samples_ns"] == []
+    # Fast ops run as several copies per timed region, and every copy is checked: one wrong copy
+    # among many (the first, which a driver decrypting only the last would never see) fails the job.
+    add = next(r for r in store.records(run_id) if r["op"] == "add")
+    assert add["copies"] > 1
+    assert status["mul_scalar"][0] == "wrong_result", status["mul_scalar"]
+    # A region without its time is an error, never a zero.
+    assert status["square_relin"][0] == "internal" and "timed region" in status["square_relin"][1]
+    # After the garbage line (add_plain) the driver was restarted, so the jobs after it ran.
+    # Every Galois key the time paid for is used: keys for steps 1..8 all made -> ok; the "pow2"
+    # set lacks its negative steps -> caught by the rotation that needs one.
+    assert status["keygen_galois_list"] == ("ok", None)
+    assert status["keygen_galois_all"][0] == "wrong_result" and "z-1" in status["keygen_galois_all"][1]
 
 
 T = 12289

@@ -1,4 +1,4 @@
-"""fhemark driver for Microsoft SEAL (through the seal-python binding), protocol v1.
+"""fhemark driver for Microsoft SEAL (through the seal-python binding), protocol v2.
 
 Thin by design: it builds contexts and keys, runs the programs it is sent and
 times the steps it is told to time. No statistics, no reference arithmetic.
@@ -20,15 +20,36 @@ import traceback
 import numpy as np
 import seal
 
-DRIVER_VERSION = "0.1.0"
+DRIVER_VERSION = "0.2.0"
+PROTOCOL = 2
 _DT = {"i64": "<i8", "f64": "<f8", "u64": "<u8"}
 SCHEMES = {"bfv": seal.scheme_type.bfv, "bgv": seal.scheme_type.bgv, "ckks": seal.scheme_type.ckks}
 COMMON = ["encode", "decode", "encrypt_pk", "encrypt_sk", "decrypt", "add", "sub", "add_plain", "mul",
           "mul_relin", "square_relin", "mul_plain", "mul_scalar", "square", "relinearize", "keygen_secret", "keygen_public",
           "keygen_relin", "keygen_galois"]
+# `<op>_into`: seal-python's in-place forms, writing into the first operand (PROTOCOL.md).
+INPLACE = {"add": "add_inplace", "sub": "sub_inplace", "add_plain": "add_plain_inplace", "mul": "multiply_inplace",
+           "mul_plain": "multiply_plain_inplace", "square": "square_inplace", "rescale": "rescale_to_next_inplace",
+           "mod_switch": "mod_switch_to_next_inplace", "relinearize": "relinearize_inplace",
+           "rotate_rows": "rotate_rows_inplace", "rotate_columns": "rotate_columns_inplace",
+           "rotate": "rotate_vector_inplace", "conjugate": "complex_conjugate_inplace"}
+INTO = ["add", "sub", "add_plain", "mul", "mul_plain", "square", "mul_relin", "square_relin", "relinearize",
+        "mul_scalar", "mod_switch"]
 OPS = {"bfv": COMMON + ["mod_switch", "rotate_rows", "rotate_columns", "encode_coeffs", "decode_coeffs"],
        "bgv": COMMON + ["mod_switch", "rotate_rows", "rotate_columns", "encode_coeffs", "decode_coeffs"],
        "ckks": COMMON + ["mod_switch", "rescale", "rotate", "conjugate"]}
+for _scheme, _ops in OPS.items():
+    _ops += [f"{op}_into" for op in INTO + (["rescale", "rotate", "conjugate"] if _scheme == "ckks" else
+                                            ["rotate_rows", "rotate_columns"])]
+# What differs from PROTOCOL.md's canonical boundaries (shown under every table cell of the op).
+_MUL_SCALAR = ("SEAL has no scalar multiply: multiply_plain by a constant plaintext made outside the timed "
+               "region (BFV/BGV: a degree-0 polynomial; CKKS: the scalar encoded in every slot)")
+_DEVIATIONS = {
+    "encode": "seal-python copies the numpy array into a std::vector inside the call (one pass over N values)",
+    "decode": "seal-python copies the decoded std::vector into a new numpy array inside the call",
+    "mul_scalar": _MUL_SCALAR, "mul_scalar_into": _MUL_SCALAR,
+}
+DEVIATIONS = {scheme: dict(_DEVIATIONS) for scheme in OPS}
 
 
 class Failure(Exception):
@@ -139,9 +160,52 @@ def galois_steps(n: int, rotations: list[int], pow2: bool) -> list[int]:
 
 
 def prepare(s: Setup, op: str, args: list, attrs: dict, vals: dict):
-    """Do the untimed part of one primitive; return the call to time."""
+    """Do the untimed part of one primitive; return (the call to time, the untimed step that
+    turns its result into the step's value, or None)."""
     if op not in OPS[s.scheme]:
         raise Failure("unsupported", f"SEAL driver has no '{op}' for {s.scheme}")
+    if op.endswith("_into"):
+        return prepare_into(s, op[: -len("_into")], args, attrs, vals), None
+    if op == "decode" and s.scheme != "ckks":
+        a = vals[args[0]]
+        # BFV/BGV values are already in [0, t): the int64 view for the wire is made after the clock.
+        return (lambda: s.encoder.decode_uint64(a)), lambda out: out.astype(np.int64)
+    return prepare_call(s, op, args, attrs, vals), None
+
+
+def prepare_into(s: Setup, op: str, args: list, attrs: dict, vals: dict):
+    """The in-place form: the library writes into the first operand, which becomes the output."""
+    ev = s.evaluator
+    a = [vals[x] for x in args]
+    key = attrs.get("key")
+    rlk = vals[key] if key else s.rlk
+    gk = vals[key] if key else s.gk
+    if op == "mul_relin":
+        return lambda: (ev.multiply_inplace(a[0], a[1]), ev.relinearize_inplace(a[0], rlk), a[0])[2]
+    if op == "square_relin":
+        return lambda: (ev.square_inplace(a[0]), ev.relinearize_inplace(a[0], rlk), a[0])[2]
+    if op == "mul_scalar":
+        const = scalar_plaintext(s, attrs["scalar"])
+        return lambda: (ev.multiply_plain_inplace(a[0], const), a[0])[1]
+    f = getattr(ev, INPLACE[op])
+    if op == "relinearize":
+        return lambda: (f(a[0], rlk), a[0])[1]
+    if op in ("rotate_rows", "rotate"):
+        k = int(attrs["steps"])
+        return lambda: (f(a[0], k, gk), a[0])[1]
+    if op in ("rotate_columns", "conjugate"):
+        return lambda: (f(a[0], gk), a[0])[1]
+    return lambda: (f(*a), a[0])[1]
+
+
+def scalar_plaintext(s: Setup, scalar):
+    """SEAL has no scalar product: the scalar becomes a constant plaintext, made untimed."""
+    if s.scheme == "ckks":
+        return s.encoder.encode(float(scalar), s.scale)
+    return seal.Plaintext(format(int(scalar) % s.t, "X"))
+
+
+def prepare_call(s: Setup, op: str, args: list, attrs: dict, vals: dict):
     ev, key = s.evaluator, attrs.get("key")
     a = [vals[x] for x in args]
     if op == "encode":
@@ -152,10 +216,8 @@ def prepare(s: Setup, op: str, args: list, attrs: dict, vals: dict):
         return lambda: coeff_plaintext(a[0], s.t)
     if op == "decode_coeffs":
         return lambda: coeffs_of(a[0], s.n, s.t)
-    if op == "decode":
-        if s.scheme == "ckks":
-            return lambda: s.encoder.decode(a[0])
-        return lambda: np.mod(s.encoder.decode_uint64(a[0]).astype(np.int64), s.t)
+    if op == "decode":  # CKKS (BFV/BGV: prepare)
+        return lambda: s.encoder.decode(a[0])
     if op == "encrypt_pk":
         enc = seal.Encryptor(s.ctx, vals[key]) if key else s.encryptor
         return lambda: enc.encrypt(a[0])
@@ -182,12 +244,7 @@ def prepare(s: Setup, op: str, args: list, attrs: dict, vals: dict):
     if op == "relinearize":
         return lambda: ev.relinearize(a[0], rlk)
     if op == "mul_scalar":
-        # SEAL has no scalar product: the scalar becomes a constant plaintext,
-        # made here (untimed); SEAL's multiply_plain is what is timed.
-        if s.scheme == "ckks":
-            const = s.encoder.encode(float(attrs["scalar"]), s.scale)
-        else:
-            const = seal.Plaintext(format(int(attrs["scalar"]) % s.t, "X"))
+        const = scalar_plaintext(s, attrs["scalar"])
         return lambda: ev.multiply_plain(a[0], const)
     if op == "rotate_rows":
         k = int(attrs["steps"])
@@ -244,40 +301,60 @@ def overhead_ns() -> int:
     return int(np.median([clock(lambda: None)[1] for _ in range(101)]))
 
 
-def run_sample(s: Setup, program: dict, iters: int, sample: dict) -> tuple[dict, dict]:
-    base = {name: vec_in(v) for name, v in sample["inputs"].items()}
-    base.update(sk=s.sk, pk=s.pk, rlk=s.rlk, gk=s.gk)
+def regions_of(program: dict) -> dict[str, tuple[str, list[str]]]:
+    """First step of each timed region -> (region name, its steps), after checking the rules of
+    PROTOCOL.md: known, consecutive, independent steps, each in one region."""
+    order = {st["out"]: i for i, st in enumerate(program["steps"])}
+    seen: set[str] = set()
+    out = {}
+    for region in program["timed"]:
+        name, names = region.get("name"), list(region.get("steps") or [])
+        if not name or not names or name in {r for r, _ in out.values()}:
+            raise Failure("internal", f"timed region {region!r}: needs a unique name and at least one step")
+        for n in names:
+            if n not in order:
+                raise Failure("internal", f"timed region '{name}': '{n}' is no step's out")
+            if n in seen:
+                raise Failure("internal", f"timed region '{name}': step '{n}' is in two regions")
+            seen.add(n)
+        idx = [order[n] for n in names]
+        if idx != list(range(idx[0], idx[0] + len(idx))):
+            raise Failure("internal", f"timed region '{name}': its steps are not consecutive")
+        inside = set(names)
+        for i in idx:
+            st = program["steps"][i]
+            reads = set(st.get("args", [])) | {v for k, v in st.get("attrs", {}).items() if k in ("key", "from", "to")}
+            if reads & inside:
+                raise Failure("internal", f"timed region '{name}': step '{st['out']}' reads {sorted(reads & inside)} "
+                                          f"made in the same region")
+        out[names[0]] = (name, names)
+    return out
+
+
+def run_sample(s: Setup, program: dict, regions: dict, sample: dict) -> tuple[dict, dict]:
+    vals = {name: vec_in(v) for name, v in sample["inputs"].items()}
+    vals.update(sk=s.sk, pk=s.pk, rlk=s.rlk, gk=s.gk)
     scalars = sample.get("scalars", {})
-    timed = set(program["timed"])
     steps = program["steps"]
     ns: dict[str, int] = {}
-    if iters == 1:
-        vals = dict(base)
-        for st in steps:
-            call = prepare(s, st["op"], st.get("args", []), resolve(st.get("attrs", {}), scalars), vals)
-            if st["out"] in timed:
-                vals[st["out"]], ns[st["out"]] = clock(call)
-            else:
-                vals[st["out"]] = call()
-        return vals, ns
-    if len(timed) != 1:
-        raise Failure("internal", "iters > 1 needs exactly one timed step")
-    at = next(i for i, st in enumerate(steps) if st["out"] in timed)
-    copies, calls = [], []
-    for _ in range(iters):  # every iteration gets its own freshly made inputs
-        vals = dict(base)
-        for st in steps[:at]:
-            vals[st["out"]] = prepare(s, st["op"], st.get("args", []), resolve(st.get("attrs", {}), scalars), vals)()
-        st = steps[at]
-        calls.append(prepare(s, st["op"], st.get("args", []), resolve(st.get("attrs", {}), scalars), vals))
-        copies.append(vals)
-    t0 = time.perf_counter_ns()
-    outs = [c() for c in calls]
-    ns[steps[at]["out"]] = time.perf_counter_ns() - t0
-    vals = copies[-1]
-    vals[steps[at]["out"]] = outs[-1]
-    for st in steps[at + 1:]:
-        vals[st["out"]] = prepare(s, st["op"], st.get("args", []), resolve(st.get("attrs", {}), scalars), vals)()
+    i = 0
+    while i < len(steps):
+        st = steps[i]
+        if st["out"] not in regions:
+            call, post = prepare(s, st["op"], st.get("args", []), resolve(st.get("attrs", {}), scalars), vals)
+            vals[st["out"]] = post(call()) if post else call()
+            i += 1
+            continue
+        name, names = regions[st["out"]]
+        batch = steps[i: i + len(names)]
+        prepared = [prepare(s, b["op"], b.get("args", []), resolve(b.get("attrs", {}), scalars), vals) for b in batch]
+        calls = [c for c, _ in prepared]
+        t0 = time.perf_counter_ns()
+        outs = [c() for c in calls]
+        ns[name] = time.perf_counter_ns() - t0
+        for b, (_, post), o in zip(batch, prepared, outs):
+            vals[b["out"]] = post(o) if post else o
+        i += len(names)
     return vals, ns
 
 
@@ -286,18 +363,16 @@ def handle_run(setups: dict, req: dict) -> dict:
     if s is None:
         raise Failure("internal", f"unknown setup_id '{req['setup_id']}'")
     program = req["program"]
+    regions = regions_of(program)
     samples, vals = [], {}
     for sample in req["samples"]:
-        vals, ns = run_sample(s, program, int(req.get("iters", 1)), sample)
+        vals, ns = run_sample(s, program, regions, sample)
         samples.append({"ns": ns, "outputs": {o: vec_out(np.asarray(vals[o])) for o in program.get("outputs", [])}})
     result = {"samples": samples, "overhead_ns": overhead_ns(),
               "sizes_bytes": {n: size_of(vals[n]) for n in program.get("sizes", [])},
-              "levels": {n: s.level(vals[n]) for n in program.get("levels", [])},
-              "notes": []}
+              "levels": {n: s.level(vals[n]) for n in program.get("levels", [])}}
     if s.scheme != "ckks":
         result["noise_budget_bits"] = {n: s.decryptor.invariant_noise_budget(vals[n]) for n in program.get("noise", [])}
-    if any(st["op"] == "mul_scalar" for st in program["steps"]):
-        result["notes"].append("mul_scalar: SEAL multiply_plain by a constant plaintext made outside the timed region")
     return result
 
 
@@ -311,14 +386,14 @@ def size_of(obj) -> int:
 
 def capabilities() -> dict:
     limits = {"log_n_min": 10, "log_n_max": 15, "max_prime_bits": 60, "special_primes": 1}
-    return {"protocol": 1, "library": "seal", "library_version": getattr(seal, "__version__", "unknown"),
+    return {"protocol": PROTOCOL, "library": "seal", "library_version": getattr(seal, "__version__", "unknown"),
             "driver_version": DRIVER_VERSION,
             "build": {"binding": "seal-python (PyPI wheel)", "python": platform.python_version(),
                       "numpy": np.__version__,
                       "compression_modes": sorted(seal.compr_mode_type.__members__),
                       "sizes": "uncompressed serialization"},
             "threads": 1,  # SEAL's evaluator is single-threaded
-            "schemes": {k: {"ops": v, "limits": limits} for k, v in OPS.items()}}
+            "schemes": {k: {"ops": v, "limits": limits, "deviations": DEVIATIONS[k]} for k, v in OPS.items()}}
 
 
 def main() -> None:
@@ -331,8 +406,8 @@ def main() -> None:
             req = json.loads(line)
             rid = req.get("id")
             kind = req.get("type")
-            if req.get("v") != 1:
-                raise Failure("internal", f"protocol version {req.get('v')} not supported (this driver speaks 1)")
+            if req.get("v") != PROTOCOL:
+                raise Failure("internal", f"protocol version {req.get('v')} not supported (this driver speaks {PROTOCOL})")
             if kind == "capabilities":
                 result = capabilities()
             elif kind == "setup":
@@ -343,17 +418,17 @@ def main() -> None:
             elif kind == "run":
                 result = handle_run(setups, req)
             elif kind == "shutdown":
-                print(json.dumps({"v": 1, "id": rid, "ok": True, "result": {}}), flush=True)
+                print(json.dumps({"v": PROTOCOL, "id": rid, "ok": True, "result": {}}), flush=True)
                 return
             else:
                 raise Failure("internal", f"unknown request type '{kind}'")
-            reply = {"v": 1, "id": rid, "ok": True, "result": result}
+            reply = {"v": PROTOCOL, "id": rid, "ok": True, "result": result}
         except Failure as exc:
-            reply = {"v": 1, "id": rid, "ok": False, "error": {"kind": exc.kind, "message": str(exc)}}
+            reply = {"v": PROTOCOL, "id": rid, "ok": False, "error": {"kind": exc.kind, "message": str(exc)}}
         except Exception as exc:  # never die on a bad request
             traceback.print_exc(file=sys.stderr)
             msg = f"{type(exc).__name__}: {exc}".replace("\n", " ")
-            reply = {"v": 1, "id": rid, "ok": False, "error": {"kind": "internal", "message": msg}}
+            reply = {"v": PROTOCOL, "id": rid, "ok": False, "error": {"kind": "internal", "message": msg}}
         sys.stdout.write(json.dumps(reply) + "\n")
         sys.stdout.flush()
 

@@ -347,9 +347,10 @@ def recommend_cmd(workload: Optional[Path] = typer.Argument(None, help="workload
         json_out.write_text(json.dumps({"workload": w.model_dump(), "candidates": [
             {"library": c.library, "scheme": c.scheme, "params": c.params, "excluded": c.excluded or None,
              "cost_ns": c.cost if not c.excluded else None, "cost_ci95_ns": c.cost_ci if not c.excluded else None,
-             "ciphertexts": c.copies, "within_best": c.within_best,
+             "ciphertexts": c.copies, "within_best": c.within_best, "deviations": c.deviations,
              "evidence": {op: {k: r.get(k) for k in ("run_id", "job_key", "median_ns", "ci95_ns", "security_bits",
-                                                     "security_table", "noise_budget_bits", "precision_bits")}
+                                                     "security_table", "noise_budget_bits", "precision_bits",
+                                                     "deviations")}
                           for op, r in c.by_op.items()}} for c in cands]}, indent=1))
     raise typer.Exit(0 if any(not c.excluded for c in cands) else 1)
 

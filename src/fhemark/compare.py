@@ -96,6 +96,9 @@ def compare_case(base: dict | None, new: dict | None, threshold: float, alpha: f
         return Change(lab, FAILED, base, new, why=why)
     if not _usable(base):
         return Change(lab, FIXED, base, new, why=f"was {base['status']}")
+    if (base.get("deviations") or {}) != (new.get("deviations") or {}):
+        # The library now times different work for this op (PROTOCOL.md boundaries): another case.
+        return Change(lab, SKIPPED, base, new, why=f"different work timed: {_work(base)} -> {_work(new)}")
     if "depth" in new:  # a depth probe: the measured depth is the result, not a time
         d0, d1 = base["depth"], new["depth"]
         verdict = SAME if d1 == d0 else FAILED if d1 < d0 else FIXED
@@ -117,6 +120,10 @@ def compare_case(base: dict | None, new: dict | None, threshold: float, alpha: f
         [f"{a.size} vs {b.size} samples: too few for the rank test to reach p < {alpha:g}"]
     why += [f"{side} run on a busy host" for side, r in (("base", base), ("new", new)) if contended(r)]
     return Change(lab, verdict, base, new, ratio, (lo, hi), p, "; ".join(why))
+
+
+def _work(r: dict) -> str:
+    return "; ".join(f"{op}: {text}" for op, text in sorted((r.get("deviations") or {}).items())) or "canonical"
 
 
 def compare(base_recs: list[dict], new_recs: list[dict], base_env: dict, new_env: dict,

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from .locations import project_root
-from .catalog import CATALOG, MICRO, lookup
+from .catalog import CATALOG, INTO, MICRO, lookup
 from .params import ParamSpec, _validated, resolve
 from .semantics import Plain
 
@@ -51,29 +51,55 @@ def dense(sparse: dict) -> np.ndarray:
     return out
 
 
+COPIES = 3  # every op that may be repeated in a timed region is also checked as 3 copies in one region
+
+
+def _case(name: str, scheme: str, op, plain: Plain, params, rng: np.random.Generator, insecure: bool,
+          copies: int = 1) -> dict:
+    """One case: the op's program (as `copies` copies in one timed region), fresh inputs per copy,
+    and every output's expected value."""
+    program = op.build(scheme, plain).replicate(copies)
+    suffix = (lambda n, i: f"{n}.{i}") if copies > 1 else (lambda n, i: n)
+    inputs, scalars, expected = {}, {}, {}
+    for i in range(copies):
+        if op.gen:
+            vecs = op.gen(plain, rng)
+        else:
+            vecs = {n: plain.random(rng, INPUT_LENGTH if not plain.words else None) for n in op.inputs}
+        if not plain.exact:  # short decimals keep the file readable
+            vecs = {n: np.round(v, 3) for n, v in vecs.items()}
+        sc = op.scalars(plain, rng)
+        if isinstance(sc.get("s"), float):
+            sc["s"] = round(sc["s"], 3)
+        for n, v in vecs.items():
+            inputs[suffix(n, i)] = [int(x) for x in v] if plain.words else v[:INPUT_LENGTH].tolist()
+        scalars.update({suffix(n, i): x for n, x in sc.items()})
+        for n, want in op.expected(plain, vecs, sc).items():
+            want = np.asarray(want, dtype=np.uint64) if plain.words else want
+            expected[suffix(n, i)] = _sparse(want)
+    return {"name": name + (f"#{copies}" if copies > 1 else ""), "scheme": scheme, "op": op.name,
+            "insecure": insecure, "params": params.wire(), "program": program.wire(), "inputs": inputs,
+            "scalars": scalars, "expected": expected, "tolerance": 0 if plain.exact else CKKS_TOLERANCE}
+
+
+def _repeatable(op, scheme: str) -> bool:
+    prog = op.program(scheme)
+    return op.group != "keygen" and len(prog.timed) == 1 and prog.region(prog.timed[0]) == prog.timed[:1]
+
+
 def generate() -> dict:
     cases = []
     for scheme, spec in CASE_PARAMS.items():
         params = _validated(spec, scheme, "conformance")
         plain = Plain(scheme, params.slots(scheme), params.t)
         rng = np.random.default_rng(20261122)
-        for name in MICRO:
+        for name in MICRO + INTO:
             op = CATALOG[name]
             if scheme not in op.schemes:
                 continue
-            vecs = {n: plain.random(rng, INPUT_LENGTH) for n in op.inputs}
-            if not plain.exact:  # short decimals keep the file readable
-                vecs = {n: np.round(v, 3) for n, v in vecs.items()}
-            scalars = op.scalars(plain, rng)
-            if isinstance(scalars.get("s"), float):
-                scalars["s"] = round(scalars["s"], 3)
-            cases.append({
-                "name": f"{scheme}/{name}", "scheme": scheme, "op": name, "insecure": True,
-                "params": params.wire(), "program": op.program(scheme).wire(),
-                "inputs": {n: v[:INPUT_LENGTH].tolist() for n, v in vecs.items()}, "scalars": scalars,
-                "expected": {"z": _sparse(op.expect(plain, vecs, scalars))},
-                "tolerance": 0 if plain.exact else CKKS_TOLERANCE,
-            })
+            cases.append(_case(f"{scheme}/{name}", scheme, op, plain, params, rng, True))
+            if _repeatable(op, scheme):
+                cases.append(_case(f"{scheme}/{name}", scheme, op, plain, params, rng, True, COPIES))
     for scheme, (spec, modulus, workloads) in BITS_CASES.items():
         params = resolve(spec, scheme)
         plain = Plain(scheme, 4, modulus)
@@ -81,16 +107,11 @@ def generate() -> dict:
         names = [n for n in MICRO if scheme in CATALOG[n].schemes] + workloads
         for name in names:
             op = lookup(name, scheme)
-            vecs = op.gen(plain, rng) if op.gen else {n: plain.random(rng) for n in op.inputs}
-            scalars = op.scalars(plain, rng)
-            cases.append({
-                "name": f"{scheme}/{name}", "scheme": scheme, "op": name, "insecure": False,
-                "params": params.wire(), "program": op.program(scheme).wire(),
-                "inputs": {n: [int(x) for x in v] for n, v in vecs.items()}, "scalars": scalars,
-                "expected": {"z": _sparse(np.asarray(op.expect(plain, vecs, scalars), dtype=np.uint64))},
-                "tolerance": 0,
-            })
-    return {"version": 1, "note": "RLWE cases use insecure parameters on purpose: they check values, not speed",
+            cases.append(_case(f"{scheme}/{name}", scheme, op, plain, params, rng, False))
+            if name in MICRO and _repeatable(op, scheme):
+                cases.append(_case(f"{scheme}/{name}", scheme, op, plain, params, rng, False, COPIES))
+    return {"version": 2, "note": "RLWE cases use insecure parameters on purpose: they check values, not speed; "
+                                  "a name ending in #3 runs three copies of the op in one timed region",
             "setup": {"rotations": [1], "rotations_pow2": True, "allow_insecure": True}, "cases": cases}
 
 
@@ -98,7 +119,34 @@ def load() -> dict:
     return json.loads(path().read_text())
 
 
+def capability_snapshot(caps: dict) -> dict:
+    """What a driver promises, in the form checked in under protocol/capabilities/."""
+    return {"protocol": caps["protocol"], "library": caps["library"],
+            "schemes": {name: {"ops": sorted(sc["ops"]), "deviations": dict(sorted(sc.get("deviations", {}).items()))}
+                        for name, sc in sorted(caps["schemes"].items())}}
+
+
+def write_snapshot(library: str) -> Path:
+    """Ask the built driver for its capabilities and check them in."""
+    from .drivers import manifests
+    from .supervise import Driver
+
+    drv = Driver(manifests()[library])
+    try:
+        snap = capability_snapshot(drv.request("capabilities"))
+    finally:
+        drv.stop()
+    out = project_root() / "protocol" / "capabilities" / f"{library}.json"
+    out.parent.mkdir(exist_ok=True)
+    out.write_text(json.dumps(snap, indent=1) + "\n")
+    return out
+
+
 if __name__ == "__main__":
+    if len(sys.argv) > 2 and sys.argv[1] == "--snapshot":
+        for lib in sys.argv[2:]:
+            print(write_snapshot(lib))
+        sys.exit(0)
     text = json.dumps(generate(), indent=1) + "\n"
     if len(sys.argv) > 1 and sys.argv[1] == "--check":
         sys.exit(0 if path().read_text() == text else 1)

@@ -19,6 +19,12 @@ class Manifest:
     folder: Path
     command: tuple[str, ...]
     requires: str
+    toolchain: tuple[str, ...] = ()  # commands whose presence means the driver can be built here
+
+    @property
+    def buildable(self) -> bool:
+        """The toolchain exists here: an unbuilt driver is then a failure of the build, not a skip."""
+        return all(shutil.which(t) for t in self.toolchain)
 
     @property
     def available(self) -> bool:
@@ -39,7 +45,7 @@ def manifests() -> dict[str, Manifest]:
     for path in sorted((project_root() / "drivers").glob("*/driver.json")):
         data = json.loads(path.read_text())
         out[data["library"]] = Manifest(data["library"], path.parent, tuple(_expand(a) for a in data["command"]),
-                                        data.get("requires", "see its README"))
+                                        data.get("requires", "see its README"), tuple(data.get("toolchain", ())))
     return out
 
 

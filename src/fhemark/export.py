@@ -13,6 +13,7 @@ CSV_COLUMNS = ["run_id", "suite", "timestamp", "library", "library_version", "sc
                "check_passed", "params", "security_bits", "security_table", "insecure", "params_match", "slots",
                "threads", "iters", "median_ns", "ci95_ns", "mean_ns", "stdev_ns", "mad_ns", "min_ns", "max_ns",
                "rel_ci_half_width", "stop_reason", "outliers", "noise_budget_bits", "precision_bits",
+               "ci_method", "processes", "copies", "deviations",
                "sizes_bytes", "levels", "peak_rss_bytes", "driver_overhead_ns", "host_activity", "error", "notes", "samples_ns",
                "env", "job_key"]
 

@@ -73,3 +73,17 @@ class Activity:
                 "steal_share": round(steal, 4), "load_1m": round(os.getloadavg()[0], 2),
                 "contended": (other_cores >= CONTENDED_OTHER_CORES or steal >= CONTENDED_STEAL_SHARE)
                 if judged else None}
+
+
+def merged(parts: list[dict | None]) -> dict | None:
+    """One job measured in several rounds: the activity over all of them (contended if any was)."""
+    parts = [p for p in parts if p]
+    if not parts:
+        return None
+    window = sum(p["window_s"] for p in parts) or 1e-9
+    judged = [p["contended"] for p in parts if p["contended"] is not None]
+    return {"window_s": round(window, 3),
+            "other_cores": round(sum(p["other_cores"] * p["window_s"] for p in parts) / window, 3),
+            "steal_share": round(sum(p["steal_share"] * p["window_s"] for p in parts) / window, 4),
+            "load_1m": max(p["load_1m"] for p in parts), "contended": any(judged) if judged else None,
+            "rounds": len(parts)}

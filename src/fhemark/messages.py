@@ -1,4 +1,4 @@
-"""Protocol v1 messages as typed models: the orchestrator validates every
+"""Protocol v2 messages as typed models: the orchestrator validates every
 driver reply against these, and `protocol/schema/*.json` is generated from
 them (`python -m fhemark.messages > ...`, checked by a test), so the schema and
 the code cannot drift apart."""
@@ -12,7 +12,7 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-PROTOCOL_VERSION = 1
+PROTOCOL_VERSION = 2
 
 _DTYPES = {"i64": "<i8", "f64": "<f8", "u64": "<u8"}
 
@@ -38,10 +38,17 @@ class Step(BaseModel):
     attrs: dict[str, Any] = {}
 
 
+class Region(BaseModel):
+    """Consecutive, independent steps timed as one region (k copies of one op, or one stage)."""
+    model_config = ConfigDict(extra="forbid")
+    name: str
+    steps: list[str] = Field(min_length=1)
+
+
 class Program(BaseModel):
     model_config = ConfigDict(extra="forbid")
     steps: list[Step]
-    timed: list[str]
+    timed: list[Region]
     outputs: list[str] = []
     noise: list[str] = []
     sizes: list[str] = []
@@ -54,13 +61,13 @@ class Sample(BaseModel):
 
 
 class CapabilitiesRequest(BaseModel):
-    v: Literal[1] = 1
+    v: Literal[2] = 2
     id: int
     type: Literal["capabilities"] = "capabilities"
 
 
 class SetupRequest(BaseModel):
-    v: Literal[1] = 1
+    v: Literal[2] = 2
     id: int
     type: Literal["setup"] = "setup"
     setup_id: str
@@ -72,17 +79,16 @@ class SetupRequest(BaseModel):
 
 
 class RunRequest(BaseModel):
-    v: Literal[1] = 1
+    v: Literal[2] = 2
     id: int
     type: Literal["run"] = "run"
     setup_id: str
     program: Program
-    iters: int = Field(1, ge=1)
     samples: list[Sample]
 
 
 class ShutdownRequest(BaseModel):
-    v: Literal[1] = 1
+    v: Literal[2] = 2
     id: int
     type: Literal["shutdown"] = "shutdown"
 
@@ -90,6 +96,8 @@ class ShutdownRequest(BaseModel):
 class SchemeCaps(BaseModel):
     ops: list[str]
     limits: dict[str, Any] = {}
+    # op -> what its timed work adds to or lacks from PROTOCOL.md's canonical boundary
+    deviations: dict[str, str] = {}
 
 
 class Capabilities(BaseModel):
@@ -148,7 +156,7 @@ class ErrorValue(BaseModel):
 
 
 class Reply(BaseModel):
-    v: Literal[1]
+    v: Literal[2]
     id: int
     ok: bool
     result: dict[str, Any] | None = None

@@ -52,7 +52,7 @@ def git_revision(root: Path | None) -> str | None:
 def environment(threads: int, root: Path | None) -> dict:
     load = os.getloadavg() if hasattr(os, "getloadavg") else None
     mem = _read("/proc/meminfo") or ""
-    total_kb = next((int(l.split()[1]) for l in mem.splitlines() if l.startswith("MemTotal")), None)
+    total_kb = next((int(line.split()[1]) for line in mem.splitlines() if line.startswith("MemTotal")), None)
     return {
         "fhemark_version": __version__,
         "git_revision": git_revision(root),

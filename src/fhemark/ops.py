@@ -35,24 +35,77 @@ def decrypted(ct: str, **attrs: Any) -> list[dict]:
     return [step("pz", "decrypt", ct, **attrs), step("z", "decode", "pz")]
 
 
+STANDARD_KEYS = frozenset({"sk", "pk", "rlk", "gk"})
+_REF_ATTRS = ("key", "from", "to")  # attrs that name another value of the program
+
+
 @dataclass(frozen=True)
 class Program:
     steps: list[dict]
-    timed: list[str]
+    timed: list[str]  # region names, in order; a region defaults to the step of that name
     outputs: list[str] = field(default_factory=lambda: ["z"])
     noise: list[str] = field(default_factory=list)
     sizes: list[str] = field(default_factory=list)
     levels: list[str] = field(default_factory=list)
+    regions: dict[str, list[str]] = field(default_factory=dict)  # region name -> its steps
+    copies: int = 1
+
+    def region(self, name: str) -> list[str]:
+        return self.regions.get(name, [name])
 
     def wire(self) -> dict:
-        return {"steps": self.steps, "timed": self.timed, "outputs": self.outputs,
-                "noise": self.noise, "sizes": self.sizes, "levels": self.levels}
+        return {"steps": self.steps, "timed": [{"name": n, "steps": self.region(n)} for n in self.timed],
+                "outputs": self.outputs, "noise": self.noise, "sizes": self.sizes, "levels": self.levels}
 
     def primitives(self) -> set[str]:
         return {s["op"] for s in self.steps}
 
+    def timed_primitives(self) -> list[str]:
+        """The primitives whose work the times contain (what a deviation is looked up by)."""
+        inside = {n for r in self.timed for n in self.region(r)}
+        return list(dict.fromkeys(s["op"] for s in self.steps if s["out"] in inside))
 
-Expect = Callable[[Plain, dict[str, np.ndarray], dict[str, Any]], np.ndarray]
+    def replicate(self, k: int) -> "Program":
+        """k independent copies of a one-region program, the k timed steps in one region.
+
+        Copy i reads inputs `<name>.i` and scalars `$<name>.i` and returns `<output>.i`, so every
+        copy has fresh inputs and every copy's result is checked. The untimed steps before the
+        region run for every copy first, those after it last."""
+        if k == 1:
+            return self
+        if len(self.timed) != 1 or self.region(self.timed[0]) != [self.timed[0]]:
+            raise ValueError("only a program with one timed step can be replicated")
+        at = next(i for i, st in enumerate(self.steps) if st["out"] == self.timed[0])
+        outs = {st["out"] for st in self.steps}
+
+        def ren(name: str, i: int) -> str:
+            return name if name in STANDARD_KEYS else f"{name}.{i}"
+
+        def copy(st: dict, i: int) -> dict:
+            c = {**st, "out": ren(st["out"], i), "args": [ren(a, i) for a in st["args"]]}
+            if st.get("attrs"):
+                c["attrs"] = {k_: (f"{v}.{i}" if isinstance(v, str) and v.startswith("$") else
+                                   ren(v, i) if k_ in _REF_ATTRS and isinstance(v, str) and v in outs else v)
+                              for k_, v in st["attrs"].items()}
+            return c
+
+        before, timed, after = self.steps[:at], self.steps[at], self.steps[at + 1:]
+        steps = [copy(st, i) for i in range(k) for st in before] + [copy(timed, i) for i in range(k)] + \
+                [copy(st, i) for i in range(k) for st in after]
+        last = lambda names: [ren(n, k - 1) for n in names]  # noqa: E731 - per-sample facts: the last copy
+        return Program(steps, self.timed, [ren(o, i) for i in range(k) for o in self.outputs], last(self.noise),
+                       last(self.sizes), last(self.levels), {self.timed[0]: [ren(timed["out"], i) for i in range(k)]},
+                       copies=k)
+
+
+def base_name(name: str) -> str:
+    """`cz.3` -> `cz`: what a replicated program's value is called in the single-copy program."""
+    head, dot, tail = name.rpartition(".")
+    return head if dot and tail.isdigit() else name
+
+
+# The decrypted result of output "z", or of several named outputs (every key a program made).
+Expect = Callable[[Plain, dict[str, np.ndarray], dict[str, Any]], "np.ndarray | dict[str, np.ndarray]"]
 
 
 @dataclass(frozen=True)
@@ -77,6 +130,17 @@ class BenchOp:
     applies: Callable[[Any], bool] = lambda params: True
     # Facts recorded with every result (gate counts, depth, cost model).
     facts: dict | None = None
+    # Programs that depend on the slot layout (one rotation per Galois key): built once the
+    # setup says how many slots there are; `program` is then the layout-free shape.
+    sized: Callable[[str, Plain], Program] | None = None
+
+    def build(self, scheme: str, plain: Plain | None = None) -> Program:
+        return self.sized(scheme, plain) if self.sized is not None and plain is not None else self.program(scheme)
+
+    def expected(self, plain: Plain, vecs: dict[str, np.ndarray], scalars: dict[str, Any]) -> dict[str, np.ndarray]:
+        """Every checked output's plaintext reference, by output name."""
+        want = self.expect(plain, vecs, scalars)
+        return want if isinstance(want, dict) else {"z": want}
 
 
 def _ct_op(prim: str, *, two: bool = True, plain_second: bool = False, after: str | None = None,
@@ -126,8 +190,39 @@ def _use_relin(scheme: str) -> list[dict]:
     return encrypted("x") + encrypted("y") + [step("cz", "mul_relin", "cx", "cy", key="k")] + decrypted("cz")
 
 
-def _use_galois(scheme: str) -> list[dict]:
-    return encrypted("x") + [step("cz", _rot_prim(scheme), "cx", steps=1, key="k")] + decrypted("cz")
+def _galois_name(r: int | str) -> str:
+    return "z" if r == 1 else f"z{r:+d}" if isinstance(r, int) else f"z_{r}"
+
+
+def _pow2_steps(row: int) -> list[int]:
+    """The keyed steps of a "pow2" Galois key set: +/- 2^i below the row length."""
+    ups = [1 << i for i in range(max(row.bit_length() - 1, 1)) if 1 << i < row] or [1]
+    return ups + [-u for u in ups]
+
+
+def _galois_program(scheme: str, rot_steps: list[int], swap: bool, **attrs: Any) -> Program:
+    """Time Galois key generation, then rotate x by every step the keys were made for (and swap
+    rows / conjugate for a full set), each with the new keys: a key the time paid for but the
+    library did not make fails its check."""
+    steps = [step("k", "keygen_galois", **attrs)] + encrypted("x")
+    outputs = []
+    uses: list[tuple[str, str, dict]] = [(_galois_name(r), _rot_prim(scheme), {"steps": r}) for r in rot_steps]
+    if swap:
+        uses.append(("z_swap", "conjugate" if scheme == "ckks" else "rotate_columns", {}))
+    for name, prim, a in uses:
+        steps += [step(f"c{name}", prim, "cx", key="k", **a), step(f"p{name}", "decrypt", f"c{name}"),
+                  step(name, "decode", f"p{name}")]
+        outputs.append(name)
+    return Program(steps, ["k"], outputs=outputs)
+
+
+def _galois_expect(rot_steps: Callable[[Plain], list[int]], swap: bool) -> Expect:
+    def expect(p: Plain, v: dict, s: dict) -> dict[str, np.ndarray]:
+        out = {_galois_name(r): p.rotate(v["x"], r) for r in rot_steps(p)}
+        if swap:
+            out["z_swap"] = p.conjugate(v["x"]) if not p.exact else p.swap_rows(v["x"])
+        return out
+    return expect
 
 
 def _key_switch(scheme: str) -> Program:
@@ -238,10 +333,12 @@ def _catalog() -> dict[str, BenchOp]:
         BenchOp("keygen_relin", "key generation: relinearization keys", RLWE, _keygen("keygen_relin", _use_relin),
                 _xy_prod, inputs=xy, group="keygen"),
         BenchOp("keygen_galois_list", f"key generation: Galois keys for steps {GALOIS_LIST_STEPS[0]}..{GALOIS_LIST_STEPS[-1]}",
-                RLWE, _keygen("keygen_galois", _use_galois, steps=GALOIS_LIST_STEPS),
-                lambda p, v, s: p.rotate(v["x"], 1), group="keygen"),
+                RLWE, lambda sch: _galois_program(sch, GALOIS_LIST_STEPS, False, steps=GALOIS_LIST_STEPS),
+                _galois_expect(lambda p: GALOIS_LIST_STEPS, False), group="keygen"),
         BenchOp("keygen_galois_all", "key generation: Galois keys, all power-of-two steps", RLWE,
-                _keygen("keygen_galois", _use_galois, steps="pow2"), lambda p, v, s: p.rotate(v["x"], 1), group="keygen"),
+                lambda sch: _galois_program(sch, _pow2_steps(4), True, steps="pow2"),
+                _galois_expect(lambda p: _pow2_steps(p.row_length()), True), group="keygen",
+                sized=lambda sch, p: _galois_program(sch, _pow2_steps(p.row_length()), True, steps="pow2")),
         BenchOp("encode", "encode", RLWE, _codec("px"), _x),
         BenchOp("decode", "decode", RLWE, _codec("z"), _x),
         BenchOp("encrypt_pk", "encrypt (public key)", RLWE, _encrypt("encrypt_pk"), _x),
@@ -291,7 +388,7 @@ def _into(op: BenchOp) -> BenchOp:
         prog = op.program(scheme)
         steps = [dict(s, op=s["op"] + "_into") if s["out"] in prog.timed else s for s in prog.steps]
         return Program(steps, prog.timed, prog.outputs, prog.noise, prog.sizes, prog.levels)
-    return BenchOp(f"{op.name}_into", f"{op.title}, into a preallocated output", op.schemes, build, op.expect,
+    return BenchOp(f"{op.name}_into", f"{op.title}, into an existing ciphertext", op.schemes, build, op.expect,
                    op.inputs, op.scalars, op.rotations, op.rotations_pow2, group="into")
 
 

@@ -39,6 +39,13 @@ class Job:
                            self.policy.model_dump(), self.threads, self.allow_insecure], sort_keys=True)
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
+    @property
+    def input_key(self) -> str:
+        """What a job's random inputs are drawn from: the case without the library, so every
+        library gets the same inputs (and the same rotation steps) in the same order."""
+        blob = json.dumps([self.scheme, self.params.wire(), self.op, self.slots, self.policy.seed], sort_keys=True)
+        return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
 
 @dataclass
 class Group:

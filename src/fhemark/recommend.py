@@ -86,6 +86,11 @@ class Candidate:
     def evidence(self) -> list[dict]:
         return list(self.by_op.values())
 
+    @property
+    def deviations(self) -> dict[str, str]:
+        """Ops whose measured time holds different work than the protocol's boundary (PROTOCOL.md)."""
+        return {f"{op}/{prim}": text for op, r in self.by_op.items() for prim, text in (r.get("deviations") or {}).items()}
+
     def worst(self, key: str) -> float | None:
         vals = [r[key] for r in self.evidence if r.get(key) is not None]
         return min(vals) if vals else None
@@ -133,6 +138,11 @@ def _judge(c: Candidate, w: Workload) -> str:
     return ""
 
 
+def _bounds(r: dict) -> tuple[float, float]:
+    """The median's 95% interval; with too few samples for one (n < 6), the samples' range."""
+    return tuple(r["ci95_ns"]) if r.get("ci95_ns") else (r.get("min_ns") or r["median_ns"], r.get("max_ns") or r["median_ns"])
+
+
 def recommend(recs: list[dict], w: Workload) -> list[Candidate]:
     """All candidates: the usable ones ranked by cost first, then the excluded ones."""
     cands: dict[tuple, Candidate] = {}
@@ -158,11 +168,13 @@ def recommend(recs: list[dict], w: Workload) -> list[Candidate]:
         slots = min(r.get("slots") or 1 for r in c.evidence)
         c.copies = math.ceil(w.slots / slots) if w.slots else 1
         c.cost = c.copies * sum(n * c.by_op[op]["median_ns"] for op, n in w.ops.items())
-        c.cost_ci = (c.copies * sum(n * c.by_op[op]["ci95_ns"][0] for op, n in w.ops.items()),
-                     c.copies * sum(n * c.by_op[op]["ci95_ns"][1] for op, n in w.ops.items()))
+        bounds = {op: _bounds(r) for op, r in c.by_op.items()}
+        c.cost_ci = (c.copies * sum(n * bounds[op][0] for op, n in w.ops.items()),
+                     c.copies * sum(n * bounds[op][1] for op, n in w.ops.items()))
     usable = sorted((c for c in out if not c.excluded), key=lambda c: c.cost)
     if usable:
-        best_hi = usable[0].cost_ci[1]
+        best = usable[0]
         for c in usable:
-            c.within_best = c.cost_ci[0] <= best_hi
+            # A candidate timed on different work is another case, never "indistinguishable" from the best.
+            c.within_best = c.cost_ci[0] <= best.cost_ci[1] and c.deviations == best.deviations
     return usable + sorted((c for c in out if c.excluded), key=lambda c: c.label)

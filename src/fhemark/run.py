@@ -18,10 +18,10 @@ import numpy as np
 from .checks import check
 from .drivers import manifests
 from .errors import DriverError
-from .host import Activity
+from .host import Activity, merged
 from .messages import Capabilities, Effective, RunResult, Sample, Vector
 from .catalog import lookup
-from .ops import BenchOp
+from .ops import BenchOp, Program, base_name
 from .plan import Group, Job, Plan
 from .security import Estimate, estimates
 from .semantics import Plain
@@ -49,9 +49,13 @@ class Prepared:
 class Outcome:
     """What one job measured, before it is laid out as records."""
 
-    samples: list[dict[str, int]] = field(default_factory=list)  # per sample: timed step -> ns (per iteration)
-    warmup: list[dict[str, int]] = field(default_factory=list)
-    iters: int = 1
+    samples: list[dict[str, float]] = field(default_factory=list)  # per sample: timed region -> ns per copy
+    process: list[int] = field(default_factory=list)  # per sample: the round (driver process) it came from
+    scalars: list[dict] = field(default_factory=list)  # per sample: the scalars of every copy (e.g. rotation steps)
+    warmup: list[dict[str, float]] = field(default_factory=list)
+    copies: int = 0  # copies of the op per timed region (0: not calibrated yet)
+    met_target: int = 0  # consecutive checks at which the interval met the target
+    activity: list[dict | None] = field(default_factory=list)
     overhead_ns: list[int] = field(default_factory=list)
     noise: list[float] = field(default_factory=list)
     precision: list[float] = field(default_factory=list)
@@ -110,14 +114,7 @@ class Runner:
                 for job in (j for g in skipped for j in g.jobs):
                     self.on_record(job, [])  # nothing to record: the library has no such scheme
                 key_groups = [g for g in key_groups if g not in skipped]
-                prepared = {g.library: self._prepare(g) for g in key_groups}
-                ops = list(dict.fromkeys(j.op for g in key_groups for j in g.jobs))
-                for op in ops:  # interleave libraries op by op
-                    for g in key_groups:
-                        for job in (j for j in g.jobs if j.op == op):
-                            if job.key not in self.skip:
-                                self._check_cancel()
-                                self._job(job, prepared[g.library])
+                self._rounds(key_groups)
         except KeyboardInterrupt:
             for d in self.drivers.values():
                 d.kill()  # a polite shutdown would wait for a busy driver's answer
@@ -125,6 +122,30 @@ class Runner:
         finally:
             self.close()
 
+    def _rounds(self, key_groups: list[Group]) -> None:
+        """Every library's jobs for one parameter set, op by op with the libraries interleaved, in
+        as many rounds as the jobs ask for driver processes: each round after the first starts
+        fresh driver processes with fresh keys, so the spread between processes and the machine's
+        drift between rounds reach every library alike and go into the interval."""
+        rounds = max((j.policy.processes for g in key_groups for j in g.jobs), default=1)
+        ops = list(dict.fromkeys(j.op for g in key_groups for j in g.jobs))
+        pending: dict[str, Outcome] = {}
+        done: set[str] = set(self.skip)
+        for r in range(rounds):
+            if r > 0:
+                for g in key_groups:
+                    if g.library in self.drivers:
+                        self.drivers[g.library].stop()
+            prepared = {g.library: self._prepare(g) for g in key_groups
+                        if any(j.key not in done and r < j.policy.processes for j in g.jobs)}
+            for op in ops:
+                for g in key_groups:
+                    for job in (j for j in g.jobs if j.op == op):
+                        if job.key in done or r >= job.policy.processes:
+                            continue
+                        self._check_cancel()
+                        if self._job(job, prepared[g.library], r, pending):
+                            done.add(job.key)
     def _wanted(self, g: Group) -> bool:
         """`libraries: all` means every library that has the scheme: the others are skipped, not failed."""
         if any(j.named for j in g.jobs):
@@ -172,11 +193,13 @@ class Runner:
     def _timeout(self, g: Group) -> float:
         return max(j.policy.timeout_s for j in g.jobs)
 
-    def _job(self, job: Job, prep: Prepared | DriverError) -> None:
+    def _job(self, job: Job, prep: Prepared | DriverError, r: int, pending: dict[str, "Outcome"]) -> bool:
+        """Round r of one job; True when the job is finished and its records are stored."""
         op = lookup(job.op, job.scheme)
-        outcome = None
+        outcome = pending.setdefault(job.key, Outcome())
         drv = self.drivers.get(job.library)
         activity = Activity(drv.proc.pid if drv is not None and drv.alive else None)
+        last = r + 1 >= job.policy.processes or op.chain is not None  # depth probes: one process
         try:
             # What the library cannot do at all is said first, even when its setup failed.
             caps = self.caps.get(job.library)
@@ -190,16 +213,24 @@ class Runner:
             drv = self.driver(job.library)
             if prep.setup_id not in drv.setups:  # the driver was restarted after a failure
                 self._reprepare(prep)
-            outcome = self._probe_depth(job, op, prep) if op.chain else self._measure(job, op, prep)
+            if op.chain:
+                self._probe_depth(job, op, prep, outcome)
+            else:
+                self._measure(job, op, prep, outcome, r)
             error = None
         except DriverError as exc:
-            error = exc
-        records = self._records(job, op, prep, outcome, error)
-        host = activity.finish()
+            error, last = exc, True
+        outcome.activity.append(activity.finish())
+        if not last:
+            return False
+        del pending[job.key]
+        records = self._records(job, op, prep, outcome if error is None else None, error)
+        host = merged(outcome.activity)
         for rec in records:
             rec["host_activity"] = host
             self.store.add(self.run_id, job.key, rec)
         self.on_record(job, records)
+        return True
 
     def _setup(self, g: Group, setup_id: str) -> dict:
         """Context and keys for a group, kept alive in the driver under setup_id."""
@@ -215,71 +246,92 @@ class Runner:
         self._setup(prep.group, prep.setup_id)
 
     # -- measurement ---------------------------------------------------------------
-    def _measure(self, job: Job, op: BenchOp, prep: Prepared) -> Outcome:
+    def _measure(self, job: Job, op: BenchOp, prep: Prepared, out: Outcome, r: int) -> None:
+        """Round r of a job's samples, in its own driver process. A fast op runs as k copies in
+        one timed region, each copy on fresh inputs and each copy's output checked; the stop rule
+        needs the interval at the target on two checks in a row, so that stopping at the first
+        lucky look does not shrink the interval's coverage."""
         pol = job.policy
-        rng = np.random.default_rng([pol.seed, int(job.key, 16) % 2**32])
-        program = op.program(job.scheme)
+        rounds = pol.processes
+        # Inputs depend on the case and the round, never on the library: every library gets the
+        # same vectors and scalars in the same order.
+        rng = np.random.default_rng([pol.seed, int(job.input_key, 16) % 2**32, r])
+        base = op.build(job.scheme, prep.plain)
         drv = self.driver(job.library)
-        out = Outcome()
-        single = len(program.timed) == 1
+        single = len(base.timed) == 1 and op.group != "keygen"  # key generation is never repeated
 
-        def batch(count: int, iters: int) -> tuple[list[dict[str, int]], float]:
-            inputs = [(self._inputs(op, prep, job, rng), op.scalars(prep.plain, rng)) for _ in range(count)]
-            samples = [Sample(inputs={n: Vector.of(v) for n, v in vecs.items()}, scalars=sc) for vecs, sc in inputs]
+        def batch(count: int, k: int) -> tuple[list[dict[str, float]], list[dict], float]:
+            program = base.replicate(k)
+            draws = [[(self._inputs(op, prep, job, rng), op.scalars(prep.plain, rng)) for _ in range(k)]
+                     for _ in range(count)]
+            suffix = (lambda n, i: f"{n}.{i}") if k > 1 else (lambda n, i: n)
+            samples = [Sample(inputs={suffix(n, i): Vector.of(v) for i, (vecs, _) in enumerate(d) for n, v in vecs.items()},
+                              scalars={suffix(n, i): x for i, (_, sc) in enumerate(d) for n, x in sc.items()})
+                       for d in draws]
             t0 = time.monotonic()
             raw = drv.request("run", timeout_s=pol.timeout_s, memory_limit_mb=pol.memory_limit_mb,
-                              setup_id=prep.setup_id, program=program.wire(), iters=iters, samples=samples)
+                              setup_id=prep.setup_id, program=program.wire(), samples=samples)
             wall = time.monotonic() - t0
             res = RunResult(**raw)
-            if len(res.samples) != count:
-                raise DriverError("internal", f"driver returned {len(res.samples)} samples for {count}")
-            for (vecs, sc), s in zip(inputs, res.samples):
-                self._check(job, op, prep.plain, vecs, sc, s.outputs, out)
+            _check_reply(job, program, res, count)
+            for d, s in zip(draws, res.samples):
+                copies: dict[str, dict[str, Vector]] = {}
+                for n, v in s.outputs.items():
+                    copies.setdefault(n[len(base_name(n)) + 1:] if k > 1 else "", {})[base_name(n) if k > 1 else n] = v
+                for i, (vecs, sc) in enumerate(d):
+                    self._check(job, op, prep.plain, vecs, sc, copies.get(str(i) if k > 1 else "", {}), out)
             out.overhead_ns.append(res.overhead_ns)
-            for name in program.noise:
-                if name in res.noise_budget_bits:
-                    out.noise.append(res.noise_budget_bits[name])
-            out.sizes.update(res.sizes_bytes)
-            out.levels.update(res.levels)
+            out.noise += [res.noise_budget_bits[n] for n in program.noise if n in res.noise_budget_bits]
+            out.sizes.update({base_name(n): v for n, v in res.sizes_bytes.items()})
+            out.levels.update({base_name(n): v for n, v in res.levels.items()})
             out.notes.update(res.notes)
-            return [{k: v / iters for k, v in s.ns.items()} for s in res.samples], wall / count
+            scal = [[sc for _, sc in d] for d in draws] if any(sc for d in draws for _, sc in d) else [None] * count
+            return [{k_: v / k for k_, v in s.ns.items()} for s in res.samples], scal, wall / count
 
         drv.reset_peak()
         started = time.monotonic()
-        warm, per_sample_wall = batch(max(pol.warmup, 1), 1)
-        out.warmup = warm[: pol.warmup]
+        warm, _, per_sample_wall = batch(max(pol.warmup, 1), 1)
+        if r == 0:
+            out.warmup = warm[: pol.warmup]
         if pol.warmup == 0:
             out.samples += warm
-        if single:
-            t_op = float(np.median([s[program.timed[0]] for s in warm]))
-            out.iters = max(1, min(pol.max_iters, math.ceil(pol.min_sample_us * 1e3 / max(t_op, 1.0))))
-        size = max(1, min(20, int(0.25 / max(per_sample_wall * out.iters, 1e-6))))
+            out.process += [r] * len(warm)
+        if not out.copies:  # calibrated once, in the first process, and kept for the whole job
+            t_op = float(np.median([self._total(s) for s in warm]))
+            out.copies = max(1, min(pol.max_iters, math.ceil(pol.min_sample_us * 1e3 / max(t_op, 1.0)))) if single else 1
+        k = out.copies
+        size = max(1, min(20, int(0.25 / max(per_sample_wall * k, 1e-6))))
+        min_n, max_n = math.ceil(pol.min_samples / rounds), math.ceil(pol.max_samples / rounds)
+        n0 = len(out.samples)  # samples from earlier rounds
         t_run = time.monotonic()
         while True:
-            n = len(out.samples)
-            if n >= pol.min_samples:
-                total = [self._total(s) for s in out.samples]
-                if summarize(total).rel_ci_half_width <= pol.target_rel_ci:
+            n = len(out.samples) - n0
+            if n >= min_n:
+                summary = summarize([self._total(s) for s in out.samples], out.process)
+                met = summary.rel_ci_half_width is not None and summary.rel_ci_half_width <= pol.target_rel_ci
+                out.met_target = out.met_target + 1 if met else 0
+                if out.met_target >= 2:
                     out.stop_reason = "target_ci"
                     break
-                if time.monotonic() - t_run >= pol.budget_s:
+                if time.monotonic() - t_run >= pol.budget_s / rounds:
                     out.stop_reason = "budget"
                     break
-                if n >= pol.max_samples:
+                if n >= max_n:
                     out.stop_reason = "max_samples"
                     break
-            want = min(size, pol.max_samples - n) if n >= pol.min_samples else max(1, min(size, pol.min_samples - n))
-            got, _ = batch(want, out.iters)
+            want = min(size, max_n - n) if n >= min_n else max(1, min(size, min_n - n))
+            got, scal, _ = batch(want, k)
             out.samples += got
-        out.elapsed_s = time.monotonic() - started
-        return out
+            out.process += [r] * len(got)
+            out.scalars += scal
+        out.elapsed_s += time.monotonic() - started
 
-    def _probe_depth(self, job: Job, op: BenchOp, prep: Prepared) -> Outcome:
+    def _probe_depth(self, job: Job, op: BenchOp, prep: Prepared, out: Outcome) -> None:
         """Run x * y^k for k = 1, 2, ... until the result stops decrypting
         correctly (noise) or the library refuses (levels): a measured limit."""
-        rng = np.random.default_rng([job.policy.seed, int(job.key, 16) % 2**32])
+        rng = np.random.default_rng([job.policy.seed, int(job.input_key, 16) % 2**32])
         drv = self.driver(job.library)
-        out = Outcome(stop_reason="depth_limit")
+        out.stop_reason = "depth_limit"
         drv.reset_peak()
         started = time.monotonic()
         out.depth = 0
@@ -291,6 +343,7 @@ class Runner:
                 res = RunResult(**drv.request("run", timeout_s=job.policy.timeout_s,
                                               memory_limit_mb=job.policy.memory_limit_mb, setup_id=prep.setup_id,
                                               program=program.wire(), samples=[sample]))
+                _check_reply(job, program, res, 1)
                 self._check(job, op, prep.plain, vecs, {"depth": k}, res.samples[0].outputs, out)
             except DriverError as exc:
                 if exc.kind not in ("wrong_result", "internal", "invalid_params"):
@@ -305,9 +358,11 @@ class Runner:
             out.overhead_ns.append(res.overhead_ns)
         else:
             out.stop_reason = "max_depth"
+        if out.depth == 0 and out.depth_limit is not None:
+            # Not even one multiplication decrypts correctly: that is a failure, not depth 0.
+            raise DriverError("wrong_result", f"no multiplication decrypted correctly ({out.depth_limit})")
         out.noise = out.noise_by_depth[-1:]
         out.elapsed_s = time.monotonic() - started
-        return out
 
     @staticmethod
     def _inputs(op: BenchOp, prep: Prepared, job: Job, rng: np.random.Generator) -> dict[str, np.ndarray]:
@@ -321,17 +376,19 @@ class Runner:
 
     def _check(self, job: Job, op: BenchOp, plain: Plain, vecs: dict, scalars: dict,
                outputs: dict[str, Vector], out: Outcome) -> None:
-        if "z" not in outputs:
-            raise DriverError("wrong_result", "driver returned no output to check")
-        expected = op.expect(plain, vecs, scalars)
-        c = check(plain, expected, outputs["z"].array(), job.policy.min_precision_bits)
-        if c.precision_bits is not None:
-            out.precision.append(c.precision_bits)
-            out.max_error = max(out.max_error, c.max_abs_error or 0.0)
-        if not c.passed:
-            raise DriverError("wrong_result", c.message)
-        if "z0" in outputs:  # e.g. bootstrapping: how precise the input was
-            before = check(plain, expected, outputs["z0"].array(), 0.0)
+        """Every checked output of one copy against its plaintext reference."""
+        expected = op.expected(plain, vecs, scalars)
+        for name, want in expected.items():
+            if name not in outputs:
+                raise DriverError("wrong_result", f"driver returned no output '{name}' to check")
+            c = check(plain, want, outputs[name].array(), job.policy.min_precision_bits)
+            if c.precision_bits is not None:
+                out.precision.append(c.precision_bits)
+                out.max_error = max(out.max_error, c.max_abs_error or 0.0)
+            if not c.passed:
+                raise DriverError("wrong_result", c.message + ("" if name == "z" else f" (output {name})"))
+        if "z0" in outputs and "z0" not in expected:  # e.g. bootstrapping: how precise the input was
+            before = check(plain, expected["z"], outputs["z0"].array(), 0.0)
             if before.precision_bits is not None:
                 out.precision_before.append(before.precision_bits)
 
@@ -392,33 +449,65 @@ class Runner:
             "levels": out.levels,
             "peak_rss_bytes": self.driver(job.library).peak_rss_bytes(),
             "driver_overhead_ns": float(np.median(out.overhead_ns)) if out.overhead_ns else None,
-            "iters": out.iters, "stop_reason": out.stop_reason, "target_rel_ci": job.policy.target_rel_ci,
+            "copies": out.copies, "iters": out.copies,  # iters: the export contract's older name
+            "stop_reason": out.stop_reason, "target_rel_ci": job.policy.target_rel_ci,
             "budget_s": job.policy.budget_s, "elapsed_s": out.elapsed_s, "notes": sorted(out.notes),
             "setup_s": prep.setup_s,
             "precision_bits_before": min(out.precision_before) if out.precision_before else None,
         }
+        if any(out.scalars):
+            shared["sample_scalars"] = out.scalars  # per sample, per copy: e.g. the rotation steps drawn
+        program = op.build(job.scheme, prep.plain)
+        devs = caps.schemes[job.scheme].deviations if caps and job.scheme in caps.schemes else {}
+
+        def deviations(regions: list[str]) -> dict[str, str]:
+            """What the library's timed work adds to or lacks from the canonical boundary."""
+            inside = Program(program.steps, regions, regions=program.regions).timed_primitives()
+            return {p: devs[p] for p in inside if p in devs}
+
         if op.chain:
             return [{**shared, "op": job.op, "title": op.title, "depth": out.depth, "depth_limit": out.depth_limit,
+                     "deviations": deviations(program.timed),
                      "noise_by_depth": out.noise_by_depth, "check_passed": out.depth > 0,
                      "precision_bits": out.precision[out.depth - 1] if out.depth and out.precision else None,
                      "samples_ns": [s["chain"] for s in out.samples], "median_ns": None, "ci95_ns": None}]
-        if op.stages is None:  # one timed step, or several that make one operation (their sum)
-            return [_timed(shared, job.op, op.title, [sum(s.values()) for s in out.samples],
-                           [sum(s.values()) for s in out.warmup], job)]
+        if op.stages is None:  # one timed region, or several that make one operation (their sum)
+            return [_timed({**shared, "deviations": deviations(program.timed)}, job.op, op.title,
+                           [sum(s.values()) for s in out.samples], [sum(s.values()) for s in out.warmup], out.process)]
         recs = []
-        for stage, steps in {**op.stages, "total": None}.items():
-            pick = (lambda s: sum(s.values())) if steps is None else (lambda s, st=steps: sum(s.get(x, 0) for x in st))
-            recs.append(_timed(shared, f"{job.op}/{stage}", f"{op.title}: {stage}", [pick(s) for s in out.samples],
-                               [pick(s) for s in out.warmup], job))
+        for stage, regions in {**op.stages, "total": tuple(program.timed)}.items():
+            regions = [x for x in regions if x in program.timed]  # e.g. no rescale outside CKKS
+            # every region is in every sample (_check_reply): no missing time reads as zero
+            recs.append(_timed({**shared, "deviations": deviations(regions)}, f"{job.op}/{stage}",
+                               f"{op.title}: {stage}", [sum(s[x] for x in regions) for s in out.samples],
+                               [sum(s[x] for x in regions) for s in out.warmup], out.process))
         return recs
 
 
-def _timed(shared: dict, op: str, title: str, samples: list[float], warmup: list[float], job: Job) -> dict:
-    s = summarize(samples)
+def _check_reply(job: Job, program: Program, res: RunResult, count: int) -> None:
+    """A reply that lacks a sample, a region's time or an output is an error of the job: a
+    missing time must never read as zero, a missing output never as unchecked."""
+    if len(res.samples) != count:
+        raise DriverError("internal", f"{job.library} returned {len(res.samples)} samples for {count}")
+    want_ns, want_out = set(program.timed), set(program.outputs)
+    for i, s in enumerate(res.samples):
+        if set(s.ns) != want_ns:
+            raise DriverError("internal", f"{job.library} sample {i}: times for {sorted(s.ns)}, "
+                                          f"expected one per timed region {sorted(want_ns)}")
+        if any(v < 0 for v in s.ns.values()):
+            raise DriverError("internal", f"{job.library} sample {i}: a negative time {s.ns}")
+        if missing := want_out - set(s.outputs):
+            raise DriverError("internal", f"{job.library} sample {i}: no output {sorted(missing)}")
+
+
+def _timed(shared: dict, op: str, title: str, samples: list[float], warmup: list[float], process: list[int]) -> dict:
+    s = summarize(samples, process)
     slots = shared["slots"]
-    return {**shared, "op": op, "title": title, "samples_ns": samples, "warmup_ns": warmup,
-            "median_ns": s.median, "mean_ns": s.mean, "stdev_ns": s.stdev, "mad_ns": s.mad, "min_ns": s.min,
-            "max_ns": s.max, "ci95_ns": list(s.ci95), "rel_ci_half_width": s.rel_ci_half_width,
+    return {**shared, "op": op, "title": title, "samples_ns": samples, "sample_process": process,
+            "warmup_ns": warmup, "median_ns": s.median, "mean_ns": s.mean, "stdev_ns": s.stdev, "mad_ns": s.mad,
+            "min_ns": s.min, "max_ns": s.max, "ci95_ns": list(s.ci95) if s.ci95 else None,
+            "rel_ci_half_width": s.rel_ci_half_width, "ci_method": s.ci_method, "processes": s.processes,
+            "process_medians_ns": list(s.process_medians),
             "outliers": {"mild": s.outliers_mild, "severe": s.outliers_severe},
             "ns_per_slot": s.median / slots if slots else None}
 

@@ -10,6 +10,41 @@ import numpy as np
 BOOTSTRAP_RESAMPLES = 2000
 
 
+CI_LEVEL = 0.95
+CI_METHOD = "order statistics (distribution-free, binomial coverage >= 95%)"
+
+
+def _coverage(n: int, j: int) -> float:
+    """Coverage of [x_(j), x_(n+1-j)] (1-based order statistics) for the median:
+    P(j <= B <= n - j) with B ~ Binomial(n, 1/2), whatever the distribution."""
+    tail = sum(math.comb(n, i) for i in range(j)) / 2 ** n
+    return 1 - 2 * tail
+
+
+def min_ci_samples(level: float = CI_LEVEL) -> int:
+    """The fewest samples for which an order-statistic interval reaches `level` (6 at 95%)."""
+    n = 1
+    while _coverage(n, 1) < level:
+        n += 1
+    return n
+
+
+MIN_CI_SAMPLES = min_ci_samples()
+
+
+def median_ci(samples: np.ndarray, level: float = CI_LEVEL) -> tuple[float, float] | None:
+    """The narrowest symmetric order-statistic interval of the median with coverage >= level,
+    or None when there are too few samples for any (fewer than 6 at 95%)."""
+    n = int(samples.size)
+    if n < MIN_CI_SAMPLES:
+        return None
+    j = 1
+    while j + 1 <= n + 1 - (j + 1) and _coverage(n, j + 1) >= level:
+        j += 1
+    a = np.sort(samples)
+    return float(a[j - 1]), float(a[n - j])
+
+
 @dataclass(frozen=True)
 class Summary:
     n: int
@@ -19,23 +54,16 @@ class Summary:
     mad: float
     min: float
     max: float
-    ci95: tuple[float, float]  # bootstrap interval of the median
-    rel_ci_half_width: float
+    ci95: tuple[float, float] | None  # None: too few samples for a 95% interval
+    rel_ci_half_width: float | None
     outliers_mild: int    # Tukey: beyond 1.5 IQR, within 3 IQR
     outliers_severe: int  # beyond 3 IQR
+    processes: int = 1
+    process_medians: tuple[float, ...] = ()
+    ci_method: str = CI_METHOD
 
     def as_dict(self) -> dict:
         return asdict(self)
-
-
-def median_ci(samples: np.ndarray, seed: int = 0, level: float = 0.95) -> tuple[float, float]:
-    """Percentile bootstrap of the median (seeded: the same samples give the same interval)."""
-    if samples.size == 1:
-        return float(samples[0]), float(samples[0])
-    rng = np.random.default_rng(seed)
-    meds = np.median(rng.choice(samples, size=(BOOTSTRAP_RESAMPLES, samples.size), replace=True), axis=1)
-    lo, hi = np.percentile(meds, [(1 - level) / 2 * 100, (1 + level) / 2 * 100])
-    return float(lo), float(hi)
 
 
 def tukey_labels(samples: np.ndarray) -> list[str]:
@@ -49,25 +77,43 @@ def tukey_labels(samples: np.ndarray) -> list[str]:
     return out
 
 
-def summarize(samples_ns: list[float] | np.ndarray) -> Summary:
+def summarize(samples_ns: list[float] | np.ndarray, process: list[int] | None = None) -> Summary:
+    """Estimates from raw samples. `process[i]` names the driver process sample i came from: with
+    several, the interval also spans every process's median, so the spread between processes
+    (keys, memory layout, the machine's drift between rounds) is inside it, not only the spread
+    within one process."""
     a = np.asarray(samples_ns, dtype=np.float64)
     if a.size == 0:
         raise ValueError("no samples")
     med = float(np.median(a))
-    lo, hi = median_ci(a)
+    ci = median_ci(a)
+    method = CI_METHOD
+    procs = sorted(set(process)) if process else [0]
+    pmeds: tuple[float, ...] = ()
+    if len(procs) > 1:
+        p = np.asarray(process)
+        pmeds = tuple(float(np.median(a[p == k])) for k in procs)
+        if ci is not None:
+            ci = (min(ci[0], *pmeds), max(ci[1], *pmeds))
+        method = CI_METHOD + f", widened to span the medians of {len(procs)} driver processes"
     labels = tukey_labels(a)
     return Summary(
         n=int(a.size), median=med, mean=float(a.mean()), stdev=float(a.std(ddof=1)) if a.size > 1 else 0.0,
-        mad=float(np.median(np.abs(a - med))), min=float(a.min()), max=float(a.max()), ci95=(lo, hi),
-        rel_ci_half_width=(hi - lo) / 2 / med if med > 0 else 0.0,
-        outliers_mild=labels.count("mild"), outliers_severe=labels.count("severe"))
+        mad=float(np.median(np.abs(a - med))), min=float(a.min()), max=float(a.max()), ci95=ci,
+        rel_ci_half_width=(ci[1] - ci[0]) / 2 / med if ci is not None and med > 0 else None,
+        outliers_mild=labels.count("mild"), outliers_severe=labels.count("severe"),
+        processes=len(procs), process_medians=pmeds, ci_method=method if ci is not None else
+        f"none: fewer than {MIN_CI_SAMPLES} samples give no 95% order-statistic interval")
+
+
+def _bootstrap_medians(rng: np.random.Generator, a: np.ndarray) -> np.ndarray:
+    return np.median(rng.choice(a, size=(BOOTSTRAP_RESAMPLES, a.size), replace=True), axis=1)
 
 
 def ratio_ci(base: np.ndarray, new: np.ndarray, seed: int = 0, level: float = 0.95) -> tuple[float, float]:
     """Percentile bootstrap of median(new) / median(base), both sides resampled independently."""
     rng = np.random.default_rng(seed)
-    mb = np.median(rng.choice(base, size=(BOOTSTRAP_RESAMPLES, base.size), replace=True), axis=1)
-    mn = np.median(rng.choice(new, size=(BOOTSTRAP_RESAMPLES, new.size), replace=True), axis=1)
+    mb, mn = _bootstrap_medians(rng, base), _bootstrap_medians(rng, new)
     lo, hi = np.percentile(mn / mb, [(1 - level) / 2 * 100, (1 + level) / 2 * 100])
     return float(lo), float(hi)
 

@@ -23,8 +23,11 @@ class Policy(BaseModel):
     max_samples: int = Field(200, ge=1)
     target_rel_ci: float = Field(0.02, gt=0)  # stop when the CI half-width / median reaches this
     budget_s: float = Field(2.0, gt=0)        # or when this much wall time is spent on the job
-    min_sample_us: float = Field(50.0, ge=0)  # faster ops get several iterations per sample
-    max_iters: int = Field(32, ge=1)
+    min_sample_us: float = Field(50.0, ge=0)  # faster ops: several copies per sample, each on fresh inputs
+    max_iters: int = Field(32, ge=1)          # at most this many copies in one timed region
+    # Driver processes the samples are spread over (fresh process, fresh keys each, in rounds that
+    # interleave libraries): their spread goes into the interval, as a second run would see it.
+    processes: int = Field(1, ge=1, le=20)
     timeout_s: float = Field(600.0, gt=0)     # per driver request
     memory_limit_mb: int = Field(20000, gt=0)
     min_precision_bits: float = Field(10.0, ge=0)  # CKKS results below this fail the check

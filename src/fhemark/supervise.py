@@ -172,13 +172,18 @@ class Driver:
                                                        f"or use smaller parameters")
 
     def _reply(self, kind: str, line: str) -> dict:
+        # A stray line or a reply to another request desynchronises the exchange: every later
+        # reply would be read against the wrong request, so the driver is restarted.
         try:
             reply = Reply.model_validate_json(line)
         except ValidationError as exc:
-            raise DriverError("internal", f"{self.manifest.library} driver reply is not protocol v1: "
-                                          f"{str(exc).splitlines()[0]}: {line[:200]!r}")
+            self.kill()
+            raise DriverError("internal", f"{self.manifest.library} driver reply is not protocol v2 "
+                                          f"(driver restarted): {str(exc).splitlines()[0]}: {line[:200]!r}")
         if reply.id != self._next_id:
-            raise DriverError("internal", f"reply id {reply.id} does not match request {self._next_id}")
+            self.kill()
+            raise DriverError("internal", f"reply id {reply.id} does not match request {self._next_id} "
+                                          f"(driver restarted)")
         if not reply.ok:
             err = reply.error
             raise DriverError(err.kind if err else "internal", err.message if err else "error without detail")
@@ -187,7 +192,7 @@ class Driver:
             try:
                 RESULTS[kind].model_validate(result)
             except ValidationError as exc:
-                raise DriverError("internal", f"{self.manifest.library} driver '{kind}' result is not protocol v1: "
+                raise DriverError("internal", f"{self.manifest.library} driver '{kind}' result is not protocol v2: "
                                               f"{' '.join(str(exc).splitlines()[:3])}")
         return result
 

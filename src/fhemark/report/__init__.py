@@ -32,6 +32,13 @@ def _write_csv(tables: list[Table], out: Path) -> list[Path]:
             w.writerow(t.columns)
             w.writerows(t.rows)
         written.append(path)
+        if t.footnotes:  # a footer row would break CSV readers: the marks are explained beside it
+            notes = out / "csv" / f"{_slug(t.title)}.footnotes.csv"
+            with notes.open("w", newline="") as f:
+                w = csv.writer(f)
+                w.writerow(["mark", "what differs"])
+                w.writerows([n.split(" ", 1) for n in t.footnotes])
+            written.append(notes)
     return written
 
 

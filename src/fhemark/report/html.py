@@ -17,6 +17,7 @@ tr:nth-child(even) td { background: #fafafa; }
 td.failed { color: #b00; font-weight: bold; } td.refused, td.unsupported { color: #888; }
 caption { caption-side: top; text-align: left; font-style: italic; color: #555; padding-bottom: 0.3em; }
 nav a { margin-right: 1em; } figure { display: inline-block; margin: 1em; }
+ol.footnotes { list-style: none; padding-left: 0; margin-top: -1.5em; font-size: 0.8em; color: #664; }
 """
 
 
@@ -30,7 +31,9 @@ def _table(i: int, t: Table) -> str:
     rows = "\n".join("<tr>" + "".join(_cell(x) for x in row) + "</tr>" for row in t.rows)
     return (f"<h3 id='t{i}'>{escape(t.title)}</h3>\n<table>"
             + (f"<caption>{escape(t.caption)}</caption>" if t.caption else "")
-            + f"<thead><tr>{head}</tr></thead>\n<tbody>\n{rows}\n</tbody></table>")
+            + f"<thead><tr>{head}</tr></thead>\n<tbody>\n{rows}\n</tbody></table>"
+            + ("<ol class='footnotes'>" + "".join(f"<li>{escape(n)}</li>" for n in t.footnotes) + "</ol>"
+               if t.footnotes else ""))
 
 
 def _inline_svg(path: Path) -> str:

@@ -14,6 +14,8 @@ def render(table: Table) -> str:
     lines.append("| " + " | ".join(table.columns) + " |")
     lines.append("|" + "---|" * len(table.columns))
     lines += ["| " + " | ".join(row) + " |" for row in table.rows]
+    if table.footnotes:
+        lines += [""] + [f"{note}  " for note in table.footnotes]
     return "\n".join(lines) + "\n"
 
 

@@ -18,7 +18,7 @@ def _series(recs: list[dict], pattern: str) -> dict[str, list[tuple[int, float, 
         label = f"{r['library']} {r['scheme']} ({r.get('workload', {}).get('method', '')})"
         if m.lastindex and m.lastindex > 1:
             label += f", {m.group(2)}-bit"
-        lo, hi = r["ci95_ns"]
+        lo, hi = r.get("ci95_ns") or (r["median_ns"], r["median_ns"])  # too few samples: no interval drawn
         out.setdefault(label, []).append((int(m.group(1)), r["median_ns"] / 1e9, lo / 1e9, hi / 1e9))
     return {k: sorted(v) for k, v in out.items()}
 
@@ -77,15 +77,19 @@ def _op_figures(recs: list[dict], out: Path) -> list[Path]:
                     continue
                 ys.append(j + i * height)
                 xs.append(r["median_ns"] / 1e6)
-                lo.append(xs[-1] - r["ci95_ns"][0] / 1e6)
-                hi.append(r["ci95_ns"][1] / 1e6 - xs[-1])
+                ci = r.get("ci95_ns") or (r["median_ns"], r["median_ns"])  # too few samples: no interval drawn
+                lo.append(xs[-1] - ci[0] / 1e6)
+                hi.append(ci[1] / 1e6 - xs[-1])
             # Points, not bars: a bar on a log axis has no honest baseline and exaggerates differences.
             mine = [per[lib] for per in by_op.values() if lib in per]
             marks = ("†" if any(r.get("insecure") for r in mine) else "") + \
-                    ("≠" if any(r.get("params_match") is False for r in mine) else "")
+                    ("≠" if any(r.get("params_match") is False for r in mine) else "") + \
+                    ("‡" if any(r.get("deviations") for r in mine) else "")
             ax.errorbar(xs, ys, xerr=[lo, hi], fmt="o", markersize=4, capsize=2,
                         label=f"{lib} {marks}" if marks else lib)
-        ax.set_yticks([j + height * (len(libs) - 1) / 2 for j in range(len(ops))], ops, fontsize=7)
+        # An op some library times differently is labelled ‡ (the tables' footnotes say how).
+        labels = [op + (" ‡" if any(r.get("deviations") for r in by_op[op].values()) else "") for op in ops]
+        ax.set_yticks([j + height * (len(libs) - 1) / 2 for j in range(len(ops))], labels, fontsize=7)
         ax.set_ylim(len(ops) - 0.1, -0.3)
         ax.set_xscale("log")
         ax.set_xlabel("time (ms), median and 95% CI; log scale")

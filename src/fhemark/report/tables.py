@@ -3,9 +3,11 @@ rows = library/scheme, columns = parameter set; Study 1's stage table."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ..catalog import CATALOG
+
+DEVIATION_MARK = "‡"
 
 
 @dataclass
@@ -14,6 +16,23 @@ class Table:
     columns: list[str]
     rows: list[list[str]]
     caption: str = ""
+    footnotes: list[str] = field(default_factory=list)  # "‡1 openfhe decrypt: also decodes ..."
+
+
+class Deviations:
+    """Numbered footnotes for cells whose library times different work than the protocol's
+    canonical boundary (PROTOCOL.md): the same number for the same library, op and text."""
+
+    def __init__(self) -> None:
+        self.numbers: dict[str, int] = {}
+
+    def mark(self, rec: dict) -> str:
+        found = [self.numbers.setdefault(f"{rec['library']} {op}: {text}", len(self.numbers) + 1)
+                 for op, text in sorted((rec.get("deviations") or {}).items())]
+        return f" {DEVIATION_MARK}{','.join(map(str, found))}" if found else ""
+
+    def lines(self) -> list[str]:
+        return [f"{DEVIATION_MARK}{n} {text}" for text, n in self.numbers.items()]
 
 
 def fmt_time(ns: float | None) -> str:
@@ -30,7 +49,14 @@ def contended(rec: dict) -> bool:
     return bool((rec.get("host_activity") or {}).get("contended"))
 
 
-def cell(rec: dict | None) -> str:
+def ci_text(rec: dict) -> str:
+    ci = rec.get("ci95_ns")
+    if not ci:
+        return f"n = {len(rec.get('samples_ns') or [])}, no CI"
+    return f"{fmt_time(ci[0])}, {fmt_time(ci[1])}"
+
+
+def cell(rec: dict | None, devs: Deviations | None = None) -> str:
     if rec is None:
         return ""
     if rec["status"] != "ok":
@@ -39,11 +65,13 @@ def cell(rec: dict | None) -> str:
         if rec["status"] in ("invalid_params", "insecure_params"):  # the library refused the set
             return f"refused ({rec['status']})"
         return f"FAILED ({rec['status']})"
-    lo, hi = rec["ci95_ns"]
     mark = " †" if rec.get("insecure") else ""
     mark += " ≠" if rec.get("params_match") is False else ""
     mark += " ~" if contended(rec) else ""
-    return f"{fmt_time(rec['median_ns'])} [{fmt_time(lo)}, {fmt_time(hi)}]{mark}"
+    mark += devs.mark(rec) if devs is not None else ""
+    if "depth" in rec:
+        return f"depth {rec['depth']}{mark}"
+    return f"{fmt_time(rec['median_ns'])} [{ci_text(rec)}]{mark}"
 
 
 def _param_key(rec: dict) -> str:
@@ -93,7 +121,7 @@ def op_tables(recs: list[dict]) -> list[Table]:
     tables = []
     for op in sorted({r["op"] for r in recs}, key=lambda o: order.index(o) if o in order else len(order)):
         mine = [r for r in recs if r["op"] == op]
-        rows, without = [], set()
+        rows, without, devs = [], set(), Deviations()
         for key in sorted({row_of(r) for r in mine}):
             by_col = {col_of(r): r for r in mine if row_of(r) == key}
             if all(r["status"] == "unsupported" for r in by_col.values()):
@@ -101,13 +129,14 @@ def op_tables(recs: list[dict]) -> list[Table]:
                 continue
             label = (f"{key[0]} / {key[1].upper()} / {key[3]}" if by_slots else
                      f"{key[0]} / {key[1].upper()}" + (f" / {key[2]} values" if key[2] else ""))
-            rows.append([label] + [cell(by_col.get(c)) for c in cols])
+            rows.append([label] + [cell(by_col.get(c), devs) for c in cols])
         title = CATALOG[op].title if op in CATALOG else op
         tables.append(Table(f"{title} (`{op}`)", [head] + cols, rows,
                             "median [95% CI of the median]; † below the requested security; ≠ parameters differ; "
-                            "~ measured while other processes or the hypervisor took CPU"
+                            "~ measured while other processes or the hypervisor took CPU; "
+                            f"{DEVIATION_MARK} the library times different work (footnote)"
                             + ("; columns: vector length" if by_slots else "")
-                            + (f"; not offered by {', '.join(sorted(without))}" if without else "")))
+                            + (f"; not offered by {', '.join(sorted(without))}" if without else ""), devs.lines()))
     return tables
 
 
@@ -134,7 +163,7 @@ def workload_table(recs: list[dict]) -> Table | None:
     recs = [r for r in latest(recs) if r.get("workload")]
     if not recs:
         return None
-    rows = []
+    rows, devs = [], Deviations()
     for r in sorted(recs, key=lambda r: (r["op"].split("_")[0], r["workload"].get("bits", 0),
                                         r["workload"].get("numbers", 2), r["library"], r["scheme"])):
         w = r["workload"]
@@ -144,13 +173,13 @@ def workload_table(recs: list[dict]) -> Table | None:
         nbits = w.get("bits", 0) * w.get("numbers", 2)
         rows.append([r["op"], f"{r['library']} / {r['scheme']}", w.get("method", "-"),
                      str(c.get("bootstrapped_gates", w.get("additions", "-"))),
-                     str(c.get("multiplicative", "-")), str(c.get("bootstrapped", "-")), model_txt, cell(r),
+                     str(c.get("multiplicative", "-")), str(c.get("bootstrapped", "-")), model_txt, cell(r, devs),
                      "-" if r.get("noise_budget_bits") is None else f"{r['noise_budget_bits']:g}",
                      fmt_time(r["median_ns"] / nbits) if r["status"] == "ok" and r.get("median_ns") and nbits else "-"])
     return Table("Study 4 workloads: cost model and measured", ["workload", "library / scheme", "method",
                  "gates (bootstrapped) / additions", "multiplicative depth", "bootstrapped depth",
                  "study's cost model", "time", "noise budget left (bits)", "time per input bit"], rows,
-                 "depths are measured on the netlist that ran; word-wise methods add whole integers")
+                 "depths are measured on the netlist that ran; word-wise methods add whole integers", devs.lines())
 
 
 def expansion_table(recs: list[dict]) -> Table | None:
@@ -179,14 +208,15 @@ def stage_table(recs: list[dict]) -> Table | None:
         return None
     stages = ["encode", "encrypt", "op", "decrypt", "decode", "total"]
     keys = sorted({(r["library"], r["scheme"], r["op"].split("/")[0], r["params"]["N"], _param_key(r)) for r in recs})
-    rows = []
+    rows, devs = [], Deviations()
     for lib, scheme, pipe, n, label in keys:
         by_stage = {r["op"].split("/")[-1]: r for r in recs
                     if (r["library"], r["scheme"], r["op"].split("/")[0], _param_key(r)) == (lib, scheme, pipe, label)}
         rows.append([f"{lib} / {scheme.upper()}", pipe.removeprefix("pipeline_"), str(n)]
-                    + [cell(by_stage.get(s)) for s in stages])
+                    + [cell(by_stage.get(s), devs) for s in stages])
     return Table("Pipelines: time per stage (Study 1)", ["library / scheme", "operation", "N"] + stages, rows,
-                 "median [95% CI]; encode/encrypt stages cover both inputs")
+                 f"median [95% CI]; encode/encrypt stages cover both inputs; {DEVIATION_MARK} different work (footnote)",
+                 devs.lines())
 
 
 def facts_table(recs: list[dict]) -> Table:

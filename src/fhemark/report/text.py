@@ -8,22 +8,23 @@ from typing import TYPE_CHECKING
 from rich.console import Console
 from rich.table import Table as RichTable
 
-from .tables import contended, fmt_time, latest
+from .tables import Deviations, ci_text, contended, fmt_time, latest
 
 if TYPE_CHECKING:
     from ..compare import Comparison
     from ..recommend import Candidate, Workload
 
 
-def _cell(r: dict) -> str:
+def _cell(r: dict, devs: Deviations) -> str:
     if r["status"] == "unsupported":
         return "[dim]unsupported[/]"
     if r["status"] != "ok":
         return f"[red]{r['status']}[/]"
+    dev = f" [magenta]{devs.mark(r).strip()}[/]" if r.get("deviations") else ""
     if "depth" in r:
-        return f"depth {r['depth']}"
-    lo, hi = r["ci95_ns"]
-    half = (hi - lo) / 2 / r["median_ns"] * 100 if r["median_ns"] else 0.0
+        return f"depth {r['depth']}{dev}"
+    spread = f"±{r['rel_ci_half_width'] * 100:.0f}%" if r.get("rel_ci_half_width") is not None else \
+        f"({ci_text(r)})"
     extra = []
     if r.get("noise_budget_bits") is not None:
         extra.append(f"{r['noise_budget_bits']:g}b")
@@ -31,7 +32,7 @@ def _cell(r: dict) -> str:
         extra.append(f"{r['precision_bits']:.0f}b prec")
     mark = (" [yellow]†[/]" if r.get("insecure") else "") + (" [yellow]≠[/]" if r.get("params_match") is False else "")
     mark += " [yellow]~[/]" if contended(r) else ""
-    return f"{fmt_time(r['median_ns'])} ±{half:.0f}%" + (f" ({', '.join(extra)})" if extra else "") + mark
+    return f"{fmt_time(r['median_ns'])} {spread}" + (f" ({', '.join(extra)})" if extra else "") + mark + dev
 
 
 def print_results(recs: list[dict], console: Console) -> None:
@@ -47,9 +48,12 @@ def print_results(recs: list[dict], console: Console) -> None:
     for r in recs:
         p = r["params"]
         rows.setdefault((r["scheme"].upper(), p.get("name") or f"N={p['N']}", r["op"]), {})[r["library"]] = r
+    devs = Deviations()
     for (scheme, params, op), by_lib in rows.items():
-        t.add_row(scheme, params, op, *[_cell(by_lib[lib]) if lib in by_lib else "" for lib in libs])
+        t.add_row(scheme, params, op, *[_cell(by_lib[lib], devs) if lib in by_lib else "" for lib in libs])
     console.print(t)
+    for note in devs.lines():
+        console.print(f"[magenta]{note[0]}[/]{note[1:]}", highlight=False)
     marks = {"†": any(r.get("insecure") for r in recs), "≠": any(r.get("params_match") is False for r in recs)}
     if marks["†"]:
         console.print("† below the suite's security level (run with --allow-insecure)")
@@ -108,6 +112,7 @@ def print_recommendation(cands: list[Candidate], w: Workload, console: Console) 
                         + f"; >= {w.min_security_bits} bits ({w.security_table})"
                         + (f", precision >= {w.min_precision_bits:g} bits" if w.min_precision_bits is not None else "")
                         + (f", depth >= {w.depth}" if w.depth else ""), title_justify="left")
+    devs = Deviations()
     for col, just in (("rank", "right"), ("library / scheme / params", "left"), ("cost per evaluation [95%]", "right"),
                       ("ciphertexts", "right"), ("security", "right"), ("worst op: noise left / precision", "right"),
                       ("depth", "right"), ("eval keys", "right")):
@@ -119,10 +124,13 @@ def print_recommendation(cands: list[Candidate], w: Workload, console: Console) 
         keys = sum(sizes.get(k) or 0 for k in ("relin_keys", "galois_keys", "server_key"))
         depth = str(c.depth_rec["depth"]) if c.depth_rec and c.depth_rec["status"] == "ok" else "-"
         mark = "[green]*[/]" if c.within_best else ""
-        t.add_row(f"{i}{mark}", c.label, f"{fmt_time(c.cost)} [{fmt_time(c.cost_ci[0])}, {fmt_time(c.cost_ci[1])}]",
+        dev = "".join(devs.mark({"library": c.library, "deviations": {k: v}}) for k, v in sorted(c.deviations.items()))
+        t.add_row(f"{i}{mark}", c.label + dev, f"{fmt_time(c.cost)} [{fmt_time(c.cost_ci[0])}, {fmt_time(c.cost_ci[1])}]",
                   str(c.copies), str(c.security_bits(w.security_table)), quality, depth,
                   f"{keys / 2**20:.1f} MiB" if keys else "-")
     console.print(t)
+    for note in devs.lines():
+        console.print(f"{note} (this candidate's cost times different work: compare with care)", highlight=False)
     for c in cands:
         if c.excluded:
             console.print(f"[dim]excluded:[/] {c.label}: {c.excluded}", highlight=False)
