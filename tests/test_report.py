@@ -81,3 +81,11 @@ def test_deviating_cells_carry_a_mark_and_the_footnote_says_what_differs(tmp_pat
 def test_a_cell_without_enough_samples_for_an_interval_says_so():
     (table,) = op_tables([rec(ci95_ns=None, samples_ns=[1.0, 2.0, 3.0])])
     assert "n = 3, no CI" in table.rows[0][1]
+
+
+def test_captions_name_sets_whose_security_differs_between_the_tables():
+    both = {"hestd2018": {"bits": 128}, "guidelines2024": {"bits": 125}}
+    (table,) = op_tables([rec(n=8192, security=both), rec(library="lattigo", n=8192, security=both)])
+    assert "security of n8192: 128 (hestd2018), 125 (guidelines2024) bits" in table.caption
+    (same,) = op_tables([rec(security={"hestd2018": {"bits": 128}, "guidelines2024": {"bits": 128}})])
+    assert "security of" not in same.caption

@@ -74,6 +74,17 @@ def cell(rec: dict | None, devs: Deviations | None = None) -> str:
     return f"{fmt_time(rec['median_ns'])} [{ci_text(rec)}]{mark}"
 
 
+def security_disagreements(recs: list[dict]) -> str:
+    """"n8192: 128 bits (hestd2018), 125 (guidelines2024)" for every parameter set whose security
+    estimates differ between the two tables: a label must not say less than the data."""
+    seen: dict[str, str] = {}
+    for r in recs:
+        sec = r.get("security") or {}
+        if len(sec) > 1 and len({v["bits"] for v in sec.values()}) > 1:
+            seen.setdefault(_param_key(r), ", ".join(f"{v['bits']} ({t})" for t, v in sorted(sec.items(), reverse=True)))
+    return "; ".join(f"security of {k}: {v} bits" for k, v in sorted(seen.items()))
+
+
 def _param_key(rec: dict) -> str:
     p = rec["params"]
     return p.get("name") or f"N={p['N']}"
@@ -136,7 +147,8 @@ def op_tables(recs: list[dict]) -> list[Table]:
                             "~ measured while other processes or the hypervisor took CPU; "
                             f"{DEVIATION_MARK} the library times different work (footnote)"
                             + ("; columns: vector length" if by_slots else "")
-                            + (f"; not offered by {', '.join(sorted(without))}" if without else ""), devs.lines()))
+                            + (f"; not offered by {', '.join(sorted(without))}" if without else "")
+                            + (f"; {disagree}" if (disagree := security_disagreements(mine)) else ""), devs.lines()))
     return tables
 
 

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from rich.console import Console
 from rich.table import Table as RichTable
 
-from .tables import Deviations, ci_text, contended, fmt_time, latest
+from .tables import Deviations, ci_text, contended, fmt_time, latest, security_disagreements
 
 if TYPE_CHECKING:
     from ..compare import Comparison
@@ -59,6 +59,8 @@ def print_results(recs: list[dict], console: Console) -> None:
         console.print("† below the suite's security level (run with --allow-insecure)")
     if marks["≠"]:
         console.print("≠ the library used different parameters than asked (see params_mismatch in the export)")
+    if disagree := security_disagreements(recs):
+        console.print(disagree, highlight=False)
     busy = sum(contended(r) for r in recs)
     if busy:
         console.print(f"~ {busy} result(s) measured while other processes or the hypervisor took CPU "
