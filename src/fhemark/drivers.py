@@ -20,6 +20,9 @@ class Manifest:
     command: tuple[str, ...]
     requires: str
     toolchain: tuple[str, ...] = ()  # commands whose presence means the driver can be built here
+    build: tuple[str, ...] = ()      # the build command, run in the driver folder (empty: nothing to build)
+    schemes: tuple[str, ...] = ()    # what it can offer, declared so a suite's needs are known before a build
+    build_estimate_s: int = 0        # a first build's duration on 2 cores, shown while building
 
     @property
     def buildable(self) -> bool:
@@ -45,7 +48,9 @@ def manifests() -> dict[str, Manifest]:
     for path in sorted((project_root() / "drivers").glob("*/driver.json")):
         data = json.loads(path.read_text())
         out[data["library"]] = Manifest(data["library"], path.parent, tuple(_expand(a) for a in data["command"]),
-                                        data.get("requires", "see its README"), tuple(data.get("toolchain", ())))
+                                        data.get("requires", "see its README"), tuple(data.get("toolchain", ())),
+                                        tuple(data.get("build", ())), tuple(data.get("schemes", ())),
+                                        int(data.get("build_estimate_s", 0)))
     return out
 
 
