@@ -30,7 +30,7 @@ _SEAL_DEFAULT_BITS = {
 # both families sit at the same security estimate: a large first prime for
 # the integer part, scale-sized middle primes so rescale keeps the scale.
 _CKKS_CHAINS = {
-    4096: ([40, 30], [39], 30),
+    4096: ([35, 30], [44], 30),  # P above every q prime: a key switch keeps ~20 bits of precision
     8192: ([50, 40, 40, 40], [48], 40),
     16384: ([60] + [40] * 8, [58], 40),
     32768: ([60] + [40] * 19, [60], 40),
