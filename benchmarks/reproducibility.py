@@ -1,0 +1,108 @@
+"""Does a second run give the same answer? Runs one suite several times on this machine, each
+into its own store, and reports per case whether each later run's median falls inside the first
+run's 95% interval, how many medians moved by more than 5%, and the same for the ratios between
+libraries (each library's median over another's, for the same scheme, parameters and op).
+
+    .venv/bin/python benchmarks/reproducibility.py                  # quick suite, 2 runs
+    .venv/bin/python benchmarks/reproducibility.py --suite study2 --runs 3 --out /tmp/repro.json
+
+It reports; it asserts no threshold. It exits non-zero (one line on stderr) only when a run failed
+to produce results.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+FHEMARK = [sys.executable, "-m", "fhemark.cli"]
+
+
+def run_once(suite: str, db: Path, extra: list[str]) -> tuple[list[dict], float]:
+    """One run of the suite into its own store: its ok records and the machine's 1-minute load after."""
+    proc = subprocess.run(FHEMARK + ["run", "--suite", suite, "--db", str(db), "--report", str(db.parent / "rep")]
+                          + extra, cwd=db.parent, capture_output=True, text=True)
+    if proc.returncode not in (0, 1):  # 1: some job failed; still comparable where it did not
+        sys.exit(f"reproducibility: run of {suite} failed (exit {proc.returncode}): {proc.stderr.strip()[-300:]}")
+    out = subprocess.run(FHEMARK + ["export", "--db", str(db), "--format", "json"], capture_output=True, text=True,
+                         check=True)
+    recs = [r for r in json.loads(out.stdout) if r["status"] == "ok" and r.get("median_ns")]
+    if not recs:
+        sys.exit(f"reproducibility: run of {suite} produced no timed result")
+    return recs, os.getloadavg()[0]
+
+
+def case(r: dict) -> tuple:
+    p = r["params"]
+    return (r["library"], r["scheme"], p.get("name") or p["N"], r["op"], r.get("vector_length"))
+
+
+def ratios(recs: list[dict]) -> dict[tuple, float]:
+    """Every pair of libraries on the same (scheme, params, op, vector length): median(a) / median(b)."""
+    by_case: dict[tuple, dict[str, float]] = {}
+    for r in recs:
+        by_case.setdefault(case(r)[1:], {})[r["library"]] = r["median_ns"]
+    return {(a, b) + k: m[a] / m[b] for k, m in by_case.items() for a, b in itertools.combinations(sorted(m), 2)}
+
+
+def compare(first: list[dict], later: list[dict]) -> dict:
+    base = {case(r): r for r in first}
+    rows, inside, moved = [], 0, 0
+    for r in later:
+        b = base.get(case(r))
+        if b is None or not b.get("ci95_ns"):
+            continue
+        lo, hi = b["ci95_ns"]
+        change = r["median_ns"] / b["median_ns"] - 1
+        ok = lo <= r["median_ns"] <= hi
+        inside += ok
+        moved += abs(change) > 0.05
+        rows.append({"case": " ".join(map(str, case(r))), "first_median_ns": b["median_ns"], "first_ci95_ns": [lo, hi],
+                     "median_ns": r["median_ns"], "change": change, "inside_first_interval": ok,
+                     "processes": r.get("processes"), "ci_method": r.get("ci_method")})
+    ra, rb = ratios(first), ratios(later)
+    common = [k for k in ra if k in rb]
+    ratio_rows = [{"pair": " ".join(map(str, k)), "first": ra[k], "later": rb[k], "change": rb[k] / ra[k] - 1}
+                  for k in common]
+    agree = sum(abs(x["change"]) <= 0.05 for x in ratio_rows)
+    return {"cases": len(rows), "median_inside_first_interval": inside, "medians_moved_over_5pct": moved,
+            "ratios": len(ratio_rows), "ratios_within_5pct": agree, "rows": rows, "ratio_rows": ratio_rows}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--suite", default="quick")
+    ap.add_argument("--runs", type=int, default=2)
+    ap.add_argument("--out", type=Path, help="write every case as JSON here")
+    ap.add_argument("--library", action="append", default=[], help="only these libraries (repeatable)")
+    args = ap.parse_args()
+    extra = [x for lib in args.library for x in ("--library", lib)]
+    with tempfile.TemporaryDirectory() as tmp:
+        runs = []
+        for i in range(args.runs):
+            db = Path(tmp) / f"run{i}" / "r.db"
+            db.parent.mkdir()
+            runs.append(run_once(args.suite, db, extra))
+            print(f"run {i + 1}/{args.runs}: {len(runs[-1][0])} timed results, load after {runs[-1][1]:.2f}", flush=True)
+    report = {"suite": args.suite, "runs": args.runs, "load_1m_after_each_run": [load for _, load in runs],
+              "against_first": [compare(runs[0][0], later) for later, _ in runs[1:]]}
+    for i, c in enumerate(report["against_first"], 2):
+        n, k = max(c["cases"], 1), max(c["ratios"], 1)
+        print(f"run {i} against run 1 ({args.suite}): median inside run 1's 95% interval in "
+              f"{c['median_inside_first_interval']} of {c['cases']} cases ({100 * c['median_inside_first_interval'] / n:.0f}%); "
+              f"medians moved > 5%: {c['medians_moved_over_5pct']} ({100 * c['medians_moved_over_5pct'] / n:.0f}%); "
+              f"cross-library ratios within 5%: {c['ratios_within_5pct']} of {c['ratios']} "
+              f"({100 * c['ratios_within_5pct'] / k:.0f}%)")
+    if args.out:
+        args.out.write_text(json.dumps(report, indent=1))
+
+
+if __name__ == "__main__":
+    main()
