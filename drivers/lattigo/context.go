@@ -496,6 +496,37 @@ func buildFacts() map[string]any {
 	return facts
 }
 
+// deviationsFor lists the ops whose timed work differs from PROTOCOL.md's
+// canonical boundaries (section "What each primitive times"), with one line
+// each; an `_into` form deviates as its base op. Lattigo's BFV/BGV plaintext
+// lives in R_Q: bgv.Encoder.Encode lifts it there (times t^-1 mod Q, NTT) and
+// bgv.Encoder.Decode takes it back to Z_t (times t, centre, reduce mod t), so
+// encode and decode hold work that SEAL and OpenFHE do in encrypt and decrypt.
+// CKKS matches the canonical boundaries (its encode already ends in R_Q).
+func deviationsFor(scheme string) map[string]string {
+	if scheme != "bfv" && scheme != "bgv" {
+		return nil
+	}
+	scaling, rounding := "multiplies it by t^-1 mod Q (Lattigo's stand-in for the Delta scaling)", "the BFV scale-and-round by t/Q"
+	if scheme == "bgv" {
+		scaling, rounding = "multiplies it by t^-1 mod Q", "the BGV reduction mod t"
+	}
+	dev := map[string]string{
+		"encode": "bgv.Encoder.Encode also lifts the plaintext to R_Q, " + scaling +
+			" and applies the NTT over Q: work SEAL and OpenFHE do inside encrypt",
+		"encrypt_pk": "rlwe.Encryptor.Encrypt only adds the encoded plaintext, already in R_Q in NTT form, to an encryption of zero: " +
+			"the lift to R_Q, t^-1 scaling and NTT are timed in encode",
+		"decrypt": "rlwe.Decryptor.Decrypt stops at c0 + c1*s in R_Q (NTT form): " + rounding + " is timed in decode",
+		"decode": "bgv.Encoder.Decode also does " + rounding +
+			" (inverse NTT over Q, multiply by t, centre, reduce mod t) before decoding the slots: work SEAL and OpenFHE do inside decrypt",
+	}
+	dev["encrypt_sk"] = dev["encrypt_pk"]
+	for _, op := range []string{"encode", "encrypt_pk", "encrypt_sk", "decrypt", "decode"} {
+		dev[op+"_into"] = dev[op]
+	}
+	return dev
+}
+
 func (d *driver) capabilities() map[string]any {
 	limitsBGV := map[string]any{
 		"log_n_min": latticeLogNMin, "log_n_max": latticeLogNMax,
@@ -513,8 +544,8 @@ func (d *driver) capabilities() map[string]any {
 		"build":           buildFacts(),
 		"threads":         runtime.GOMAXPROCS(0),
 		"schemes": map[string]any{
-			"bfv":  map[string]any{"ops": opsFor("bfv"), "limits": limitsBGV},
-			"bgv":  map[string]any{"ops": opsFor("bgv"), "limits": limitsBGV},
+			"bfv":  map[string]any{"ops": opsFor("bfv"), "limits": limitsBGV, "deviations": deviationsFor("bfv")},
+			"bgv":  map[string]any{"ops": opsFor("bgv"), "limits": limitsBGV, "deviations": deviationsFor("bgv")},
 			"ckks": map[string]any{"ops": opsFor("ckks"), "limits": limitsCKKS, "presets": map[string]any{bootstrapPreset: bootstrapPresetDoc}},
 		},
 	}

@@ -4,20 +4,23 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"strconv"
 	"strings"
 	"testing"
 )
 
 func TestFraming(t *testing.T) {
 	in := strings.Join([]string{
-		`{"v":1,"id":1,"type":"capabilities"}`,
+		`{"v":2,"id":1,"type":"capabilities"}`,
 		`not json at all`,
-		`{"v":1,"id":3,"type":"no_such_type"}`,
+		`{"v":2,"id":3,"type":"no_such_type"}`,
 		``,
-		`{"v":1,"id":4,"type":"run","setup_id":"missing","program":{"steps":[{"out":"a","op":"encode","args":["x"]}]}}`,
-		`{"v":1,"id":5,"type":"setup","setup_id":"s","scheme":"tfhe","params":{"N":1024,"q_bits":[30]}}`,
-		`{"v":1,"id":6,"type":"shutdown"}`,
-		`{"v":1,"id":7,"type":"capabilities"}`,
+		`{"v":2,"id":4,"type":"run","setup_id":"missing","program":{"steps":[{"out":"a","op":"encode","args":["x"]}]}}`,
+		`{"v":2,"id":5,"type":"setup","setup_id":"s","scheme":"tfhe","params":{"N":1024,"q_bits":[30]}}`,
+		`{"v":1,"id":6,"type":"capabilities"}`,
+		`{"id":7,"type":"capabilities"}`,
+		`{"v":2,"id":8,"type":"shutdown"}`,
+		`{"v":2,"id":9,"type":"capabilities"}`,
 	}, "\n") + "\n"
 	var out bytes.Buffer
 	if err := newDriver().serve(strings.NewReader(in), &out); err != nil {
@@ -41,8 +44,8 @@ func TestFraming(t *testing.T) {
 		reps = append(reps, r)
 	}
 	// one reply per non-empty line up to and including shutdown
-	if len(reps) != 6 {
-		t.Fatalf("got %d replies, want 6", len(reps))
+	if len(reps) != 8 {
+		t.Fatalf("got %d replies, want 8", len(reps))
 	}
 	want := []struct {
 		id   string
@@ -50,19 +53,25 @@ func TestFraming(t *testing.T) {
 		kind string
 	}{
 		{"1", true, ""}, {"null", false, errInternal}, {"3", false, errUnsupported},
-		{"4", false, errInternal}, {"5", false, errUnsupported}, {"6", true, ""},
+		{"4", false, errInternal}, {"5", false, errUnsupported},
+		{"6", false, errInternal}, {"7", false, errInternal}, {"8", true, ""},
 	}
 	for i, w := range want {
 		r := reps[i]
-		if string(r.ID) != w.id || r.OK != w.ok || r.V != 1 {
+		if string(r.ID) != w.id || r.OK != w.ok || r.V != 2 {
 			t.Errorf("reply %d: id=%s ok=%v v=%d, want id=%s ok=%v", i, r.ID, r.OK, r.V, w.id, w.ok)
 		}
 		if !w.ok && (r.Error == nil || r.Error.Kind != w.kind) {
 			t.Errorf("reply %d: error %+v, want kind %s", i, r.Error, w.kind)
 		}
 	}
-	if reps[0].Result["library"] != "lattigo" {
+	if reps[0].Result["library"] != "lattigo" || reps[0].Result["protocol"] != float64(2) {
 		t.Errorf("capabilities: %v", reps[0].Result)
+	}
+	for _, i := range []int{6, 7} {
+		if msg := reps[i-1].Error.Message; !strings.Contains(msg, "this driver speaks 2") {
+			t.Errorf("reply %d: version error %q", i, msg)
+		}
 	}
 }
 
@@ -107,10 +116,10 @@ func runOne(t *testing.T, d *driver, sid, scheme string, op string, attrs map[st
 			{Out: "pz", Op: "decrypt", Args: []string{"cz"}},
 			{Out: "z", Op: "decode", Args: []string{"pz"}},
 		},
-		Timed:   []string{"cz"},
+		Timed:   []region{{Name: "cz", Steps: []string{"cz"}}},
 		Outputs: []string{"z"},
 	}
-	res, err := d.run(&request{V: 1, Type: "run", SetupID: sid, Program: prog,
+	res, err := d.run(&request{V: 2, Type: "run", SetupID: sid, Program: prog,
 		Samples: []sampleIn{{Inputs: map[string]wireVector{"x": inp}}}})
 	if err != nil {
 		t.Fatalf("%s %s: %v", scheme, op, err)
@@ -137,7 +146,7 @@ func setupSmall(t *testing.T, d *driver, sid, scheme string) *fheContext {
 	} else {
 		sp.T = &tt
 	}
-	if _, err := d.setup(&request{V: 1, Type: "setup", SetupID: sid, Scheme: scheme, Params: sp,
+	if _, err := d.setup(&request{V: 2, Type: "setup", SetupID: sid, Scheme: scheme, Params: sp,
 		Rotations: []int{1}, RotationsPow2: true, AllowInsecure: true}); err != nil {
 		t.Fatal(err)
 	}
@@ -215,6 +224,317 @@ func TestRotationPlan(t *testing.T) {
 		}
 		if len(plan) > 6 {
 			t.Errorf("k=%d: plan %v too long", k, plan)
+		}
+	}
+}
+
+// copiesProgram builds k independent copies of one op in a single timed region
+// "cz": x.i, y.i -> cx.i, cy.i -> cz.i = op(cx.i, cy.i) -> z.i.
+func copiesProgram(k int, op string, nargs int, attrs map[string]any, pre []step) *program {
+	p := &program{Steps: append([]step(nil), pre...)}
+	reg := region{Name: "cz"}
+	for i := 0; i < k; i++ {
+		s := func(n string) string { return n + "." + strconv.Itoa(i) }
+		p.Steps = append(p.Steps,
+			step{Out: s("px"), Op: "encode", Args: []string{s("x")}},
+			step{Out: s("cx"), Op: "encrypt_sk", Args: []string{s("px")}},
+			step{Out: s("py"), Op: "encode", Args: []string{s("y")}},
+			step{Out: s("cy"), Op: "encrypt_pk", Args: []string{s("py")}})
+	}
+	for i := 0; i < k; i++ {
+		s := func(n string) string { return n + "." + strconv.Itoa(i) }
+		args := []string{s("cx"), s("cy")}[:nargs]
+		p.Steps = append(p.Steps, step{Out: s("cz"), Op: op, Args: args, Attrs: attrs})
+		reg.Steps = append(reg.Steps, s("cz"))
+	}
+	for i := 0; i < k; i++ {
+		s := func(n string) string { return n + "." + strconv.Itoa(i) }
+		p.Steps = append(p.Steps,
+			step{Out: s("pz"), Op: "decrypt", Args: []string{s("cz")}},
+			step{Out: s("z"), Op: "decode", Args: []string{s("pz")}})
+		p.Outputs = append(p.Outputs, s("z"))
+	}
+	p.Timed = []region{reg}
+	p.Noise = []string{"cz." + strconv.Itoa(k-1)}
+	p.Levels = []string{"cz.0"}
+	p.Sizes = []string{"cz.0"}
+	return p
+}
+
+// TestRegionCopies runs k copies of an op in one region, each on its own inputs,
+// and checks that every copy's output is right and the region has one time.
+func TestRegionCopies(t *testing.T) {
+	d := newDriver()
+	const k = 4
+	for _, scheme := range []string{"bfv", "bgv"} {
+		c := setupSmall(t, d, "s-"+scheme, scheme)
+		const tmod = 12289
+		for _, op := range []string{"mul_relin", "mul_relin_into", "add", "sub_into"} {
+			inputs := map[string]wireVector{}
+			xs, ys := make([][]uint64, k), make([][]uint64, k)
+			for i := 0; i < k; i++ {
+				xs[i], ys[i] = make([]uint64, c.slots), make([]uint64, c.slots)
+				for j := range xs[i] {
+					xs[i][j] = uint64((j*7 + i*1000 + 3) % tmod)
+					ys[i][j] = uint64((j*j + 11*i + 1) % tmod)
+				}
+				inputs["x."+strconv.Itoa(i)] = encodeU64AsI64(xs[i])
+				inputs["y."+strconv.Itoa(i)] = encodeU64AsI64(ys[i])
+			}
+			res, err := d.run(&request{V: 2, Type: "run", SetupID: "s-" + scheme,
+				Program: copiesProgram(k, op, 2, nil, nil), Samples: []sampleIn{{Inputs: inputs}, {Inputs: inputs}}})
+			if err != nil {
+				t.Fatalf("%s %s: %v", scheme, op, err)
+			}
+			r := res.(map[string]any)
+			for _, smp := range r["samples"].([]sampleOut) {
+				if len(smp.NS) != 1 || smp.NS["cz"] <= 0 {
+					t.Fatalf("%s %s: ns %v, want one positive entry cz", scheme, op, smp.NS)
+				}
+				if len(smp.Outputs) != k {
+					t.Fatalf("%s %s: %d outputs, want %d", scheme, op, len(smp.Outputs), k)
+				}
+				for i := 0; i < k; i++ {
+					got, _, err := decodeVector(smp.Outputs["z."+strconv.Itoa(i)])
+					if err != nil {
+						t.Fatal(err)
+					}
+					for j := range got {
+						a, b := xs[i][j], ys[i][j]
+						var want uint64
+						switch strings.TrimSuffix(op, "_into") {
+						case "mul_relin":
+							want = a * b % tmod
+						case "add":
+							want = (a + b) % tmod
+						case "sub":
+							want = (a + tmod - b) % tmod
+						}
+						if uint64(got[j]) != want {
+							t.Fatalf("%s %s copy %d slot %d: %d, want %d", scheme, op, i, j, got[j], want)
+						}
+					}
+				}
+			}
+			if nb := r["noise_budget_bits"].(map[string]any); len(nb) != 1 || nb["cz.3"].(int) <= 0 {
+				t.Errorf("%s %s: noise %v", scheme, op, nb)
+			}
+			if lv := r["levels"].(map[string]any); lv["cz.0"] != c.params.MaxLevel() {
+				t.Errorf("%s %s: levels %v", scheme, op, lv)
+			}
+		}
+	}
+	// CKKS: k copies of rotate by a step with its own key.
+	c := setupSmall(t, d, "s-ckks", "ckks")
+	inputs := map[string]wireVector{}
+	xs := make([][]float64, k)
+	for i := 0; i < k; i++ {
+		xs[i] = make([]float64, c.slots)
+		for j := range xs[i] {
+			xs[i][j] = float64((j+5*i)%13) / 16
+		}
+		inputs["x."+strconv.Itoa(i)] = encodeF64(xs[i])
+		inputs["y."+strconv.Itoa(i)] = encodeF64(xs[i][:1])
+	}
+	res, err := d.run(&request{V: 2, Type: "run", SetupID: "s-ckks",
+		Program: copiesProgram(k, "rotate", 1, map[string]any{"steps": json.Number("-4")}, nil),
+		Samples: []sampleIn{{Inputs: inputs}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	smp := res.(map[string]any)["samples"].([]sampleOut)[0]
+	for i := 0; i < k; i++ {
+		_, got, _ := decodeVector(smp.Outputs["z."+strconv.Itoa(i)])
+		for j := range got {
+			want := xs[i][(j-4+c.slots)%c.slots]
+			if dd := got[j] - want; dd > 1.0/64 || dd < -1.0/64 {
+				t.Fatalf("ckks rotate(-4) copy %d slot %d: %v, want %v", i, j, got[j], want)
+			}
+		}
+	}
+	if notes, ok := res.(map[string]any)["notes"]; ok {
+		t.Errorf("rotate(-4) has its own pow2 key, yet notes say %v", notes)
+	}
+}
+
+// TestRegionValidation checks that region rule violations are answered with
+// `internal` before anything runs (the bad input would fail at run time).
+func TestRegionValidation(t *testing.T) {
+	d := newDriver()
+	setupSmall(t, d, "s", "bgv")
+	tooLong := encodeU64AsI64(make([]uint64, 5000)) // fails in inputEnv if anything ran
+	base := func() *program { return copiesProgram(2, "add", 2, nil, nil) }
+	cases := []struct {
+		name string
+		edit func(p *program)
+		want string
+	}{
+		{"unknown name", func(p *program) { p.Timed[0].Steps[1] = "nope" }, "not a step's out"},
+		{"not consecutive", func(p *program) { p.Timed[0].Steps = []string{"cz.0", "pz.0"} }, "not consecutive"},
+		{"reordered", func(p *program) { p.Timed[0].Steps = []string{"cz.1", "cz.0"} }, "not consecutive"},
+		{"dependent arg", func(p *program) {
+			for i := range p.Steps {
+				if p.Steps[i].Out == "cz.1" {
+					p.Steps[i].Args = []string{"cz.0", "cy.1"}
+				}
+			}
+		}, "reads \"cz.0\""},
+		{"dependent key", func(p *program) {
+			ks := []step{{Out: "k", Op: "keygen_galois", Attrs: map[string]any{"steps": "pow2"}},
+				{Out: "r", Op: "rotate_rows", Args: []string{"cx.0"}, Attrs: map[string]any{"steps": json.Number("1"), "key": "k"}}}
+			p.Steps = append(ks, p.Steps...)
+			p.Steps[0], p.Steps[1] = p.Steps[1], p.Steps[0]
+			p.Timed = []region{{Name: "kr", Steps: []string{"r", "k"}}}
+		}, "reads \"k\""},
+		{"dependent $key", func(p *program) {
+			ks := []step{{Out: "k", Op: "keygen_relin"},
+				{Out: "m", Op: "mul_relin", Args: []string{"cx.0", "cx.0"}, Attrs: map[string]any{"key": "$kk"}}}
+			p.Steps = append(p.Steps, ks...)
+			p.Timed = []region{{Name: "km", Steps: []string{"k", "m"}}}
+		}, "reads \"k\""},
+		{"two regions", func(p *program) {
+			p.Timed = append(p.Timed, region{Name: "again", Steps: []string{"cz.1"}})
+		}, "already in region"},
+		{"same name", func(p *program) {
+			p.Timed = []region{{Name: "a", Steps: []string{"cz.0"}}, {Name: "a", Steps: []string{"cz.1"}}}
+		}, "used twice"},
+		{"no name", func(p *program) { p.Timed[0].Name = "" }, "no name"},
+		{"no steps", func(p *program) { p.Timed[0].Steps = nil }, "no steps"},
+	}
+	for _, tc := range cases {
+		p := base()
+		tc.edit(p)
+		_, err := d.run(&request{V: 2, Type: "run", SetupID: "s", Program: p,
+			Samples: []sampleIn{{Inputs: map[string]wireVector{"x.0": tooLong}, Scalars: map[string]any{"kk": "k"}}}})
+		de, ok := err.(*driverError)
+		if !ok || de.Kind != errInternal || !strings.Contains(de.Message, tc.want) {
+			t.Errorf("%s: got %v, want internal error containing %q", tc.name, err, tc.want)
+		}
+	}
+	// The base program is valid: with a bad input it fails at run time instead.
+	_, err := d.run(&request{V: 2, Type: "run", SetupID: "s", Program: base(),
+		Samples: []sampleIn{{Inputs: map[string]wireVector{"x.0": tooLong}}}})
+	if err == nil || !strings.Contains(err.Error(), "more than") {
+		t.Errorf("valid program with a bad input: %v", err)
+	}
+}
+
+// TestDeviations checks the per-scheme deviations declared in capabilities.
+func TestDeviations(t *testing.T) {
+	caps := newDriver().capabilities()
+	schemes := caps["schemes"].(map[string]any)
+	for _, scheme := range []string{"bfv", "bgv"} {
+		sc := schemes[scheme].(map[string]any)
+		dev := sc["deviations"].(map[string]string)
+		ops := map[string]bool{}
+		for _, op := range sc["ops"].([]string) {
+			ops[op] = true
+		}
+		for _, op := range []string{"encode", "decode", "encrypt_pk", "encrypt_sk", "decrypt"} {
+			for _, o := range []string{op, op + "_into"} {
+				if line := dev[o]; line == "" || strings.Contains(line, "\n") {
+					t.Errorf("%s: deviation for %s: %q", scheme, o, line)
+				}
+			}
+		}
+		for op := range dev {
+			if !ops[op] {
+				t.Errorf("%s: deviation for %s, which is not in ops", scheme, op)
+			}
+		}
+		if _, ok := dev["mul_scalar"]; ok {
+			t.Errorf("%s: mul_scalar is native in Lattigo", scheme)
+		}
+	}
+	if dev := schemes["ckks"].(map[string]any)["deviations"]; dev != nil {
+		t.Errorf("ckks deviations: %v", dev)
+	}
+}
+
+// TestKeyedRotations checks that a rotation whose step has a key in the given
+// key set uses that key alone (also negative steps of a pow2 set), and that the
+// row swap uses the given key set.
+func TestKeyedRotations(t *testing.T) {
+	d := newDriver()
+	c := setupSmall(t, d, "s", "bfv")
+	x := make([]uint64, c.slots)
+	for i := range x {
+		x[i] = uint64(i + 1)
+	}
+	row := c.rowLen
+	type rot struct {
+		op    string
+		steps int
+	}
+	rots := []rot{{"rotate_columns", 0}}
+	for i := 1; i < row; i <<= 1 {
+		rots = append(rots, rot{"rotate_rows", i}, rot{"rotate_rows_into", -i})
+	}
+	for _, keySteps := range []any{"pow2", []any{json.Number("-3"), json.Number("5"), json.Number("0")}} {
+		p := &program{Steps: []step{
+			{Out: "k", Op: "keygen_galois", Attrs: map[string]any{"steps": keySteps}},
+			{Out: "px", Op: "encode", Args: []string{"x"}},
+			{Out: "cx", Op: "encrypt_sk", Args: []string{"px"}},
+		}, Timed: []region{{Name: "k", Steps: []string{"k"}}}}
+		want := map[string][]uint64{}
+		rs := rots
+		if _, isList := keySteps.([]any); isList {
+			rs = []rot{{"rotate_rows", -3}, {"rotate_rows_into", 5}, {"rotate_columns_into", 0}}
+		}
+		for i, r := range rs {
+			n := "z" + strconv.Itoa(i)
+			attrs := map[string]any{"key": "k"}
+			w := make([]uint64, len(x))
+			for j := range x {
+				rr, col := j/row, j%row
+				if strings.HasPrefix(r.op, "rotate_columns") {
+					w[j] = x[(j+row)%c.slots]
+				} else {
+					attrs["steps"] = json.Number(strconv.Itoa(r.steps))
+					w[j] = x[rr*row+((col+r.steps)%row+row)%row]
+				}
+			}
+			want[n] = w
+			p.Steps = append(p.Steps,
+				step{Out: "c" + n, Op: r.op, Args: []string{"cx"}, Attrs: attrs},
+				step{Out: "p" + n, Op: "decrypt", Args: []string{"c" + n}},
+				step{Out: n, Op: "decode", Args: []string{"p" + n}})
+			p.Outputs = append(p.Outputs, n)
+		}
+		res, err := d.run(&request{V: 2, Type: "run", SetupID: "s", Program: p,
+			Samples: []sampleIn{{Inputs: map[string]wireVector{"x": encodeU64AsI64(x)}}}})
+		if err != nil {
+			t.Fatalf("%v: %v", keySteps, err)
+		}
+		r := res.(map[string]any)
+		if notes, ok := r["notes"]; ok {
+			t.Errorf("%v: every rotation has its own key, yet notes say %v", keySteps, notes)
+		}
+		smp := r["samples"].([]sampleOut)[0]
+		for n, w := range want {
+			got, _, _ := decodeVector(smp.Outputs[n])
+			for j := range w {
+				if uint64(got[j]) != w[j] {
+					t.Fatalf("%v %s: slot %d = %d, want %d", keySteps, n, j, got[j], w[j])
+				}
+			}
+		}
+	}
+	// The plan for a step with its own key is that step alone; a key set
+	// without a step's key (the list above has no key for 1) is refused.
+	kv := &keyVal{kind: "gk", gks: c.kgen.GenGaloisKeysNew(c.galoisElements([]int{-3}, false, false), c.std["sk"].sk)}
+	ev := c.evalFor(kv)
+	if plan, err := c.rotationPlan(ev, -3); err != nil || len(plan) != 1 {
+		t.Errorf("rotation by -3 with a key for -3: plan %v, %v", plan, err)
+	}
+	if _, err := c.rotationPlan(ev, 1); err == nil {
+		t.Errorf("rotation by 1 without a key for it: no error")
+	}
+	for i := int64(1); i < int64(row); i <<= 1 {
+		for _, s := range []int64{i, -i} {
+			if plan, err := c.rotationPlan(c.ev, s); err != nil || len(plan) != 1 {
+				t.Errorf("standard pow2 keys, rotation by %d: plan %v, %v", s, plan, err)
+			}
 		}
 	}
 }

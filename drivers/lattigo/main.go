@@ -1,4 +1,4 @@
-// Command fhemark-lattigo is the fhemark driver for Lattigo (protocol v1).
+// Command fhemark-lattigo is the fhemark driver for Lattigo (protocol v2).
 //
 // It reads one JSON request per line on stdin and writes one JSON reply per
 // line on stdout. Logs go to stderr only. See protocol/PROTOCOL.md.

@@ -12,7 +12,7 @@ import (
 	"strings"
 )
 
-const protocolVersion = 1
+const protocolVersion = 2
 
 // Error kinds a driver may send (PROTOCOL.md, "Framing").
 const (
@@ -55,7 +55,6 @@ type request struct {
 	RotationsPow2 bool            `json:"rotations_pow2"`
 	AllowInsecure bool            `json:"allow_insecure"`
 	Program       *program        `json:"program"`
-	Iters         int             `json:"iters"`
 	Samples       []sampleIn      `json:"samples"`
 }
 
@@ -72,11 +71,18 @@ type setupParams struct {
 
 type program struct {
 	Steps   []step   `json:"steps"`
-	Timed   []string `json:"timed"`
+	Timed   []region `json:"timed"`
 	Outputs []string `json:"outputs"`
 	Noise   []string `json:"noise"`
 	Sizes   []string `json:"sizes"`
 	Levels  []string `json:"levels"`
+}
+
+// region is a timed region: consecutive, independent steps (named by their
+// out) whose library calls are timed together as ns[Name].
+type region struct {
+	Name  string   `json:"name"`
+	Steps []string `json:"steps"`
 }
 
 type step struct {
@@ -134,7 +140,7 @@ func (d *driver) handleLine(line []byte) (out []byte, stop bool) {
 			id = req.ID
 		}
 		if req.V != protocolVersion {
-			return nil, newErr(errUnsupported, "protocol version %d not supported (driver speaks %d)", req.V, protocolVersion)
+			return nil, newErr(errInternal, "protocol version %d not supported (this driver speaks %d)", req.V, protocolVersion)
 		}
 		switch req.Type {
 		case "capabilities":

@@ -1,38 +1,48 @@
 package main
 
 import (
+	"fmt"
 	"log"
 	"runtime/debug"
 	"sort"
+	"strings"
 	"time"
 )
 
-// timeRegion is the one timed code path: a monotonic clock read immediately
-// before and after fn.
-func timeRegion(fn func() error) (int64, error) {
+// timeRegion is the one timed code path: a monotonic clock read (Go's
+// time.Now carries the monotonic reading and time.Since uses it) immediately
+// before the first library call of a region and immediately after the last.
+// It returns the elapsed ns and, on failure, the index of the call that
+// failed; a panic in a call is returned as a *callPanic.
+func timeRegion(calls []func() error) (ns int64, failed int, err error) {
+	i := 0
+	defer func() {
+		if r := recover(); r != nil {
+			ns, failed, err = 0, i, &callPanic{value: r, stack: debug.Stack()}
+		}
+	}()
 	t0 := time.Now()
-	err := fn()
-	return time.Since(t0).Nanoseconds(), err
-}
-
-// timeLoop times one loop over fns (iters > 1).
-func timeLoop(fns []func() error) (int64, error) {
-	t0 := time.Now()
-	for _, fn := range fns {
-		if err := fn(); err != nil {
-			return 0, err
+	for ; i < len(calls); i++ {
+		if err = calls[i](); err != nil {
+			return 0, i, err
 		}
 	}
-	return time.Since(t0).Nanoseconds(), nil
+	return time.Since(t0).Nanoseconds(), -1, nil
 }
 
-func emptyRegion() error { return nil }
+// callPanic is a panic raised by a library call inside a timed region.
+type callPanic struct {
+	value any
+	stack []byte
+}
+
+func (p *callPanic) Error() string { return fmt.Sprintf("lattigo panic: %v", p.value) }
 
 // measureOverhead is the median of 101 empty timed regions.
 func measureOverhead() int64 {
 	ts := make([]int64, 101)
 	for i := range ts {
-		ts[i], _ = timeRegion(emptyRegion)
+		ts[i], _, _ = timeRegion(nil)
 	}
 	sort.Slice(ts, func(i, j int) bool { return ts[i] < ts[j] })
 	return ts[50]
@@ -41,6 +51,92 @@ func measureOverhead() int64 {
 type sampleOut struct {
 	NS      map[string]int64      `json:"ns"`
 	Outputs map[string]wireVector `json:"outputs"`
+}
+
+// regionSpan is a timed region: its name and the range of its steps.
+type regionSpan struct {
+	name  string
+	first int
+	n     int
+}
+
+// reads lists the names a step reads: its args and its key-valued attrs
+// (`key`, `from`, `to`; a `$name` is looked up in each sample's scalars).
+func (st *step) reads(samples []sampleIn) []string {
+	out := append([]string(nil), st.Args...)
+	for _, a := range []string{"key", "from", "to"} {
+		ref, ok := st.Attrs[a].(string)
+		if !ok {
+			continue
+		}
+		if !strings.HasPrefix(ref, "$") {
+			out = append(out, ref)
+			continue
+		}
+		for i := range samples {
+			if v, ok := samples[i].Scalars[ref[1:]].(string); ok {
+				out = append(out, v)
+			}
+		}
+	}
+	return out
+}
+
+// validateRegions checks PROTOCOL.md's rules for program.timed and returns the
+// regions by the index of their first step.
+func validateRegions(prog *program, samples []sampleIn) (map[int]regionSpan, error) {
+	outIndex := map[string]int{}
+	dup := map[string]bool{}
+	for i, st := range prog.Steps {
+		if _, seen := outIndex[st.Out]; seen {
+			dup[st.Out] = true
+		}
+		outIndex[st.Out] = i
+	}
+	spans := map[int]regionSpan{}
+	names := map[string]bool{}
+	owner := map[string]string{}
+	for ri, r := range prog.Timed {
+		if r.Name == "" {
+			return nil, newErr(errInternal, "timed region %d has no name", ri)
+		}
+		if names[r.Name] {
+			return nil, newErr(errInternal, "timed region name %q is used twice", r.Name)
+		}
+		names[r.Name] = true
+		if len(r.Steps) == 0 {
+			return nil, newErr(errInternal, "timed region %q has no steps", r.Name)
+		}
+		inside := map[string]bool{}
+		for k, name := range r.Steps {
+			i, ok := outIndex[name]
+			if !ok {
+				return nil, newErr(errInternal, "timed region %q: %q is not a step's out", r.Name, name)
+			}
+			if dup[name] {
+				return nil, newErr(errInternal, "timed region %q: %q is the out of several steps", r.Name, name)
+			}
+			if o, taken := owner[name]; taken {
+				return nil, newErr(errInternal, "timed region %q: step %q is already in region %q", r.Name, name, o)
+			}
+			owner[name] = r.Name
+			if first := outIndex[r.Steps[0]]; i != first+k {
+				return nil, newErr(errInternal, "timed region %q: steps are not consecutive in program order (%q is step %d, want step %d)", r.Name, name, i, first+k)
+			}
+			inside[name] = true
+		}
+		for _, name := range r.Steps {
+			st := &prog.Steps[outIndex[name]]
+			for _, rd := range st.reads(samples) {
+				if inside[rd] {
+					return nil, newErr(errInternal, "timed region %q: step %q reads %q, made in the same region (steps of a region must be independent)", r.Name, name, rd)
+				}
+			}
+		}
+		first := outIndex[r.Steps[0]]
+		spans[first] = regionSpan{name: r.Name, first: first, n: len(r.Steps)}
+	}
+	return spans, nil
 }
 
 func (d *driver) run(req *request) (any, error) {
@@ -53,7 +149,6 @@ func (d *driver) run(req *request) (any, error) {
 		return nil, newErr(errInternal, "run without program steps")
 	}
 	// Validate the whole program before running anything.
-	outIndex := map[string]int{}
 	for i, st := range prog.Steps {
 		def, known := opTable[st.Op]
 		if !known || !def.supports(c.scheme) {
@@ -70,21 +165,10 @@ func (d *driver) run(req *request) (any, error) {
 		if def.args != nil && len(st.Args) != len(def.args) {
 			return nil, newErr(errInternal, "step %q (%s): %d args, want %d", st.Out, st.Op, len(st.Args), len(def.args))
 		}
-		outIndex[st.Out] = i
 	}
-	timedSet := map[string]bool{}
-	for _, name := range prog.Timed {
-		if _, ok := outIndex[name]; !ok {
-			return nil, newErr(errInternal, "timed %q is not a step's out", name)
-		}
-		timedSet[name] = true
-	}
-	iters := req.Iters
-	if iters < 1 {
-		iters = 1
-	}
-	if iters > 1 && len(prog.Timed) != 1 {
-		return nil, newErr(errInternal, "iters=%d needs exactly one timed step, got %d", iters, len(prog.Timed))
+	spans, err := validateRegions(prog, req.Samples)
+	if err != nil {
+		return nil, err
 	}
 
 	overhead := measureOverhead()
@@ -94,50 +178,25 @@ func (d *driver) run(req *request) (any, error) {
 
 	for si := range req.Samples {
 		smp := &req.Samples[si]
-		baseEnv, err := c.inputEnv(smp)
+		env, err := c.inputEnv(smp)
 		if err != nil {
 			return nil, err
 		}
+		x := &execState{c: c, env: env, scalars: smp.Scalars, notes: notes}
 		ns := map[string]int64{}
-		var x *execState
-		if iters == 1 {
-			x = &execState{c: c, env: cloneEnv(baseEnv), scalars: smp.Scalars, notes: notes}
-			for i := range prog.Steps {
-				st := &prog.Steps[i]
-				if err := x.runStep(st, timedSet[st.Out], ns); err != nil {
-					return nil, err
-				}
+		for i := 0; i < len(prog.Steps); {
+			sp, timed := spans[i]
+			if !timed {
+				sp = regionSpan{first: i, n: 1}
 			}
-		} else {
-			ti := outIndex[prog.Timed[0]]
-			copies := make([]*execState, iters)
-			fns := make([]func() error, iters)
-			for k := range copies {
-				xk := &execState{c: c, env: cloneEnv(baseEnv), scalars: smp.Scalars, notes: notes}
-				for i := 0; i < ti; i++ {
-					if err := xk.runStep(&prog.Steps[i], false, nil); err != nil {
-						return nil, err
-					}
-				}
-				fn, out, err := xk.prepare(&prog.Steps[ti])
-				if err != nil {
-					return nil, err
-				}
-				xk.env[prog.Steps[ti].Out] = out
-				copies[k], fns[k] = xk, fn
-			}
-			t, err := timeLoop(fns)
+			t, err := x.runSteps(prog.Steps[sp.first : sp.first+sp.n])
 			if err != nil {
-				return nil, stepErr(&prog.Steps[ti], err)
+				return nil, err
 			}
-			ns[prog.Steps[ti].Out] = t
-			x = copies[iters-1]
-			for i := ti + 1; i < len(prog.Steps); i++ {
-				st := &prog.Steps[i]
-				if err := x.runStep(st, false, nil); err != nil {
-					return nil, err
-				}
+			if timed {
+				ns[sp.name] = t
 			}
+			i += sp.n
 		}
 		outs := map[string]wireVector{}
 		for _, name := range prog.Outputs {
@@ -248,37 +307,30 @@ func (x *execState) prepare(st *step) (fn func() error, out *value, err error) {
 	return fn, out, nil
 }
 
-// runStep prepares and executes one step, timing it when timed.
-func (x *execState) runStep(st *step, timed bool, ns map[string]int64) (err error) {
-	fn, out, err := x.prepare(st)
+// runSteps runs consecutive independent steps (one timed region, or one
+// untimed step): it prepares every step first, then makes their library calls
+// inside one timeRegion, then stores the results. It returns the region's ns.
+func (x *execState) runSteps(steps []step) (ns int64, err error) {
+	calls := make([]func() error, len(steps))
+	outs := make([]*value, len(steps))
+	for k := range steps {
+		if calls[k], outs[k], err = x.prepare(&steps[k]); err != nil {
+			return 0, err
+		}
+	}
+	ns, failed, err := timeRegion(calls)
 	if err != nil {
-		return err
-	}
-	defer func() {
-		if r := recover(); r != nil {
-			log.Printf("panic in step %q (%s): %v\n%s", st.Out, st.Op, r, debug.Stack())
-			err = newErr(errInternal, "step %q (%s): lattigo panic: %v", st.Out, st.Op, r)
+		st := &steps[failed]
+		if p, ok := err.(*callPanic); ok {
+			log.Printf("panic in step %q (%s): %v\n%s", st.Out, st.Op, p.value, p.stack)
+			return 0, newErr(errInternal, "step %q (%s): %v", st.Out, st.Op, p)
 		}
-	}()
-	if timed {
-		t, ferr := timeRegion(fn)
-		if ferr != nil {
-			return stepErr(st, ferr)
-		}
-		ns[st.Out] = t
-	} else if ferr := fn(); ferr != nil {
-		return stepErr(st, ferr)
+		return 0, stepErr(st, err)
 	}
-	x.env[st.Out] = out
-	return nil
-}
-
-func cloneEnv(e map[string]*value) map[string]*value {
-	out := make(map[string]*value, len(e))
-	for k, v := range e {
-		out[k] = v
+	for k := range steps {
+		x.env[steps[k].Out] = outs[k]
 	}
-	return out
+	return ns, nil
 }
 
 // inputEnv decodes a sample's inputs and adds the standard keys.
