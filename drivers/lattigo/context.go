@@ -501,7 +501,7 @@ func buildFacts() map[string]any {
 // each; an `_into` form deviates as its base op. Lattigo's BFV/BGV plaintext
 // lives in R_Q: bgv.Encoder.Encode lifts it there (times t^-1 mod Q, NTT) and
 // bgv.Encoder.Decode takes it back to Z_t (times t, centre, reduce mod t), so
-// encode and decode hold work that SEAL and OpenFHE do in encrypt and decrypt.
+// encode and decode hold work that SEAL does in encrypt and decrypt (OpenFHE: decrypt).
 // CKKS matches the canonical boundaries (its encode already ends in R_Q).
 func deviationsFor(scheme string) map[string]string {
 	if scheme != "bfv" && scheme != "bgv" {
@@ -513,7 +513,7 @@ func deviationsFor(scheme string) map[string]string {
 	}
 	dev := map[string]string{
 		"encode": "bgv.Encoder.Encode also lifts the plaintext to R_Q, " + scaling +
-			" and applies the NTT over Q: work SEAL and OpenFHE do inside encrypt",
+			" and applies the NTT over Q: work SEAL does inside encrypt (OpenFHE, like Lattigo, in encode)",
 		"encrypt_pk": "rlwe.Encryptor.Encrypt only adds the encoded plaintext, already in R_Q in NTT form, to an encryption of zero: " +
 			"the lift to R_Q, t^-1 scaling and NTT are timed in encode",
 		"decrypt": "rlwe.Decryptor.Decrypt stops at c0 + c1*s in R_Q (NTT form): " + rounding + " is timed in decode",

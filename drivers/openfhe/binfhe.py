@@ -6,7 +6,14 @@ One LWE ciphertext per bit; every two-input gate is one OpenFHE `EvalBinGate`
 OpenFHE's own `EvalBinGate(CMUX, [b, a, sel])`, which the library computes as
 NAND(NAND(b, NOT sel), NAND(a, sel)): three bootstraps.
 
-driver.py calls `bind(...)` once with its shared helpers, then `setup` and `run`.
+`keygen` makes a fresh BinFHEContext of the preset before the timed region and times KeyGen +
+BTKeyGen on it: OpenFHE keeps the bootstrapping key inside its context (a later BTKeyGen on the
+same context replaces it), so the key value owns that context, nothing else calls BTKeyGen on it,
+and every op with {"key": k} encrypts, evaluates and decrypts through k's context: a gate after
+`keygen` bootstraps with exactly the key that was timed.
+
+driver.py calls `bind(...)` once with its shared helpers (read_run, run_steps: the timed regions),
+then `setup` and `run`.
 """
 import json
 import math
@@ -19,11 +26,11 @@ import numpy as np
 
 ofhe = None
 DriverError = None
-clock = None
-call_timed = None
-call_each_timed = None
 read_run = None
+read_sample = None
+run_steps = None
 measure_overhead = None
+step_attr = None
 log = None
 
 # preset name -> (BINFHE_PARAMSET name, BINFHE_METHOD name, log2 p_fail or None)
@@ -250,22 +257,26 @@ def parse_netlist(nl):
 
 
 def netlist_thunk(key, bits, parsed):
-    """The whole circuit as one closure (the timed region)."""
+    """The whole circuit as one closure (the timed region). The const wires (EvalConstant,
+    noiseless trivial ciphertexts) are made here, before the region."""
     if len(bits.cts) != parsed["n_inputs"]:
         raise DriverError("internal", "netlist wants %d input bits, got %d" % (parsed["n_inputs"], len(bits.cts)))
     cc = key.cc
     ge = _gate_enum()
     ops = []
+    start = dict(enumerate(bits.cts))
     for (name, out, args), fr in zip(parsed["prog"], parsed["frees"]):
+        if name == "const":
+            start[out] = cc.EvalConstant(bool(args[0]))
+            continue
         same = len(args) >= 2 and len(set(args)) < len(args)
         ops.append((name, ge.get(name), out, args, fr, same))
-    inputs = list(bits.cts)
     outs = parsed["outputs"]
-    bin_gate, not_gate, const = cc.EvalBinGate, cc.EvalNOT, cc.EvalConstant
+    bin_gate, not_gate = cc.EvalBinGate, cc.EvalNOT
     cmux = ofhe.CMUX
 
     def run():
-        w = dict(enumerate(inputs))
+        w = dict(start)
         for name, g, out, args, fr, same in ops:
             if g is not None:
                 a, b = w[args[0]], w[args[1]]
@@ -274,13 +285,11 @@ def netlist_thunk(key, bits, parsed):
                 w[out] = bin_gate(g, a, b)
             elif name == "not":
                 w[out] = not_gate(w[args[0]])
-            elif name == "mux":
+            else:  # mux
                 sel, a, b = (w[x] for x in args)
                 if same:
                     sel, a, b = (not_gate(not_gate(w[x])) for x in args)
                 w[out] = bin_gate(cmux, [b, a, sel])
-            else:  # const
-                w[out] = const(bool(args[0]))
             for x in fr:
                 del w[x]
         return [w[o] for o in outs]
@@ -291,10 +300,9 @@ def netlist_thunk(key, bits, parsed):
 # programs
 
 class BoolProgram:
-    def __init__(self, s, program, notes, iters):
+    def __init__(self, s, notes):
         self.s = s
         self.notes = notes
-        self.iters = iters
         self.literal_netlists = {}
 
     def note(self, t):
@@ -346,7 +354,8 @@ class BoolProgram:
                 kcc.BTKeyGen(sk)
                 return sk
             self.note("keygen: KeyGen + BTKeyGen on a fresh BinFHEContext of the preset (context made "
-                      "outside the timed region); the value holds the secret key and its bootstrapping key")
+                      "outside the timed region); the value holds the secret key and that context, whose "
+                      "bootstrapping key every op with {\"key\": ...} uses")
             return gen, (lambda sk: BoolKey(kcc, sk))
         key = self.key_for(env, st, scalars, args)
         cc = key.cc
@@ -405,7 +414,7 @@ class BoolProgram:
                     self.literal_netlists[sid] = parse_netlist(raw)
                 parsed = self.literal_netlists[sid]
             self.note("netlist: gates run in list order with EvalBinGate/EvalNOT (mux: CMUX, 3 bootstraps); "
-                      "const wires are OpenFHE EvalConstant (noiseless, made inside the timed region); "
+                      "const wires are OpenFHE EvalConstant (noiseless, made before the timed region); "
                       "wires are freed after their last reader")
             return netlist_thunk(key, a, parsed), (lambda cts: Bits(cts, key))
         raise DriverError("unsupported", "op %r" % op)
@@ -441,53 +450,15 @@ def value_size(v):
     return None
 
 
-def run(req, s, vec_decode, vec_encode):
-    program, steps, timed, outputs, iters, samples = read_run(req, OPS, "tfhe_bool")
+def run(req, s, vec_encode):
+    program, steps, regions, outputs, samples = read_run(req, OPS, "tfhe_bool")
     notes = []
-    prog = BoolProgram(s, program, notes, iters)
-    tset = set(timed)
-
-    def exec_step(st, env, scalars, ns):
-        thunk, wrap = prog.prepare(st, env, scalars)
-        name = st.get("out")
-        r = call_timed(thunk, name, tset, ns)
-        env[name] = wrap(r) if wrap else r
-
+    prog = BoolProgram(s, notes)
     results = []
     env = {}
     for sample in samples:
-        inputs = {k: vec_decode(v) for k, v in (sample.get("inputs") or {}).items()}
-        scalars = sample.get("scalars") or {}
-        ns = {}
-        if iters == 1:
-            env = dict(inputs)
-            for st in steps:
-                exec_step(st, env, scalars, ns)
-        else:
-            ti = [st.get("out") for st in steps].index(timed[0])
-            st = steps[ti]
-            copies = []
-            for _ in range(iters):
-                e = dict(inputs)
-                for st0 in steps[:ti]:
-                    exec_step(st0, e, scalars, {})
-                copies.append(e)
-            if st.get("op") == "keygen":
-                # one fresh context for all copies: each BTKeyGen replaces (and frees) the
-                # previous copy's key, so memory stays at one bootstrapping key
-                first = prog.prepare(st, copies[0], scalars)
-                prepared = [first] * iters
-                prog.note("keygen with iters > 1: the copies share one context; each BTKeyGen frees the "
-                          "previous copy's bootstrapping key inside the timed loop")
-            else:
-                prepared = [prog.prepare(st, e, scalars) for e in copies]
-            ns[timed[0]], res = call_each_timed(prepared)
-            env = copies[-1]
-            wrap = prepared[-1][1]
-            env[st.get("out")] = wrap(res[-1]) if wrap else res[-1]
-            del res, copies, prepared
-            for st2 in steps[ti + 1:]:
-                exec_step(st2, env, scalars, {})
+        env, scalars = read_sample(sample)
+        ns = run_steps(steps, regions, lambda st, env=env, scalars=scalars: prog.prepare(st, env, scalars), env)
         out = {}
         for o in outputs:
             if o not in env:
@@ -496,7 +467,7 @@ def run(req, s, vec_decode, vec_encode):
             if not isinstance(v, np.ndarray):
                 raise DriverError("internal", "output %r is not a decrypted vector" % o)
             out[o] = vec_encode(v.astype(np.uint64), "u64")
-        results.append({"ns": {k: int(v) for k, v in ns.items()}, "outputs": out})
+        results.append({"ns": ns, "outputs": out})
     result = {"samples": results, "overhead_ns": measure_overhead()}
     if program.get("sizes"):
         sz = {}

@@ -69,7 +69,7 @@ def setup(req, registry):
         cc = ofhe.GenCryptoContext(cp)
     except Exception as e:
         raise openfhe_error(e)
-    for feat in (ofhe.PKE, ofhe.KEYSWITCH, ofhe.LEVELEDSHE, ofhe.ADVANCEDSHE, ofhe.FHE):
+    for feat in (ofhe.PKE, ofhe.KEYSWITCH, ofhe.LEVELEDSHE, ofhe.ADVANCEDSHE, ofhe.FHE, ofhe.MULTIPARTY):
         cc.Enable(feat)
     slots = cc.GetRingDimension() // 2
     try:

@@ -1,12 +1,16 @@
 #!/usr/bin/env python3
 """fhemark driver for OpenFHE (BFV, BGV, CKKS) through the openfhe-python binding.
 
-Speaks fhemark protocol v1 (protocol/PROTOCOL.md): one JSON object per line on
+Speaks fhemark protocol v2 (protocol/PROTOCOL.md): one JSON object per line on
 stdin, one per line on stdout; logs go to stderr.  Runs under CPython 3.10 in
 the venv made by build.sh (PyPI's `openfhe` wheel is built for 3.10 only).
+Every primitive is split into an untimed preparation and the library call(s)
+that a timed region brackets (read_run, run_steps, time_region: shared with
+binfhe.py).
 """
 import base64
 import ctypes
+import gc
 import json
 import os
 import re
@@ -14,9 +18,10 @@ import statistics
 import sys
 import time
 import traceback
+from functools import partial
 
-DRIVER_VERSION = "0.1.0"
-PROTOCOL = 1
+DRIVER_VERSION = "0.2.0"
+PROTOCOL = 2
 
 # OpenMP reads OMP_NUM_THREADS when the runtime starts: set it before import.
 _THREADS_WANTED = 1
@@ -43,47 +48,148 @@ import ckksboot  # noqa: E402
 clock = time.perf_counter_ns
 
 
+# --------------------------------------------------------------------------
+# programs and timed regions (shared by the RLWE schemes and binfhe.py)
+
 def read_run(req, known_ops, scheme_name):
-    """A run request's program, checked before any work: timed names are step outputs,
-    iters > 1 times one step, and every op is one this scheme offers (else `unsupported`)."""
-    program = req.get("program") or {}
+    """A run request's program, checked before anything runs: well-formed steps, every op one
+    this scheme offers (else `unsupported`), valid timed regions. An `iters` field (protocol 1)
+    is ignored: repetition is k copies of a step inside the program, never a driver loop."""
+    program = req.get("program")
+    if not isinstance(program, dict):
+        raise DriverError("internal", "run needs a program object")
     steps = program.get("steps") or []
-    timed = list(program.get("timed") or [])
-    names = [st.get("out") for st in steps]
-    for t in timed:
-        if t not in names:
-            raise DriverError("internal", "timed name %r is no step's out" % t)
-    iters = int(req.get("iters", 1) or 1)
-    if iters > 1 and len(timed) != 1:
-        raise DriverError("internal", "iters > 1 needs exactly one timed step")
+    if not isinstance(steps, list):
+        raise DriverError("internal", "program.steps must be a list")
+    for i, st in enumerate(steps):
+        if not isinstance(st, dict) or not isinstance(st.get("out"), str) or not isinstance(st.get("op"), str):
+            raise DriverError("internal", "step %d needs a string out and op" % i)
+        args = st.get("args") or []
+        if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
+            raise DriverError("internal", "step %r: args must be a list of names" % st["out"])
+        if not isinstance(st.get("attrs") or {}, dict):
+            raise DriverError("internal", "step %r: attrs must be an object" % st["out"])
     for st in steps:
-        if st.get("op") not in known_ops:
-            raise DriverError("unsupported", "OpenFHE %s has no op %r" % (scheme_name, st.get("op")))
-    return program, steps, timed, list(program.get("outputs") or []), iters, req.get("samples") or [{}]
+        if st["op"] not in known_ops:
+            raise DriverError("unsupported", "OpenFHE %s has no op %r" % (scheme_name, st["op"]))
+    regions = read_regions(steps, program.get("timed"))
+    outputs = program.get("outputs") or []
+    if not isinstance(outputs, list) or not all(isinstance(o, str) for o in outputs):
+        raise DriverError("internal", "program.outputs must be a list of names")
+    samples = req.get("samples") or [{}]
+    if not isinstance(samples, list) or not all(isinstance(x, dict) for x in samples):
+        raise DriverError("internal", "samples must be a list of objects")
+    return program, steps, regions, list(outputs), samples
 
 
-def call_timed(thunk, name, timed, ns):
-    """Run a prepared call; when its output is a timed value, the clock brackets the call alone."""
-    if name not in timed:
-        return thunk()
-    t0 = clock()
-    r = thunk()
-    t1 = clock()
-    ns[name] = ns.get(name, 0) + (t1 - t0)
-    return r
+def step_reads(st):
+    """Names a step reads: its args and its key/from/to attrs (a `$scalar` is only known per sample)."""
+    attrs = st.get("attrs") or {}
+    names = list(st.get("args") or [])
+    for k in ("key", "from", "to"):
+        v = attrs.get(k)
+        if isinstance(v, str) and not v.startswith("$"):
+            names.append(v)
+    return names
 
 
-def call_each_timed(prepared):
-    """iters > 1: run the prepared calls (thunk first in each tuple) back to back under one clock,
-    each on its own copy of the inputs. The results are kept, so freeing them is not timed."""
-    thunks = [p[0] for p in prepared]
-    n = len(thunks)
-    res = [None] * n
-    t0 = clock()
-    for i in range(n):
-        res[i] = thunks[i]()
-    t1 = clock()
+def read_regions(steps, timed):
+    """program.timed -> {index of a region's first step: (region name, index after its last step)}.
+
+    PROTOCOL.md: every name in a region's steps is some step's out; the steps of a region are
+    consecutive in program order; a step belongs to at most one region; region names are
+    unique; no step of a region reads a value made by another step of the same region."""
+    if timed is None:
+        return {}
+    if not isinstance(timed, list):
+        raise DriverError("internal", "program.timed must be a list of regions {name, steps}")
+    where = {}
+    for i, st in enumerate(steps):
+        where.setdefault(st["out"], []).append(i)
+    regions, owner = {}, {}
+    names = set()
+    for reg in timed:
+        if not isinstance(reg, dict) or not isinstance(reg.get("name"), str) or \
+                not isinstance(reg.get("steps"), list) or not reg["steps"] or \
+                not all(isinstance(x, str) for x in reg["steps"]):
+            raise DriverError("internal", "a timed region is {\"name\": str, \"steps\": [step outs, ...]} "
+                                          "(protocol 2), got %s" % json.dumps(reg)[:200])
+        name = reg["name"]
+        if name in names:
+            raise DriverError("internal", "timed region name %r is used twice" % name)
+        names.add(name)
+        idx = []
+        for out in reg["steps"]:
+            if out not in where:
+                raise DriverError("internal", "timed region %r: %r is no step's out" % (name, out))
+            if len(where[out]) > 1:
+                raise DriverError("internal", "timed region %r: %r is the out of %d steps" % (name, out, len(where[out])))
+            i = where[out][0]
+            if i in owner:
+                raise DriverError("internal", "step %r is listed twice in timed regions (%r, %r)" % (out, owner[i], name))
+            owner[i] = name
+            idx.append(i)
+        lo, hi = min(idx), max(idx)
+        if hi - lo + 1 != len(idx):
+            raise DriverError("internal", "timed region %r: its steps are not consecutive in program order" % name)
+        made = set(reg["steps"])
+        for i in idx:
+            for r in step_reads(steps[i]):
+                if r in made:
+                    raise DriverError("internal", "timed region %r: step %r reads %r, made in the same region"
+                                      % (name, steps[i]["out"], r))
+        regions[lo] = (name, hi + 1)
+    return regions
+
+
+def time_region(calls):
+    """One timed region: the prepared library calls, one after the other, between two reads of
+    the monotonic clock (Python's garbage collector held off). The results are returned, so
+    freeing them is not timed."""
+    gc_on = gc.isenabled()
+    gc.disable()
+    try:
+        t0 = clock()
+        res = [c() for c in calls]
+        t1 = clock()
+    finally:
+        if gc_on:
+            gc.enable()
     return t1 - t0, res
+
+
+def read_sample(sample):
+    """A sample's decoded input vectors (the program's first values) and its scalars."""
+    inputs = sample.get("inputs") or {}
+    scalars = sample.get("scalars") or {}
+    if not isinstance(inputs, dict) or not isinstance(scalars, dict):
+        raise DriverError("internal", "sample inputs and scalars must be objects")
+    return {k: vec_decode(v) for k, v in inputs.items()}, scalars
+
+
+def run_steps(steps, regions, prepare, env):
+    """One sample: the steps in program order, each result kept in env under the step's out.
+    prepare(step) -> (call, wrap): the library call(s) to make, and wrap(result) -> the value
+    kept (None: the result itself). A step outside every region runs untimed; at a region every
+    step is prepared first, then its calls are timed together (time_region). -> {region: ns}."""
+    ns = {}
+    i, n = 0, len(steps)
+    while i < n:
+        name, end = regions.get(i, (None, i + 1))
+        prepared = [prepare(st) for st in steps[i:end]]
+        if name is None:
+            results = [prepared[0][0]()]
+        else:
+            ns[name], results = time_region([call for call, _ in prepared])
+        for st, (_, wrap), r in zip(steps[i:end], prepared, results):
+            env[st["out"]] = r if wrap is None else wrap(r)
+        i = end
+    return ns
+
+
+def measure_overhead():
+    """overhead_ns: median of 101 empty timed regions (same clock and code path)."""
+    return int(statistics.median(time_region([])[0] for _ in range(101)))
 
 
 def log(*a):
@@ -197,17 +303,57 @@ class Key:
 SCHEMES = ("bfv", "bgv", "ckks")
 
 COMMON_OPS = ["encode", "decode", "encrypt_pk", "encrypt_sk", "decrypt", "add", "sub",
-              "add_plain", "mul", "mul_relin", "mul_plain", "mul_scalar", "relinearize",
-              "keygen_secret", "keygen_relin", "keygen_galois", "key_switch", "keygen_switch",
-              "square_relin"]
+              "add_plain", "mul", "mul_relin", "mul_plain", "mul_scalar", "square", "square_relin",
+              "relinearize", "mod_switch", "keygen_secret", "keygen_public", "keygen_relin",
+              "keygen_galois", "key_switch", "keygen_switch"]
+# `<op>_into`: OpenFHE's in-place calls, on a copy of the first operand made before the region
+# (so the program's own value is left as it is). Not offered where the binding has no in-place
+# form, or where its in-place form cannot write back: EvalMultMutableInPlace and
+# EvalSquareInPlace rebind the C++ shared_ptr, which pybind11 does not hand back (BGV/CKKS: the
+# Python object keeps its old value; BFV: refused), and EvalMult(ct, pt), Compress and
+# EvalAutomorphism have no in-place binding.
+INTO = {
+    "bfv": ["add", "sub", "add_plain", "relinearize", "key_switch"],
+    "bgv": ["add", "sub", "add_plain", "relinearize", "key_switch", "mod_switch"],
+    "ckks": ["add", "sub", "add_plain", "relinearize", "key_switch", "mod_switch", "rescale", "mul_scalar"],
+}
 OPS = {
-    "bfv": COMMON_OPS + ["mod_switch", "rotate_rows", "rotate_columns"],
-    "bgv": COMMON_OPS + ["mod_switch", "rotate_rows", "rotate_columns"],
+    "bfv": COMMON_OPS + ["rotate_rows", "rotate_columns"],
+    "bgv": COMMON_OPS + ["rotate_rows", "rotate_columns"],
     "ckks": COMMON_OPS + ["rescale", "rotate", "conjugate", "bootstrap"],
 }
-# Not offered: "square" (OpenFHE's EvalSquare always relinearizes; offered as
-# the extra op "square_relin"), "keygen_public" (OpenFHE makes a public key only
-# together with a new secret key, in KeyGen).
+for _scheme in SCHEMES:
+    OPS[_scheme] = OPS[_scheme] + [op + "_into" for op in INTO[_scheme]]
+
+# What differs from PROTOCOL.md's canonical boundaries (capabilities.schemes.<s>.deviations),
+# checked against OpenFHE 1.6.1 and openfhe-python 1.6.1.0.
+_NUMPY_IN = "the binding copies the numpy array into a std::vector inside the call"
+_INT_ENCODE = ("MakePackedPlaintext also lifts the Z_t polynomial into every RNS limb of Q and NTTs it "
+               "(work the canonical boundary puts in encrypt); " + _NUMPY_IN)
+_COMMON_DEV = {
+    "decrypt": "OpenFHE's Decrypt also decodes (CryptoContext::Decrypt calls Plaintext::Decode: BFV/BGV "
+               "NTT over Z_t, CKKS FFT); the binding has no decrypt without decoding",
+    "decode": "no decoding work: Decrypt already decoded (an encoded plaintext keeps its input values); "
+              "times only copying the stored values into a new numpy array (GetPackedValueArray)",
+    "keygen_secret": "OpenFHE's KeyGen makes the public key together with the secret key "
+                     "(no call makes a secret key alone)",
+    "keygen_public": "MultipartyKeyGen([sk]), the only call that makes a public key for an existing secret "
+                     "key: also copies s into the new key pair",
+    "square": "EvalMultNoRelin(ct, ct), the general product: the binding's only squaring call "
+              "(EvalSquare) relinearizes",
+}
+_BFV_ENCRYPT = ("the plaintext arrives lifted to Q and NTT'd by MakePackedPlaintext (timed in encode); "
+                "Encrypt inverse-NTTs it back before scaling by Q/t")
+_BGV_ENCRYPT = ("no lift or NTT of the plaintext: MakePackedPlaintext did both (timed in encode); Encrypt "
+                "adds it to an encryption of zero")
+DEVIATIONS = {
+    "bfv": dict(_COMMON_DEV, encode=_INT_ENCODE, encrypt_pk=_BFV_ENCRYPT, encrypt_sk=_BFV_ENCRYPT),
+    "bgv": dict(_COMMON_DEV, encode=_INT_ENCODE, encrypt_pk=_BGV_ENCRYPT, encrypt_sk=_BGV_ENCRYPT),
+    "ckks": dict(_COMMON_DEV, encode=_NUMPY_IN,
+                 decode="no decoding work: Decrypt already decoded (an encoded plaintext keeps its input "
+                        "values); times only copying the stored values into a new numpy array "
+                        "(GetRealPackedValueArray)"),
+}
 
 
 # --------------------------------------------------------------------------
@@ -325,7 +471,8 @@ def make_context(cp):
         raise openfhe_error(e)
     if cc is None:
         raise DriverError("invalid_params", "OpenFHE: GenCryptoContext returned no context")
-    for feat in (ofhe.PKE, ofhe.KEYSWITCH, ofhe.LEVELEDSHE):
+    # MULTIPARTY: for MultipartyKeyGen([sk]), the only way to a public key of an existing secret key
+    for feat in (ofhe.PKE, ofhe.KEYSWITCH, ofhe.LEVELEDSHE, ofhe.MULTIPARTY):
         cc.Enable(feat)
     return cc
 
@@ -587,14 +734,20 @@ def _naf(k):
     return out
 
 
+RELIN_OPS = ("mul_relin", "square_relin", "relinearize")
+
+
 class Program:
-    def __init__(self, reg, setup, program, notes, iters=1):
+    """A run's steps as prepared calls: prepare(step, env, scalars, meta) -> (call, wrap, towers).
+    `call` is what the timed region brackets (arguments, keys, automorphism indices, scalars and
+    the outputs of `_into` forms are resolved before); wrap(result) is the value kept (None: the
+    result itself); towers is the result's RNS limb count (BFV levels; None: not a ciphertext)."""
+
+    def __init__(self, reg, setup, notes):
         self.reg = reg
         self.s = setup
         self.cc = setup.cc
-        self.steps = program.get("steps") or []
         self.notes = notes
-        self.iters = iters
         self.saved_mult = None
         self.saved_auto = None
 
@@ -617,6 +770,8 @@ class Program:
         k = self.val(env, name)
         if not isinstance(k, Key):
             raise DriverError("internal", "%r is not a key" % name)
+        if kind == "public" and k.kind == "secret" and k.pair is not None:
+            return Key("public", k.pair.publicKey, k.tag)  # KeyGen made both
         if k.kind != kind:
             raise DriverError("internal", "%r is a %s key, %s needed" % (name, k.kind, kind))
         return k
@@ -636,248 +791,231 @@ class Program:
             self.cc.InsertEvalMultKey(vec, tag)
         self.reg.relin_installed[k.tag] = k
 
-    def secret_obj(self, k):
-        return k.obj
-
-    # one step -> a thunk (the library call(s) that get timed) ------------
+    # one step -> the prepared call -----------------------------------------
     def prepare(self, step, env, scalars, meta):
-        op = step.get("op")
-        args = [self.val(env, a) for a in step.get("args") or []]
+        op = step["op"]
+        names = step.get("args") or []
+        args = [self.val(env, a) for a in names]
         cc = self.cc
         s = self.s
         scheme = s.scheme
         if op not in OPS[scheme]:
             raise DriverError("unsupported", "OpenFHE %s has no op %r" % (scheme.upper(), op))
-        towers = [meta.get(a, s.L + 1) for a in step.get("args") or []]
+        towers = [meta.get(a, s.L + 1) for a in names]
         out_towers = min(towers) if towers else s.L + 1
-        after = None
+        into = op.endswith("_into")
+        if into:
+            op = op[:-len("_into")]
 
-        def need(n):
+        def need(n, cts=0):
             if len(args) != n:
                 raise DriverError("internal", "%s takes %d args" % (op, n))
+            for i in range(cts):
+                if not isinstance(args[i], ofhe.Ciphertext):
+                    raise DriverError("internal", "%s: %r is not a ciphertext" % (op, names[i]))
+
+        def ct_call(new, inplace, a, *rest):
+            """`op`: new(a, *rest) returns a new ciphertext. `op_into`: inplace(out, *rest) writes
+            into out, a copy of a made here, before the region (the program's a stays as it is)."""
+            if not into:
+                return partial(new, a, *rest), None
+            out = a.Clone()
+            return partial(inplace, out, *rest), (lambda _: out)
 
         if op == "encode":
             need(1)
             level = self.attr(step, "level", scalars)
-            vec = args[0]
+            vec = np.asarray(args[0])
+            n = s.slots
+            if vec.ndim != 1 or len(vec) > n:
+                raise DriverError("internal", "encode takes a vector of at most %d values" % n)
             if scheme == "ckks":
-                n = s.slots
                 x = np.zeros(n, dtype=np.float64)
                 x[:len(vec)] = vec
                 lvl = 0 if level is None else s.L - int(level)
-                f = cc.MakeCKKSPackedPlaintext
-                return (lambda: f(x, 1, lvl, None, n)), None, s.L + 1 - lvl
-            n = s.slots
-            if len(vec) > n:
-                raise DriverError("internal", "input longer than %d slots" % n)
+                return partial(cc.MakeCKKSPackedPlaintext, x, 1, lvl, None, n), None, s.L + 1 - lvl
             x = np.zeros(n, dtype=np.int64)
-            x[:len(vec)] = np.mod(np.asarray(vec).astype(np.int64), s.t)
-            f = cc.MakePackedPlaintext
+            x[:len(vec)] = np.mod(vec.astype(np.int64), s.t)
             if level is not None and scheme == "bgv":
                 lvl = s.L - int(level)
-                return (lambda: f(x, 1, lvl)), None, s.L + 1 - lvl
-            return (lambda: f(x)), None, s.L + 1
+                return partial(cc.MakePackedPlaintext, x, 1, lvl), None, s.L + 1 - lvl
+            return partial(cc.MakePackedPlaintext, x), None, s.L + 1
         if op == "decode":
             need(1)
             pt = args[0]
-            n = s.slots
-            pt.SetLength(n)
-            if scheme == "ckks":
-                g = pt.GetRealPackedValueArray
-            else:
-                g = pt.GetPackedValueArray
-            return g, None, None
-        if op == "encrypt_pk":
+            if not isinstance(pt, ofhe.Plaintext):
+                raise DriverError("internal", "decode: %r is not a plaintext" % names[0])
+            pt.SetLength(s.slots)
+            return (pt.GetRealPackedValueArray if scheme == "ckks" else pt.GetPackedValueArray), None, None
+        if op in ("encrypt_pk", "encrypt_sk"):
             need(1)
-            k = self.key_attr(env, step, scalars, "public", s.pk)
-            pk, pt = k.obj, args[0]
-            return (lambda: cc.Encrypt(pk, pt)), None, out_towers
-        if op == "encrypt_sk":
-            need(1)
-            k = self.key_attr(env, step, scalars, "secret", s.sk)
-            sk, pt = k.obj, args[0]
-            return (lambda: cc.Encrypt(sk, pt)), None, out_towers
+            if not isinstance(args[0], ofhe.Plaintext):
+                raise DriverError("internal", "%s: %r is not a plaintext" % (op, names[0]))
+            k = (self.key_attr(env, step, scalars, "public", s.pk) if op == "encrypt_pk"
+                 else self.key_attr(env, step, scalars, "secret", s.sk))
+            return partial(cc.Encrypt, k.obj, args[0]), None, out_towers
         if op == "decrypt":
-            need(1)
+            need(1, 1)
             k = self.key_attr(env, step, scalars, "secret", s.sk)
-            sk, ct = k.obj, args[0]
-            return (lambda: cc.Decrypt(sk, ct)), None, out_towers
+            return partial(cc.Decrypt, k.obj, args[0]), None, out_towers
         if op in ("add", "sub", "mul"):
-            need(2)
-            a, b = args
-            f = {"add": cc.EvalAdd, "sub": cc.EvalSub, "mul": cc.EvalMultNoRelin}[op]
-            return (lambda: f(a, b)), None, out_towers
-        if op == "add_plain":
-            need(2)
-            a, b = args
-            return (lambda: cc.EvalAdd(a, b)), None, out_towers
-        if op == "mul_plain":
-            need(2)
-            a, b = args
-            return (lambda: cc.EvalMult(a, b)), None, out_towers
-        if op == "mul_relin":
-            need(2)
-            k = self.key_attr(env, step, scalars, "relin", s.rlk)
-            self.install_relin(k)
-            a, b = args
-            return (lambda: cc.EvalMult(a, b)), None, out_towers
-        if op == "square_relin":
-            need(1)
-            k = self.key_attr(env, step, scalars, "relin", s.rlk)
-            self.install_relin(k)
-            a = args[0]
-            return (lambda: cc.EvalSquare(a)), None, out_towers
-        if op == "relinearize":
-            need(1)
-            k = self.key_attr(env, step, scalars, "relin", s.rlk)
-            self.install_relin(k)
-            a = args[0]
-            return (lambda: cc.Relinearize(a)), None, out_towers
+            need(2, 2)
+            new = {"add": cc.EvalAdd, "sub": cc.EvalSub, "mul": cc.EvalMultNoRelin}[op]
+            inplace = {"add": cc.EvalAddInPlace, "sub": cc.EvalSubInPlace}.get(op)
+            return ct_call(new, inplace, args[0], args[1]) + (out_towers,)
+        if op in ("add_plain", "mul_plain"):
+            need(2, 1)
+            if not isinstance(args[1], ofhe.Plaintext):
+                raise DriverError("internal", "%s: %r is not a plaintext" % (op, names[1]))
+            if op == "add_plain":
+                return ct_call(cc.EvalAdd, cc.EvalAddInPlace, args[0], args[1]) + (out_towers,)
+            return ct_call(cc.EvalMult, None, args[0], args[1]) + (out_towers,)
+        if op == "square":
+            need(1, 1)
+            return ct_call(cc.EvalMultNoRelin, None, args[0], args[0]) + (out_towers,)
+        if op in RELIN_OPS:
+            need(2 if op == "mul_relin" else 1, 2 if op == "mul_relin" else 1)
+            self.install_relin(self.key_attr(env, step, scalars, "relin", s.rlk))
+            if op == "mul_relin":
+                return ct_call(cc.EvalMult, None, args[0], args[1]) + (out_towers,)
+            if op == "square_relin":
+                return ct_call(cc.EvalSquare, None, args[0]) + (out_towers,)
+            return ct_call(cc.Relinearize, cc.RelinearizeInPlace, args[0]) + (out_towers,)
         if op == "mul_scalar":
-            need(1)
+            need(1, 1)
             sc = self.attr(step, "scalar", scalars)
             if sc is None:
                 raise DriverError("internal", "mul_scalar needs attr scalar")
-            a = args[0]
             if scheme == "ckks":
-                sc = float(sc)
-                return (lambda: cc.EvalMult(a, sc)), None, out_towers
-            # The binding multiplies BFV/BGV ciphertexts by a plaintext only:
-            # the scalar is encoded (constant in every slot) outside the timing.
-            c = int(sc) % s.t
-            pt = cc.MakePackedPlaintext(np.full(s.slots, c, dtype=np.int64))
-            self.note("mul_scalar: scalar encoded as a constant packed plaintext outside the timed "
-                      "region; timed op is EvalMult(ct, pt)")
-            return (lambda: cc.EvalMult(a, pt)), None, out_towers
+                return ct_call(cc.EvalMult, cc.EvalMultInPlace, args[0], float(sc)) + (out_towers,)
+            # OpenFHE's integer scalar multiply (every RNS polynomial times k); EvalMult(ct, k)
+            # is CKKS only.
+            self.note("mul_scalar (%s): EvalMultNoCheck(ct, k), OpenFHE's integer scalar multiply "
+                      "(a copy of ct times k; no type or level checks)" % scheme.upper())
+            return ct_call(cc.EvalMultNoCheck, None, args[0], int(sc) % s.t) + (out_towers,)
         if op == "rescale":
-            need(1)
-            a = args[0]
-            return (lambda: cc.Rescale(a)), None, out_towers - 1
+            need(1, 1)
+            return ct_call(cc.Rescale, cc.RescaleInPlace, args[0]) + (out_towers - 1,)
         if op == "mod_switch":
-            need(1)
-            a = args[0]
-            if scheme == "bgv":
-                return (lambda: cc.ModReduce(a)), None, out_towers - 1
+            need(1, 1)
             left = out_towers - 1
-            if left < 1:
+            last = left < 1 if scheme == "bfv" else args[0].GetLevel() >= s.L
+            if last:
                 raise DriverError("internal", "mod_switch: no level left to drop")
+            if scheme == "bgv":
+                return ct_call(cc.ModReduce, cc.ModReduceInPlace, args[0]) + (left,)
+            if scheme == "ckks":  # drop a prime, scale unchanged
+                self.note("mod_switch (CKKS): LevelReduce(ct, None, 1), drops the last prime, scale unchanged")
+                return ct_call(cc.LevelReduce, cc.LevelReduceInPlace, args[0], None, 1) + (left,)
             self.note("mod_switch (BFV): Compress(ct, towers-1), OpenFHE's BFV modulus switch")
-            return (lambda: cc.Compress(a, left)), None, left
+            return partial(cc.Compress, args[0], left), None, left
         if op in ("rotate_rows", "rotate"):
-            need(1)
-            k = self.key_attr(env, step, scalars, "galois", s.gk)
-            st = self.attr(step, "steps", scalars)
-            if st is None:
-                raise DriverError("internal", "%s needs attr steps" % op)
-            half = s.N // 2
-            st = int(st) % half
-            a = args[0]
-            if st == 0:
-                return (lambda: a), None, out_towers
-            idx = s.auto_index(st)
-            km = k.obj
-            if idx in k.indices:
-                return (lambda: cc.EvalAutomorphism(a, idx, km)), None, out_towers
-            # compose from +/-2^i keys
-            parts = _naf(st)
-            alt = _naf(half - st)
-            if len(alt) < len(parts):
-                parts = [-p for p in alt]
-            idxs = [s.auto_index(p % half) for p in parts]
-            missing = [p for p, i in zip(parts, idxs) if i not in k.indices]
-            if missing:
-                raise DriverError("internal", "no Galois key for step %d (nor for its parts %s)"
-                                  % (st, missing))
-            self.note("%s by %d composed of %d rotations %s" % (op, st, len(parts), parts))
-
-            def composed():
-                c = a
-                for i in idxs:
-                    c = cc.EvalAutomorphism(c, i, km)
-                return c
-            return composed, None, out_towers
+            need(1, 1)
+            return self.rotation(env, step, scalars, op, args[0]) + (out_towers,)
         if op in ("rotate_columns", "conjugate"):
-            need(1)
+            need(1, 1)
             k = self.key_attr(env, step, scalars, "galois", s.gk)
             idx = s.M - 1
             if idx not in k.indices:
-                raise DriverError("internal", "no Galois key for automorphism 2N-1")
-            a, km = args[0], k.obj
-            return (lambda: cc.EvalAutomorphism(a, idx, km)), None, out_towers
+                raise DriverError("internal", "no Galois key for automorphism 2N-1 in that key set")
+            return partial(cc.EvalAutomorphism, args[0], idx, k.obj), None, out_towers
         if op == "bootstrap":
-            need(1)
+            need(1, 1)
             if not getattr(s, "boot", False):
                 raise DriverError("unsupported", "bootstrap needs a setup with params {\"preset\": \"%s\"}"
                                   % ckksboot.PRESET)
-            a = args[0]
-            f = cc.EvalBootstrap
             self.note("bootstrap: OpenFHE EvalBootstrap (one iteration), output at the levels reported")
-            return (lambda: f(a)), None, None
-        if op == "keygen_secret":
-            def gen():
-                return cc.KeyGen()
+            return partial(cc.EvalBootstrap, args[0]), None, None
+        if op == "key_switch":
+            need(1, 1)
+            k = self.key_attr(env, step, scalars, "switch", None)
+            if k is None:
+                raise DriverError("internal", "key_switch needs attr key (a keygen_switch result)")
+            return ct_call(cc.KeySwitch, cc.KeySwitchInPlace, args[0], k.obj) + (out_towers,)
+        return self.prepare_keygen(op, step, env, scalars)
 
+    def rotation(self, env, step, scalars, op, a):
+        """One EvalAutomorphism with the key of that step when the key set has one (negative
+        steps included: -k and half-k are the same automorphism); otherwise composed of keyed
+        +/-2^i steps, said in notes."""
+        s, cc = self.s, self.cc
+        k = self.key_attr(env, step, scalars, "galois", s.gk)
+        st = self.attr(step, "steps", scalars)
+        if st is None:
+            raise DriverError("internal", "%s needs attr steps" % op)
+        half = s.N // 2
+        st = int(st) % half
+        if st == 0:
+            self.note("%s by a multiple of %d: the identity, no library call" % (op, half))
+            return (lambda: a), None
+        idx = s.auto_index(st)
+        if idx in k.indices:
+            return partial(cc.EvalAutomorphism, a, idx, k.obj), None
+        parts = _naf(st)
+        alt = _naf(half - st)
+        if len(alt) < len(parts):
+            parts = [-p for p in alt]
+        idxs = [s.auto_index(p % half) for p in parts]
+        missing = [p for p, i in zip(parts, idxs) if i not in k.indices]
+        if missing:
+            raise DriverError("internal", "no Galois key for step %d (nor for its parts %s)" % (st, missing))
+        self.note("%s by %d composed of %d keyed rotations %s" % (op, st, len(parts), parts))
+        km, f = k.obj, cc.EvalAutomorphism
+
+        def composed():
+            c = a
+            for i in idxs:
+                c = f(c, i, km)
+            return c
+        return composed, None
+
+    def prepare_keygen(self, op, step, env, scalars):
+        s, cc = self.s, self.cc
+        if op == "keygen_secret":
             def wrap(kp):
                 tag = kp.secretKey.GetKeyTag()
                 self.reg.secret_keys[tag] = kp.secretKey
                 return Key("secret", kp.secretKey, tag, pair=kp)
-            self.note("keygen_secret: OpenFHE KeyGen makes the secret and its public key together")
-            return gen, wrap, None
+            return cc.KeyGen, wrap, None
+        k = self.key_attr(env, step, scalars, "secret", s.sk)
+        if op == "keygen_public":
+            def wrap_pk(kp):
+                pk = kp.publicKey
+                pk.SetKeyTag(k.tag)  # ciphertexts under it use k's evaluation keys
+                return Key("public", pk, k.tag)
+            return partial(cc.MultipartyKeyGen, [k.obj]), wrap_pk, None
         if op == "keygen_relin":
-            k = self.key_attr(env, step, scalars, "secret", s.sk)
-            sk = k.obj
-            # OpenFHE keeps evaluation keys per secret key in a static cache and
-            # skips generating keys it already has: empty the cache (saved, and
-            # put back after the step) so that the time is real.
+            # OpenFHE keeps evaluation keys per secret key in a static cache and skips
+            # generating keys it already has: empty the cache (saved, and put back after the
+            # step) so that the time is real.
             self.save_caches("mult")
-            if self.iters > 1:
-                self.note("keygen_relin with iters > 1: the key cache is cleared inside the timed "
-                          "loop before each generation (ClearEvalMultKeys, about a microsecond)")
 
-                def gen():
-                    ofhe.ClearEvalMultKeys()
-                    cc.EvalMultKeyGen(sk)
-            else:
-                def gen():
-                    cc.EvalMultKeyGen(sk)
-
-            def wrap(_):
+            def wrap_rk(_):
                 new = Key("relin", list(cc.GetEvalMultKeyVector(k.tag)), k.tag)
                 self.restore_caches()
                 return new
-            return gen, wrap, None
+            return partial(cc.EvalMultKeyGen, k.obj), wrap_rk, None
         if op == "keygen_galois":
-            k = self.key_attr(env, step, scalars, "secret", s.sk)
-            sk = k.obj
             st = self.attr(step, "steps", scalars)
             half = s.N // 2
             if st == "pow2" or st is None:
-                steps = _pow2_steps(half)
-                indices = set(s.auto_index(x % half) for x in steps)
+                indices = set(s.auto_index(x % half) for x in _pow2_steps(half))
                 indices.add(s.M - 1)
             else:
                 if isinstance(st, int):
                     st = [st]
                 indices = set(s.auto_index(int(x) % half) for x in st if int(x) % half)
+            if not indices:
+                raise DriverError("internal", "keygen_galois: no step needs a key")
             idx_list = sorted(indices)
             self.save_caches("auto")
-            if self.iters > 1:
-                self.note("keygen_galois with iters > 1: the key cache is cleared inside the timed "
-                          "loop before each generation (ClearEvalAutomorphismKeys)")
 
-                def gen():
-                    cc.ClearEvalAutomorphismKeys()
-                    return cc.EvalAutomorphismKeyGen(sk, idx_list)
-            else:
-                def gen():
-                    return cc.EvalAutomorphismKeyGen(sk, idx_list)
-
-            def wrap(m):
+            def wrap_gk(m):
                 self.restore_caches()
                 return Key("galois", m, k.tag, indices=indices)
             self.note("keygen_galois: %d keys (automorphism indices %s)"
                       % (len(idx_list), "pow2 +/-2^i and 2N-1" if st in ("pow2", None) else idx_list))
-            return gen, wrap, None
+            return partial(cc.EvalAutomorphismKeyGen, k.obj, idx_list), wrap_gk, None
         if op == "keygen_switch":
             fr = self.attr(step, "from", scalars)
             to = self.attr(step, "to", scalars)
@@ -886,18 +1024,7 @@ class Program:
             if kt is None or not isinstance(kt, Key) or kt.kind != "secret" or \
                     not isinstance(kf, Key) or kf.kind != "secret":
                 raise DriverError("internal", "keygen_switch needs attrs from/to naming secret keys")
-            a, b = kf.obj, kt.obj
-
-            def gen():
-                return cc.KeySwitchGen(a, b)
-            return gen, (lambda ek: Key("switch", ek, kt.tag)), None
-        if op == "key_switch":
-            need(1)
-            k = self.key_attr(env, step, scalars, "switch", None)
-            if k is None:
-                raise DriverError("internal", "key_switch needs attr key (a keygen_switch result)")
-            a, ek = args[0], k.obj
-            return (lambda: cc.KeySwitch(a, ek)), None, out_towers
+            return partial(cc.KeySwitchGen, kf.obj, kt.obj), (lambda ek: Key("switch", ek, kt.tag)), None
         raise DriverError("unsupported", "op %r" % op)
 
     def save_caches(self, which):
@@ -930,20 +1057,18 @@ class Program:
             self.notes.append(text)
 
 
-def _noop():
-    return None
-
-
-def measure_overhead():
-    ts = []
-    f = _noop
-    for _ in range(101):
-        t0 = clock()
-        r = f()
-        t1 = clock()
-        ts.append(t1 - t0)
-    del r
-    return int(statistics.median(ts))
+def check_key_regions(steps, regions):
+    """What OpenFHE's static key caches forbid inside one region (checked before anything runs)."""
+    for lo, (name, hi) in regions.items():
+        ops = [steps[i]["op"] for i in range(lo, hi)]
+        if hi - lo > 1 and ("keygen_relin" in ops or "keygen_galois" in ops):
+            raise DriverError("internal", "timed region %r: keygen_relin/keygen_galois must be alone in its region "
+                                          "(the driver empties OpenFHE's key cache around it)" % name)
+        keys = {json.dumps((steps[i].get("attrs") or {}).get("key")) for i in range(lo, hi)
+                if ops[i - lo].replace("_into", "") in RELIN_OPS}
+        if len(keys) > 1:
+            raise DriverError("internal", "timed region %r uses several relinearization keys: OpenFHE uses the "
+                                          "one installed for the secret key" % name)
 
 
 def do_run(req, reg):
@@ -952,60 +1077,32 @@ def do_run(req, reg):
         raise DriverError("internal", "unknown setup_id %r" % sid)
     s = reg.setups[sid]
     if getattr(s, "scheme", None) == "tfhe_bool":
-        return binfhe.run(req, s, vec_decode, vec_encode)
-    program, steps, timed, outputs, iters, samples = read_run(req, OPS[s.scheme], s.scheme.upper())
+        return binfhe.run(req, s, vec_encode)
+    program, steps, regions, outputs, samples = read_run(req, OPS[s.scheme], s.scheme.upper())
+    check_key_regions(steps, regions)
     notes = []
-    prog = Program(reg, s, program, notes, iters)
-    timed_set = set(timed)
-
-    def exec_step(st, env, meta, scalars, ns):
-        thunk, wrap, towers = prog.prepare(st, env, scalars, meta)
-        name = st.get("out")
-        r = call_timed(thunk, name, timed_set, ns)
-        if wrap is not None:
-            r = wrap(r)
-        env[name] = r
-        if towers is not None:
-            meta[name] = towers
-
+    prog = Program(reg, s, notes)
     results = []
-    env = meta = None
+    env, meta = {}, {}
     try:
         for sample in samples:
-            inputs = {k: vec_decode(v) for k, v in (sample.get("inputs") or {}).items()}
-            scalars = sample.get("scalars") or {}
-            ns = {}
-            if iters == 1:
-                env, meta = dict(inputs), {}
-                for st in steps:
-                    exec_step(st, env, meta, scalars, ns)
-            else:
-                ti = [st.get("out") for st in steps].index(timed[0])
-                copies = []
-                for _ in range(iters):
-                    e, m = dict(inputs), {}
-                    for st in steps[:ti]:
-                        exec_step(st, e, m, scalars, {})
-                    copies.append((e, m))
-                st = steps[ti]
-                prepared = [prog.prepare(st, e, scalars, m) for e, m in copies]
-                ns[timed[0]], res = call_each_timed(prepared)
-                env, meta = copies[-1]
-                thunk, wrap, towers = prepared[-1]
-                r = res[-1]
-                if wrap is not None:
-                    r = wrap(r)
-                env[st.get("out")] = r
-                if towers is not None:
-                    meta[st.get("out")] = towers
-                del res, copies, prepared
-                for st2 in steps[ti + 1:]:
-                    exec_step(st2, env, meta, scalars, {})
+            env, scalars = read_sample(sample)
+            meta = {}
+
+            def prepare(st, env=env, meta=meta, scalars=scalars):
+                call, wrap, towers = prog.prepare(st, env, scalars, meta)
+                if towers is not None:  # read only by later steps (a region's steps are independent)
+                    meta[st["out"]] = towers
+                return call, wrap
+
+            ns = run_steps(steps, regions, prepare, env)
             out = {}
             for oname in outputs:
                 if oname not in env:
                     raise DriverError("internal", "output %r was not produced" % oname)
                 v = np.asarray(env[oname])
+                if v.dtype == object or v.ndim != 1:
+                    raise DriverError("internal", "output %r is not a decoded vector" % oname)
                 if s.scheme == "ckks":
                     v = np.real(v).astype(np.float64)
                 else:
@@ -1013,7 +1110,7 @@ def do_run(req, reg):
                 if len(v) < s.slots:
                     v = np.concatenate([v, np.zeros(s.slots - len(v), dtype=v.dtype)])
                 out[oname] = vec_encode(v[:s.slots])
-            results.append({"ns": {k: int(v) for k, v in ns.items()}, "outputs": out})
+            results.append({"ns": ns, "outputs": out})
     finally:
         # a failed keygen step must not leave the key caches emptied
         prog.restore_caches()
@@ -1063,8 +1160,6 @@ def do_run(req, reg):
             elif ofhe is not None and isinstance(v, (ofhe.Ciphertext, ofhe.Plaintext)):
                 lv[name] = s.L - int(v.GetLevel())
         result["levels"] = lv
-    if s.scheme in ("bfv", "bgv") and any(st.get("op") == "decrypt" for st in steps):
-        notes.append("decrypt: OpenFHE's Decrypt also decodes; decode only reads the decoded values")
     if notes:
         result["notes"] = notes
     return result
@@ -1109,15 +1204,9 @@ def library_version():
 
 
 def binding_call_ns():
-    """Median cost of one trivial call through the pybind11 binding, in a timed region."""
+    """Median region around one trivial call through the pybind11 binding: the per-op floor."""
     f = ofhe.CCParamsBFVRNS().GetRingDim  # a method call on a bound object
-    ts = []
-    for _ in range(1001):
-        t0 = clock()
-        f()
-        t1 = clock()
-        ts.append(t1 - t0)
-    return int(statistics.median(ts))
+    return int(statistics.median(time_region([f])[0] for _ in range(1001)))
 
 
 def do_capabilities():
@@ -1138,8 +1227,10 @@ def do_capabilities():
         "binding_call_ns": binding_call_ns(),
         "binfhe": "BinFHEContext.GenerateBinFHEContext(paramset, method); gates EvalBinGate/EvalNOT; "
                   "sizes via SerializeToFile(BINARY)",
-        "timing": "time.perf_counter_ns around one Python call into the binding; overhead_ns is an "
-                  "empty region, binding_call_ns a trivial binding call (the per-op floor)",
+        "timing": "time.perf_counter_ns around a region's prepared binding calls (functools.partial, one "
+                  "after the other, gc off); overhead_ns is an empty region, binding_call_ns a region with "
+                  "one trivial binding call (the per-op floor)",
+        "into": "<op>_into: OpenFHE's in-place call on a copy of the first operand made before the region",
     }
     limits = {"log_n_min": 1, "log_n_max": 17, "max_prime_bits": 60}
     ckks_limits = {"log_n_min": 1, "log_n_max": 17, "max_prime_bits": 60,
@@ -1153,9 +1244,9 @@ def do_capabilities():
         "build": build,
         "threads": threads,
         "schemes": {
-            "bfv": {"ops": OPS["bfv"], "limits": limits},
-            "bgv": {"ops": OPS["bgv"], "limits": limits},
-            "ckks": {"ops": OPS["ckks"], "limits": ckks_limits},
+            "bfv": {"ops": OPS["bfv"], "limits": limits, "deviations": DEVIATIONS["bfv"]},
+            "bgv": {"ops": OPS["bgv"], "limits": limits, "deviations": DEVIATIONS["bgv"]},
+            "ckks": {"ops": OPS["ckks"], "limits": ckks_limits, "deviations": DEVIATIONS["ckks"]},
             "tfhe_bool": {"ops": binfhe.OPS, "limits": binfhe.limits()},
         },
         "extensions": ["bits"],
@@ -1197,9 +1288,8 @@ def handle(req, reg):
 def main():
     out = sys.stdout
     reg = Registry()
-    binfhe.bind(ofhe=ofhe, DriverError=DriverError, clock=clock, measure_overhead=measure_overhead, log=log,
-                step_attr=step_attr, call_timed=call_timed, call_each_timed=call_each_timed,
-                read_run=read_run)
+    binfhe.bind(ofhe=ofhe, DriverError=DriverError, measure_overhead=measure_overhead, log=log,
+                step_attr=step_attr, read_run=read_run, read_sample=read_sample, run_steps=run_steps)
     ckksboot.bind(ofhe=ofhe, DriverError=DriverError, Setup=Setup, Key=Key, openfhe_error=openfhe_error,
                   q_primes=_q_primes, p_primes=_p_primes, serialized_size=binfhe.serialized_size)
     if ofhe is not None:
@@ -1216,8 +1306,9 @@ def main():
             if not isinstance(req, dict):
                 raise DriverError("internal", "request is not a JSON object")
             rid = req.get("id")
-            if req.get("v", 1) != PROTOCOL:
-                raise DriverError("unsupported", "protocol version %r (driver speaks 1)" % req.get("v"))
+            if req.get("v") != PROTOCOL:
+                raise DriverError("internal", "protocol version %r not supported (this driver speaks %d)"
+                                  % (req.get("v"), PROTOCOL))
             if ofhe is None and req.get("type") != "shutdown":
                 raise DriverError("internal", _IMPORT_ERROR)
             result = handle(req, reg)

@@ -4,11 +4,13 @@
     ~/.cache/fhemark/venv-openfhe/bin/python drivers/openfhe/smoke_bits.py [PRESET ...]
 
 Default presets: STD128_GINX and STD128_LMKCDEY. Per preset: setup (one key generation),
-every gate on random bits, mux, the 2-bit adder netlist of PROTOCOL-bits.md (plus a
-netlist with const wires, a repeated wire and a mux), a timed `keygen` whose key is used
-afterwards, and bad requests. Everything is checked against plaintext; AND-gate and
-BTKeyGen times are printed. Exit 0 when all checks pass, 77 when the driver is not built.
-About 1-2 minutes per preset on two cores (two BTKeyGen per preset).
+every gate on random bits, mux, k copies of a gate in one timed region, the 2-bit adder
+netlist of PROTOCOL-bits.md (plus a netlist with const wires, a repeated wire and a mux), a
+timed `keygen` whose key is used afterwards (and a gate run with another key on its
+ciphertexts comes out wrong: the gate with {"key": "k"} bootstraps with the timed key), and bad
+requests. Everything is checked against plaintext; AND-gate and BTKeyGen times are printed.
+Exit 0 when all checks pass, 77 when the driver is not built. About a minute per preset on
+two cores (two BTKeyGen per preset).
 """
 import base64
 import os
@@ -18,7 +20,7 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path[:0] = [HERE, os.path.join(HERE, "..", "..", "src")]  # the orchestrator's circuits need numpy only
-from smoke_test import PY, Driver, check, FAILS, PASSES  # noqa: E402
+from smoke_test import PY, Driver, check, regions, FAILS, PASSES  # noqa: E402
 from fhemark.circuits import Netlist  # noqa: E402
 
 L = 8
@@ -58,11 +60,11 @@ def step(out, op, *args, **attrs):
     return d
 
 
-def run(d, sid, steps, timed, outputs, inputs, sizes=None, iters=1, scalars=None):
-    prog = {"steps": steps, "timed": timed, "outputs": outputs}
+def run(d, sid, steps, timed, outputs, inputs, sizes=None, scalars=None):
+    prog = {"steps": steps, "timed": regions(timed), "outputs": outputs}
     if sizes:
         prog["sizes"] = sizes
-    return d.req(type="run", setup_id=sid, program=prog, iters=iters,
+    return d.req(type="run", setup_id=sid, program=prog,
                  samples=[{"inputs": {k: u64(v) for k, v in inputs.items()}, "scalars": scalars or {}}])
 
 
@@ -105,11 +107,22 @@ def one_preset(d, preset, rng):
             ["cz"], ["z"], {"x": x})
     check(preset + " xor(x, x)", r["ok"] and not un(r["result"]["samples"][0]["outputs"]["z"]).any(),
           r.get("error", ""))
-    # iters > 1
-    r = run(d, sid, enc + [step("cz", "nand", "cx", "cy"), step("z", "decrypt", "cz")], ["cz"], ["z"],
-            {"x": x[:1], "y": y[:1]}, iters=3)
-    check(preset + " nand iters=3", r["ok"] and np.array_equal(un(r["result"]["samples"][0]["outputs"]["z"]),
-                                                               PLAIN["nand"](x[:1], y[:1])), r.get("error", ""))
+    # k = 3 copies of a one-bit gate in one timed region, every copy checked
+    k = 3
+    cs = sum([[step("cx.%d" % i, "encrypt_sk", "x.%d" % i), step("cy.%d" % i, "encrypt_sk", "y.%d" % i)]
+              for i in range(k)], [])
+    cs += [step("cz.%d" % i, "nand", "cx.%d" % i, "cy.%d" % i) for i in range(k)]
+    cs += [step("z.%d" % i, "decrypt", "cz.%d" % i) for i in range(k)]
+    ins = {("x.%d" if j < k else "y.%d") % (j % k): rng.integers(0, 2, 1) for j in range(2 * k)}
+    r = run(d, sid, cs, [{"name": "cz", "steps": ["cz.%d" % i for i in range(k)]}], ["z.%d" % i for i in range(k)],
+            ins, sizes=["cz.2"])
+    ok = r["ok"] and all(np.array_equal(un(r["result"]["samples"][0]["outputs"]["z.%d" % i]),
+                                        PLAIN["nand"](ins["x.%d" % i], ins["y.%d" % i])) for i in range(k))
+    check(preset + " nand x3 copies in one region", ok and list(r["result"]["samples"][0]["ns"]) == ["cz"]
+          and "cz.2" in r["result"]["sizes_bytes"], r["result"]["samples"][0]["ns"] if r["ok"] else r.get("error"))
+    r = run(d, sid, cs, [{"name": "cz", "steps": ["cz.0", "cz.1", "cz.2", "z.0"]}], [], ins)
+    check(preset + " dependent step in a region -> internal", not r["ok"] and r["error"]["kind"] == "internal",
+          r.get("error", "accepted"))
 
     # the 2-bit adder of PROTOCOL-bits.md on every input, literal netlist
     for v in range(16):
@@ -136,13 +149,18 @@ def one_preset(d, preset, rng):
     r = run(d, sid, [step("cx", "encrypt_sk", "x")], ["cx"], [], {"x": [0, 2]})
     check(preset + " bit out of range -> internal", not r["ok"] and r["error"]["kind"] == "internal")
 
-    # timed keygen; the new key is used afterwards (a gate bootstraps with its key)
+    # timed keygen; the new key is used afterwards (a gate bootstraps with its key); the same gate
+    # bootstrapped with the setup's key on those ciphertexts gives wrong bits (16 xor bits)
+    x16, y16 = rng.integers(0, 2, 16), rng.integers(0, 2, 16)
     r = run(d, sid, [step("k", "keygen"), step("cx", "encrypt_sk", "x", key="k"),
-                     step("cy", "encrypt_sk", "y", key="k"), step("cz", "and", "cx", "cy", key="k"),
-                     step("z", "decrypt", "cz", key="k")], ["k"], ["z"], {"x": x, "y": y}, sizes=["k"])
-    ok = r["ok"] and np.array_equal(un(r["result"]["samples"][0]["outputs"]["z"]), x & y)
+                     step("cy", "encrypt_sk", "y", key="k"), step("cz", "xor", "cx", "cy", key="k"),
+                     step("z", "decrypt", "cz", key="k"), step("cw", "xor", "cx", "cy", key="sk"),
+                     step("w", "decrypt", "cw", key="k")], ["k"], ["z", "w"], {"x": x16, "y": y16}, sizes=["k"])
+    ok = r["ok"] and np.array_equal(un(r["result"]["samples"][0]["outputs"]["z"]), x16 ^ y16)
     check(preset + " keygen (BTKeyGen)", ok, "%.2f s" % (r["result"]["samples"][0]["ns"]["k"] / 1e9)
           if r["ok"] else r.get("error", ""))
+    check(preset + " gate after keygen used the timed key (setup key gives garbage)",
+          r["ok"] and not np.array_equal(un(r["result"]["samples"][0]["outputs"]["w"]), x16 ^ y16))
     # the setup's keys still work after a keygen
     r = run(d, sid, enc + [step("cz", "or", "cx", "cy"), step("z", "decrypt", "cz")], ["cz"], ["z"],
             {"x": x, "y": y})
