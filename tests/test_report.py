@@ -89,3 +89,17 @@ def test_captions_name_sets_whose_security_differs_between_the_tables():
     assert "security of n8192: 128 (hestd2018), 125 (guidelines2024) bits" in table.caption
     (same,) = op_tables([rec(security={"hestd2018": {"bits": 128}, "guidelines2024": {"bits": 128}})])
     assert "security of" not in same.caption
+
+
+def test_terminal_footnotes_print_the_deviation_text_verbatim():
+    import io
+
+    from rich.console import Console
+
+    from fhemark.report.text import print_results
+    buf = io.StringIO()
+    text = "MultipartyKeyGen([sk]) also copies s"
+    print_results([rec(op="keygen_public", library="openfhe", deviations={"keygen_public": text})],
+                  Console(file=buf, width=200))
+    out = buf.getvalue()
+    assert "‡1" in out and f"openfhe keygen_public: {text}" in out

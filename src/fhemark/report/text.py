@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table as RichTable
 
 from .tables import Deviations, ci_text, contended, fmt_time, latest, security_disagreements
@@ -53,7 +54,7 @@ def print_results(recs: list[dict], console: Console) -> None:
         t.add_row(scheme, params, op, *[_cell(by_lib[lib], devs) if lib in by_lib else "" for lib in libs])
     console.print(t)
     for note in devs.lines():
-        console.print(f"[magenta]{note[0]}[/]{note[1:]}", highlight=False)
+        console.print(f"[magenta]{note[0]}[/]{escape(note[1:])}", highlight=False)  # "[sk]" is text, not a style
     marks = {"†": any(r.get("insecure") for r in recs), "≠": any(r.get("params_match") is False for r in recs)}
     if marks["†"]:
         console.print("† below the suite's security level (run with --allow-insecure)")
@@ -132,7 +133,7 @@ def print_recommendation(cands: list[Candidate], w: Workload, console: Console) 
                   f"{keys / 2**20:.1f} MiB" if keys else "-")
     console.print(t)
     for note in devs.lines():
-        console.print(f"{note} (this candidate's cost times different work: compare with care)", highlight=False)
+        console.print(f"{escape(note)} (this candidate's cost times different work: compare with care)", highlight=False)
     for c in cands:
         if c.excluded:
             console.print(f"[dim]excluded:[/] {c.label}: {c.excluded}", highlight=False)
