@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Smoke test of the TFHE-rs driver: speaks the protocol to the built binary
-and checks every decrypted result against plaintext.
+"""Smoke test of the TFHE-rs driver: speaks protocol v2 to the built binary
+and checks every decrypted result (every copy of a timed region) against plaintext.
 
 Usage: python3 drivers/tfhe/smoke_test.py [path/to/fhemark-tfhe]
 (default: $FHEMARK_CACHE/bin/fhemark-tfhe). Prints a few timings at the end.
@@ -47,14 +47,16 @@ class Driver:
 
     def request(self, type_, **fields):
         self.next_id += 1
-        req = {"v": 1, "id": self.next_id, "type": type_, **fields}
+        return self.raw({"v": 2, "id": self.next_id, "type": type_, **fields})
+
+    def raw(self, req):
         self.p.stdin.write(json.dumps(req) + "\n")
         self.p.stdin.flush()
         line = self.p.stdout.readline()
         if not line:
-            raise RuntimeError(f"driver died (exit {self.p.wait()}) on {type_}")
+            raise RuntimeError(f"driver died (exit {self.p.wait()}) on {req.get('type')}")
         rep = json.loads(line)
-        assert rep["v"] == 1 and rep["id"] == self.next_id, rep
+        assert rep["v"] == 2 and rep["id"] == req["id"], rep
         return rep
 
     def ok(self, type_, **fields):
@@ -68,24 +70,37 @@ class Driver:
         assert self.p.wait(timeout=30) == 0
 
 
-def binop_program(op, timed=True):
-    """encrypt x, y -> op -> decrypt; times the op."""
-    return {"steps": [
-        {"out": "cx", "op": "encrypt_sk", "args": ["x"]},
-        {"out": "cy", "op": "encrypt_sk", "args": ["y"]},
-        {"out": "cz", "op": op, "args": ["cx", "cy"]},
-        {"out": "z", "op": "decrypt", "args": ["cz"]},
-    ], "timed": ["cz"] if timed else [], "outputs": ["z"]}
+def region(name, steps):
+    return [{"name": name, "steps": list(steps)}]
 
 
-def run_binop(d, sid, op, xs, ys, samples=1, iters=1):
-    """Runs op on (xs, ys) `samples` times; returns (outputs of the last sample, ns list)."""
-    res = d.ok("run", setup_id=sid, program=binop_program(op), iters=iters,
-               samples=[{"inputs": {"x": enc(xs), "y": enc(ys)}} for _ in range(samples)])
-    outs = [dec(s["outputs"]["z"]) for s in res["samples"]]
-    for o in outs[1:]:
-        assert np.array_equal(o, outs[0])
-    return outs[-1], [s["ns"]["cz"] for s in res["samples"]], res
+def binop_program(op, k=1):
+    """k copies of: encrypt x.i, y.i -> op -> decrypt z.i; the k ops are one timed region "cz"."""
+    steps = []
+    for i in range(k):
+        steps += [{"out": f"cx.{i}", "op": "encrypt_sk", "args": [f"x.{i}"]},
+                  {"out": f"cy.{i}", "op": "encrypt_sk", "args": [f"y.{i}"]}]
+    steps += [{"out": f"cz.{i}", "op": op, "args": [f"cx.{i}", f"cy.{i}"]} for i in range(k)]
+    steps += [{"out": f"z.{i}", "op": "decrypt", "args": [f"cz.{i}"]} for i in range(k)]
+    return {"steps": steps, "timed": region("cz", (f"cz.{i}" for i in range(k))),
+            "outputs": [f"z.{i}" for i in range(k)]}
+
+
+def run_binop(d, sid, op, xs, ys, want, samples=1, copies=1):
+    """Runs `copies` copies of op in one region, `samples` times; copy i works on the inputs
+    rolled by i, and every copy of every sample is checked. Returns (ns list, result)."""
+    xs, ys, want = (np.asarray(v, dtype=np.uint64) for v in (xs, ys, want))
+    inputs = {}
+    for i in range(copies):
+        inputs[f"x.{i}"], inputs[f"y.{i}"] = enc(np.roll(xs, i)), enc(np.roll(ys, i))
+    res = d.ok("run", setup_id=sid, program=binop_program(op, copies),
+               samples=[{"inputs": inputs} for _ in range(samples)])
+    for si, s in enumerate(res["samples"]):
+        assert list(s["ns"]) == ["cz"], s["ns"]
+        for i in range(copies):
+            got = dec(s["outputs"][f"z.{i}"])
+            assert np.array_equal(got, np.roll(want, i)), (op, si, i, got.tolist(), np.roll(want, i).tolist())
+    return [s["ns"]["cz"] for s in res["samples"]], res
 
 
 def check(name, got, want):
@@ -119,10 +134,11 @@ def main():
     timings = {}
 
     caps = d.ok("capabilities")
-    assert caps["library"] == "tfhe-rs" and caps["protocol"] == 1, caps
+    assert caps["library"] == "tfhe-rs" and caps["protocol"] == 2, caps
     print(f"tfhe-rs {caps['library_version']}, threads={caps['threads']}")
     for s in ("tfhe_bool", "tfhe_shortint", "tfhe_int"):
         assert s in caps["schemes"], s
+        assert caps["schemes"][s].get("deviations", {}) == {}, caps["schemes"][s]
 
     # ---- errors never kill the driver
     for type_, fields, kind in [
@@ -134,7 +150,10 @@ def main():
     ]:
         rep = d.request(type_, **fields)
         assert not rep["ok"] and rep["error"]["kind"] == kind, (type_, rep)
-    print("  ok  error replies")
+    d.next_id += 1
+    rep = d.raw({"v": 1, "id": d.next_id, "type": "capabilities"})
+    assert not rep["ok"] and rep["error"]["kind"] == "internal" and "speaks 2" in rep["error"]["message"], rep
+    print("  ok  error replies (protocol 1 refused)")
 
     # ---- tfhe_bool
     t0 = time.time()
@@ -154,6 +173,25 @@ def main():
     assert not bad["ok"], bad
     print("  ok  bad netlist / bad bit refused")
 
+    # timed regions are validated before anything runs
+    prog = binop_program("and", 3)
+    for timed, needle in [
+        (region("cz", ["cz.0", "cz.2"]), "not consecutive"),
+        (region("cz", ["cz.0", "nope"]), "not a step's out"),
+        (region("a", ["cz.0"]) + region("a", ["cz.1"]), "used twice"),
+        (region("a", ["cz.0"]) + region("b", ["cz.0"]), "two regions"),
+        (["cz.0"], "must be a region"),
+    ]:
+        rep = d.request("run", setup_id="b", program={**prog, "timed": timed}, samples=[])
+        assert not rep["ok"] and rep["error"]["kind"] == "internal" and needle in rep["error"]["message"], rep
+    dep = {"steps": [{"out": "cx", "op": "encrypt_sk", "args": ["x"]},
+                     {"out": "a", "op": "not", "args": ["cx"]},
+                     {"out": "b", "op": "not", "args": ["a"]}],
+           "timed": region("r", ["a", "b"]), "outputs": []}
+    rep = d.request("run", setup_id="b", program=dep, samples=[{"inputs": {"x": enc([1])}}])
+    assert not rep["ok"] and "reads 'a'" in rep["error"]["message"], rep
+    print("  ok  bad regions refused (non-consecutive, unknown, duplicate, shared, v1 form, dependent)")
+
     # keygen timed, then used: proves the new keys work
     res = d.ok("run", setup_id="b", program={"steps": [
         {"out": "k", "op": "keygen", "args": []},
@@ -161,7 +199,7 @@ def main():
         {"out": "cy", "op": "encrypt_sk", "args": ["y"], "attrs": {"key": "k"}},
         {"out": "cz", "op": "xor", "args": ["cx", "cy"], "attrs": {"key": "k"}},
         {"out": "z", "op": "decrypt", "args": ["cz"], "attrs": {"key": "k"}},
-    ], "timed": ["k"], "outputs": ["z"], "sizes": ["k", "cz"]},
+    ], "timed": region("k", ["k"]), "outputs": ["z"], "sizes": ["k", "cz"]},
         samples=[{"inputs": {"x": enc([0, 1, 0, 1]), "y": enc([0, 0, 1, 1])}}])
     check("bool keygen + xor", dec(res["samples"][0]["outputs"]["z"]), [0, 1, 1, 0])
     timings["bool keygen (ms)"] = res["samples"][0]["ns"]["k"] / 1e6
@@ -173,8 +211,8 @@ def main():
     ref = {"and": x & y, "or": x | y, "xor": x ^ y, "nand": 1 - (x & y), "nor": 1 - (x | y),
            "xnor": 1 - (x ^ y)}
     for g, want in ref.items():
-        got, ns, _ = run_binop(d, "b", g, x, y)
-        check(f"bool {g} x{L}", got, want)
+        run_binop(d, "b", g, x, y, want)
+        print(f"  ok  bool {g} x{L}")
     res = d.ok("run", setup_id="b", program={"steps": [
         {"out": "cx", "op": "encrypt_sk", "args": ["x"]},
         {"out": "cy", "op": "encrypt_sk", "args": ["y"]},
@@ -183,17 +221,19 @@ def main():
         {"out": "m", "op": "mux", "args": ["cs", "cx", "cy"]},
         {"out": "zn", "op": "decrypt", "args": ["n"]},
         {"out": "zm", "op": "decrypt", "args": ["m"]},
-    ], "timed": ["n", "m"], "outputs": ["zn", "zm"]},
+    ], "timed": region("n", ["n"]) + region("m", ["m"]), "outputs": ["zn", "zm"]},
         samples=[{"inputs": {"x": enc(x), "y": enc(y), "s": enc(s)}}])
     check(f"bool not x{L}", dec(res["samples"][0]["outputs"]["zn"]), 1 - x)
     check(f"bool mux x{L}", dec(res["samples"][0]["outputs"]["zm"]), np.where(s == 1, x, y))
 
-    # one gate, timed alone: L=1, iters=1, several samples
-    _, ns, res = run_binop(d, "b", "and", [1], [1], samples=7)
+    # one gate, timed alone: L=1, one copy, several samples
+    ns, res = run_binop(d, "b", "and", [1], [1], [1], samples=7)
     timings["bool and, 1 gate (ms)"] = med_ms(ns)
     timings["overhead_ns"] = res["overhead_ns"]
-    _, ns, _ = run_binop(d, "b", "nand", [1], [0], samples=3, iters=5)
-    timings["bool nand, 1 gate, iters=5 (ms per gate)"] = med_ms(ns, 5)
+    # 5 independent copies of one gate in one region (every copy checked)
+    ns, _ = run_binop(d, "b", "nand", [1, 0, 1, 1, 0], [0, 0, 1, 1, 1], [1, 1, 0, 0, 1], samples=3, copies=5)
+    print("  ok  bool nand, 5 copies in one region")
+    timings["bool nand, 5 copies of a 5-gate array (ms per gate)"] = med_ms(ns, 25)
 
     # 4-bit ripple-carry adder netlist
     net = ripple_adder(4)
@@ -208,7 +248,7 @@ def main():
     res = d.ok("run", setup_id="b", program={"steps": [
         {"out": "c", "op": "encrypt_sk", "args": ["x"]},
         {"out": "s", "op": "netlist", "args": ["c"], "attrs": {"netlist": "$net"}},
-        {"out": "z", "op": "decrypt", "args": ["s"]}], "timed": ["s"], "outputs": ["z"]},
+        {"out": "z", "op": "decrypt", "args": ["s"]}], "timed": region("s", ["s"]), "outputs": ["z"]},
         samples=[{**sm, "scalars": {"net": net}} for sm in samples])
     for i, (sm, want) in enumerate(zip(res["samples"], wants)):
         check(f"netlist 4-bit adder #{i}", dec(sm["outputs"]["z"]), want)
@@ -223,18 +263,25 @@ def main():
           f"p_fail=2^{eff['p_fail']}")
     x = RNG.integers(0, m, 8)
     y = RNG.integers(0, m, 8)
-    got, ns, _ = run_binop(d, "s", "short_add", x, y)
-    check("short_add x8", got, (x + y) % m)
-    got, ns, _ = run_binop(d, "s", "short_mul", x, y)
-    check("short_mul x8", got, (x * y) % m)
+    run_binop(d, "s", "short_add", x, y, (x + y) % m, copies=2)
+    print("  ok  short_add x8, 2 copies")
+    run_binop(d, "s", "short_mul", x, y, (x * y) % m, copies=2)
+    print("  ok  short_mul x8, 2 copies")
     lut = [int(v) for v in RNG.integers(0, m, m)]
+    lut2 = [int(v) for v in RNG.integers(0, m, m)]
     res = d.ok("run", setup_id="s", program={"steps": [
-        {"out": "cx", "op": "encrypt_sk", "args": ["x"]},
-        {"out": "cz", "op": "pbs", "args": ["cx"], "attrs": {"lut": lut}},
-        {"out": "z", "op": "decrypt", "args": ["cz"]}], "timed": ["cz"], "outputs": ["z"]},
-        samples=[{"inputs": {"x": enc(np.arange(m))}}])
-    check("pbs (all inputs)", dec(res["samples"][0]["outputs"]["z"]), lut)
-    timings["shortint pbs (ms per ct)"] = res["samples"][0]["ns"]["cz"] / m / 1e6
+        {"out": "cx.0", "op": "encrypt_sk", "args": ["x.0"]},
+        {"out": "cx.1", "op": "encrypt_sk", "args": ["x.1"]},
+        {"out": "cz.0", "op": "pbs", "args": ["cx.0"], "attrs": {"lut": lut}},
+        {"out": "cz.1", "op": "pbs", "args": ["cx.1"], "attrs": {"lut": "$lut"}},
+        {"out": "z.0", "op": "decrypt", "args": ["cz.0"]},
+        {"out": "z.1", "op": "decrypt", "args": ["cz.1"]}],
+        "timed": region("cz", ["cz.0", "cz.1"]), "outputs": ["z.0", "z.1"]},
+        samples=[{"inputs": {"x.0": enc(np.arange(m)), "x.1": enc(np.arange(m)[::-1])},
+                  "scalars": {"lut": lut2}}])
+    check("pbs (all inputs)", dec(res["samples"][0]["outputs"]["z.0"]), lut)
+    check("pbs ($lut, all inputs reversed)", dec(res["samples"][0]["outputs"]["z.1"]), lut2[::-1])
+    timings["shortint pbs (ms per ct)"] = res["samples"][0]["ns"]["cz"] / (2 * m) / 1e6
 
     # ---- tfhe_int
     for bits, L in ((8, 3), (32, 2)):
@@ -256,11 +303,11 @@ def main():
         for op, want in ref.items():
             want = np.asarray(want, dtype=object).astype(np.uint64)
             n = 1 if (bits == 32 and op == "int_mul") else L  # FheUint32 mul: ~20 s per op on 1 thread
-            got, ns, _ = run_binop(d, f"i{bits}", op, x[:n], y[:n])
-            check(f"FheUint{bits} {op} x{n}", got, want[:n])
+            ns, _ = run_binop(d, f"i{bits}", op, x[:n], y[:n], want[:n])
+            print(f"  ok  FheUint{bits} {op} x{n}")
             if bits == 32 and op in ("int_add", "int_gt"):
-                _, ns, _ = run_binop(d, "i32", op, x[1:2], y[1:2], samples=3)
-                timings[f"FheUint32 {op} (ms)"] = med_ms(ns)
+                ns, _ = run_binop(d, "i32", op, x[1:2], y[1:2], want[1:2], samples=3, copies=2)
+                timings[f"FheUint32 {op} (ms, 2 copies per region)"] = med_ms(ns, 2)
             if bits == 32 and op == "int_mul":
                 timings["FheUint32 int_mul (ms)"] = med_ms(ns)
     # integer ops under a fresh keygen result (switches the installed server key)
@@ -270,12 +317,24 @@ def main():
         {"out": "cy", "op": "encrypt_sk", "args": ["y"], "attrs": {"key": "k"}},
         {"out": "cz", "op": "int_add", "args": ["cx", "cy"], "attrs": {"key": "k"}},
         {"out": "z", "op": "decrypt", "args": ["cz"], "attrs": {"key": "k"}}],
-        "timed": ["k"], "outputs": ["z"]},
+        "timed": region("k", ["k"]), "outputs": ["z"], "sizes": ["k"]},
         samples=[{"inputs": {"x": enc([200]), "y": enc([100])}}])
     check("FheUint8 keygen + add", dec(res["samples"][0]["outputs"]["z"]), [44])
     timings["int keygen (ms)"] = res["samples"][0]["ns"]["k"] / 1e6
-    got, _, _ = run_binop(d, "i8", "int_add", [250], [10])  # back on the setup's keys
-    check("FheUint8 add after key switch back", got, [4])
+    timings["int keygen server key (bytes)"] = res["sizes_bytes"]["k"]
+    run_binop(d, "i8", "int_add", [250], [10], [4])  # back on the setup's keys
+    print("  ok  FheUint8 add after key switch back")
+    # integer ops of one region must share the one thread-local server key
+    two = {"steps": [
+        {"out": "k", "op": "keygen", "args": []},
+        {"out": "cx", "op": "encrypt_sk", "args": ["x"]},
+        {"out": "kx", "op": "encrypt_sk", "args": ["x"], "attrs": {"key": "k"}},
+        {"out": "a", "op": "int_add", "args": ["cx", "cx"]},
+        {"out": "b", "op": "int_add", "args": ["kx", "kx"], "attrs": {"key": "k"}}],
+        "timed": region("r", ["a", "b"]), "outputs": []}
+    rep = d.request("run", setup_id="i8", program=two, samples=[{"inputs": {"x": enc([1])}}])
+    assert not rep["ok"] and "two server keys" in rep["error"]["message"], rep
+    print("  ok  region with two integer server keys refused")
 
     d.close()
     print(f"\nall checks passed in {time.time() - t_start:.0f}s")

@@ -6,7 +6,7 @@ use crate::wire::{decode_vec, encode_vec, internal, invalid_params, unsupported,
 use rayon::prelude::*;
 use serde::Serialize;
 use serde_json::{json, Map, Value};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::hint::black_box;
 use std::sync::Arc;
 use std::time::Instant;
@@ -23,6 +23,10 @@ use tfhe::{
 
 type BoolCt = tfhe::boolean::ciphertext::Ciphertext;
 type ShortCt = tfhe::shortint::Ciphertext;
+type BoolCk = tfhe::boolean::client_key::ClientKey;
+type BoolSk = tfhe::boolean::server_key::ServerKey;
+type ShortCk = tfhe::shortint::ClientKey;
+type ShortSk = tfhe::shortint::ServerKey;
 
 // ---------------------------------------------------------------- schemes
 
@@ -124,14 +128,16 @@ enum Params {
     Int(AtomicPatternParameters, u32),
 }
 
+/// Always held behind an `Arc`, so the variants' sizes do not matter.
+#[allow(clippy::large_enum_variant)]
 pub enum Keys {
     Bool {
-        ck: tfhe::boolean::client_key::ClientKey,
-        sk: tfhe::boolean::server_key::ServerKey,
+        ck: BoolCk,
+        sk: BoolSk,
     },
     Short {
-        ck: tfhe::shortint::ClientKey,
-        sk: tfhe::shortint::ServerKey,
+        ck: ShortCk,
+        sk: ShortSk,
     },
     Int {
         ck: tfhe::ClientKey,
@@ -140,6 +146,15 @@ pub enum Keys {
     },
 }
 
+/// The high-level configuration of a `tfhe_int` setup: the preset's block
+/// parameters, without the dedicated OPRF key that `ConfigBuilder` adds by
+/// default (a second bootstrapping key the integer ops never use; keygen
+/// would otherwise pay for it, and the server key size would include it).
+fn int_config(ap: AtomicPatternParameters) -> tfhe::Config {
+    tfhe::ConfigBuilder::with_custom_parameters(ap).use_dedicated_oprf_key(false).build()
+}
+
+/// Client key + server key for the preset: what `keygen` times.
 fn keygen(p: &Params) -> Keys {
     match p {
         Params::Bool(bp) => {
@@ -153,7 +168,7 @@ fn keygen(p: &Params) -> Keys {
             Keys::Short { ck, sk }
         }
         Params::Int(ap, bits) => {
-            let config = tfhe::ConfigBuilder::with_custom_parameters(*ap).build();
+            let config = int_config(*ap);
             let (ck, sk) = tfhe::generate_keys(config);
             Keys::Int { ck, sk, bits: *bits }
         }
@@ -182,6 +197,15 @@ impl IntVec {
             IntVec::U16(v) => v.len(),
             IntVec::U32(v) => v.len(),
             IntVec::U64(v) => v.len(),
+        }
+    }
+
+    fn bits(&self) -> u32 {
+        match self {
+            IntVec::U8(_) => 8,
+            IntVec::U16(_) => 16,
+            IntVec::U32(_) => 32,
+            IntVec::U64(_) => 64,
         }
     }
 }
@@ -236,7 +260,7 @@ fn val_size(v: &Val) -> u64 {
 
 // ---------------------------------------------------------------- gate backend
 
-struct CtGates<'a>(&'a tfhe::boolean::server_key::ServerKey);
+struct CtGates<'a>(&'a BoolSk);
 
 impl Gates for CtGates<'_> {
     type T = BoolCt;
@@ -267,6 +291,7 @@ impl Gates for CtGates<'_> {
 
 struct Step {
     out: String,
+    op_name: String,
     op: Op,
     args: Vec<String>,
     attrs: Map<String, Value>,
@@ -274,11 +299,239 @@ struct Step {
     static_net: Option<Arc<Netlist>>,
 }
 
-/// What a step needs besides its argument values, resolved outside the
-/// timed region.
+/// Ops that run on a server key (everything but key generation and the
+/// client-key operations).
+fn uses_server_key(op: Op) -> bool {
+    !matches!(op, Op::Keygen | Op::Encrypt | Op::Decrypt)
+}
+
+/// Attrs whose string value names another value of the program.
+const VALUE_ATTRS: [&str; 3] = ["key", "from", "to"];
+
+impl Step {
+    /// Names this step reads: its args and the literal value-naming attrs.
+    fn reads(&self) -> impl Iterator<Item = &str> {
+        let attrs = VALUE_ATTRS
+            .iter()
+            .filter_map(|a| self.attrs.get(*a).and_then(Value::as_str))
+            .filter(|s| !s.starts_with('$'));
+        self.args.iter().map(String::as_str).chain(attrs)
+    }
+
+    /// The literal `key` attr: Some(None) for the setup's keys, Some(Some(name))
+    /// for a named keygen result, None when it is a `$scalar` (known per sample).
+    fn literal_key(&self) -> Option<Option<&str>> {
+        match self.attrs.get("key") {
+            None | Some(Value::Null) => Some(None),
+            Some(v) if is_scalar_ref(v) => None,
+            Some(v) => Some(v.as_str()),
+        }
+    }
+}
+
+/// A timed region: `steps[start .. start + len]`, run between one clock pair.
+#[derive(Debug)]
+struct Region {
+    name: String,
+    start: usize,
+    len: usize,
+}
+
+struct Program {
+    steps: Vec<Step>,
+    /// Sorted by `start`; disjoint.
+    regions: Vec<Region>,
+    outputs: Vec<String>,
+    sizes: Vec<String>,
+    noise: Vec<String>,
+    levels: Vec<String>,
+}
+
+fn name_list(program: &Value, k: &str) -> DResult<Vec<String>> {
+    match program.get(k) {
+        None | Some(Value::Null) => Ok(vec![]),
+        Some(Value::Array(a)) => a
+            .iter()
+            .map(|x| x.as_str().map(str::to_string).ok_or_else(|| internal(format!("program.{k} must list names"))))
+            .collect(),
+        Some(_) => Err(internal(format!("program.{k} must be an array"))),
+    }
+}
+
+/// Parses and validates a program (steps, timed regions, output lists);
+/// nothing runs before it passes.
+fn parse_program(scheme: Scheme, program: &Value) -> DResult<Program> {
+    let steps_json = program
+        .get("steps")
+        .and_then(Value::as_array)
+        .ok_or_else(|| internal("program.steps must be an array"))?;
+    let mut steps = Vec::with_capacity(steps_json.len());
+    for (i, s) in steps_json.iter().enumerate() {
+        let out = s
+            .get("out")
+            .and_then(Value::as_str)
+            .ok_or_else(|| internal(format!("step {i}: missing out")))?
+            .to_string();
+        let op_name = s
+            .get("op")
+            .and_then(Value::as_str)
+            .ok_or_else(|| internal(format!("step {i}: missing op")))?
+            .to_string();
+        let op = parse_op(scheme, &op_name)?;
+        let args = match s.get("args") {
+            None | Some(Value::Null) => vec![],
+            Some(Value::Array(a)) => a
+                .iter()
+                .map(|x| x.as_str().map(str::to_string).ok_or_else(|| internal(format!("step {i}: args must be names"))))
+                .collect::<DResult<Vec<_>>>()?,
+            Some(_) => return Err(internal(format!("step {i}: args must be an array"))),
+        };
+        let attrs = match s.get("attrs") {
+            None | Some(Value::Null) => Map::new(),
+            Some(Value::Object(m)) => m.clone(),
+            Some(_) => return Err(internal(format!("step {i}: attrs must be an object"))),
+        };
+        let mut static_net = None;
+        if op == Op::Netlist {
+            let nv = attrs
+                .get("netlist")
+                .ok_or_else(|| internal(format!("step {i}: netlist op needs attr 'netlist'")))?;
+            if !is_scalar_ref(nv) {
+                static_net = Some(Arc::new(
+                    Netlist::parse(nv).map_err(|e| internal(format!("step {i}: bad netlist: {e}")))?,
+                ));
+            }
+        }
+        steps.push(Step { out, op_name, op, args, attrs, static_net });
+    }
+    let regions = parse_regions(program.get("timed"), &steps)?;
+    if scheme == Scheme::Int {
+        check_int_server_keys(&regions, &steps)?;
+    }
+    Ok(Program {
+        regions,
+        outputs: name_list(program, "outputs")?,
+        sizes: name_list(program, "sizes")?,
+        noise: name_list(program, "noise")?,
+        levels: name_list(program, "levels")?,
+        steps,
+    })
+}
+
+/// Validates `program.timed` (protocol 2): every region names existing step
+/// outs, consecutive in program order, independent of each other; a step is
+/// in at most one region; region names are unique.
+fn parse_regions(timed: Option<&Value>, steps: &[Step]) -> DResult<Vec<Region>> {
+    let list = match timed {
+        None | Some(Value::Null) => return Ok(vec![]),
+        Some(Value::Array(a)) => a,
+        Some(_) => return Err(internal("program.timed must be a list of regions {\"name\": ..., \"steps\": [...]}")),
+    };
+    let mut index: HashMap<&str, Vec<usize>> = HashMap::new();
+    for (i, s) in steps.iter().enumerate() {
+        index.entry(s.out.as_str()).or_default().push(i);
+    }
+    let mut owner: HashMap<usize, &str> = HashMap::new();
+    let mut names: HashSet<&str> = HashSet::new();
+    let mut regions = Vec::with_capacity(list.len());
+    for (ri, r) in list.iter().enumerate() {
+        let obj = r.as_object().ok_or_else(|| {
+            internal(format!(
+                "program.timed[{ri}] must be a region {{\"name\": ..., \"steps\": [...]}} (protocol 2), got {r}"
+            ))
+        })?;
+        let name = obj
+            .get("name")
+            .and_then(Value::as_str)
+            .ok_or_else(|| internal(format!("program.timed[{ri}]: region needs a string name")))?;
+        if !names.insert(name) {
+            return Err(internal(format!("region name '{name}' is used twice")));
+        }
+        let list = obj
+            .get("steps")
+            .and_then(Value::as_array)
+            .ok_or_else(|| internal(format!("region '{name}': steps must be a list of step names")))?;
+        if list.is_empty() {
+            return Err(internal(format!("region '{name}' has no steps")));
+        }
+        let mut idx = Vec::with_capacity(list.len());
+        for s in list {
+            let s = s
+                .as_str()
+                .ok_or_else(|| internal(format!("region '{name}': steps must be step names, got {s}")))?;
+            let i = match index.get(s).map(Vec::as_slice) {
+                Some([i]) => *i,
+                Some([_, _, ..]) => {
+                    return Err(internal(format!("region '{name}': '{s}' is the out of several steps")))
+                }
+                _ => return Err(internal(format!("region '{name}': '{s}' is not a step's out"))),
+            };
+            if let Some(other) = owner.insert(i, name) {
+                return Err(internal(if other == name {
+                    format!("region '{name}' lists step '{s}' twice")
+                } else {
+                    format!("step '{s}' is in two regions ('{other}' and '{name}')")
+                }));
+            }
+            idx.push(i);
+        }
+        idx.sort_unstable();
+        if let Some(w) = idx.windows(2).find(|w| w[1] != w[0] + 1) {
+            return Err(internal(format!(
+                "region '{name}': steps are not consecutive in the program ('{}' and '{}' have other steps between them)",
+                steps[w[0]].out, steps[w[1]].out
+            )));
+        }
+        let outs: HashSet<&str> = idx.iter().map(|&i| steps[i].out.as_str()).collect();
+        for &i in &idx {
+            let st = &steps[i];
+            if let Some(r) = st.reads().find(|r| *r != st.out && outs.contains(r)) {
+                return Err(internal(format!(
+                    "region '{name}': step '{}' reads '{r}', made by another step of the same region (the steps of a region must be independent)",
+                    st.out
+                )));
+            }
+        }
+        regions.push(Region { name: name.to_string(), start: idx[0], len: idx.len() });
+    }
+    regions.sort_by_key(|r| r.start);
+    Ok(regions)
+}
+
+/// TFHE-rs' high-level API evaluates integer ops with one thread-local server
+/// key, installed before the clock: the server-key steps of one region must
+/// all use the same key. Checked here for literal `key` attrs; a `$scalar` key
+/// is checked per sample.
+fn check_int_server_keys(regions: &[Region], steps: &[Step]) -> DResult<()> {
+    for r in regions {
+        let mut seen: Option<Option<&str>> = None;
+        for st in &steps[r.start..r.start + r.len] {
+            if !uses_server_key(st.op) {
+                continue;
+            }
+            let Some(k) = st.literal_key() else { continue };
+            match seen {
+                Some(s) if s != k => {
+                    let show = |k: Option<&str>| k.map_or("the setup's key".to_string(), |n| format!("key '{n}'"));
+                    return Err(internal(format!(
+                        "region '{}': its integer ops use two server keys ({} and {}); TFHE-rs' high-level API holds one server key per thread, so a region can use only one",
+                        r.name,
+                        show(s),
+                        show(k)
+                    )));
+                }
+                _ => seen = Some(k),
+            }
+        }
+    }
+    Ok(())
+}
+
+/// What a step needs besides its argument values, made outside the timed
+/// region.
 enum Extra {
     None,
-    Lut(Arc<LookupTableOwned>),
+    Lut(LookupTableOwned),
     Net(Arc<Netlist>),
 }
 
@@ -297,26 +550,94 @@ fn is_scalar_ref(v: &Value) -> bool {
     v.as_str().is_some_and(|s| s.starts_with('$'))
 }
 
-#[inline(never)]
-fn timed<R>(f: impl FnOnce() -> R) -> (R, u64) {
-    let t0 = Instant::now();
-    let r = f();
-    let ns = t0.elapsed().as_nanos() as u64;
-    (r, ns)
-}
-
-fn overhead_ns() -> u64 {
-    let mut v: Vec<u64> = (0..101).map(|_| timed(|| black_box(())).1).collect();
-    v.sort_unstable();
-    v[50]
-}
-
 type Env = HashMap<String, Val>;
 
 fn lookup<'a>(env: &'a Env, inputs: &'a Env, name: &str) -> DResult<&'a Val> {
     env.get(name)
         .or_else(|| inputs.get(name))
         .ok_or_else(|| internal(format!("unknown value '{name}' (not an input nor an earlier step)")))
+}
+
+/// The keys a step uses: the setup's, or the keygen result its `key` attr names.
+fn step_keys(ctx: &Ctx, st: &Step, env: &Env, inputs: &Env, scalars: &Map<String, Value>) -> DResult<Arc<Keys>> {
+    match st.attrs.get("key") {
+        None | Some(Value::Null) => Ok(ctx.std_keys.clone()),
+        Some(k) => {
+            let name = resolve_attr(k, scalars)?
+                .as_str()
+                .ok_or_else(|| internal(format!("step '{}': attr key must name a value", st.out)))?;
+            match lookup(env, inputs, name)? {
+                Val::Key(k) => Ok(k.clone()),
+                other => Err(internal(format!(
+                    "step '{}': attr key '{name}' is a {}, not a keygen result",
+                    st.out,
+                    other.kind()
+                ))),
+            }
+        }
+    }
+}
+
+/// Netlist parsing (for a `$scalar` netlist) and lookup-table generation.
+fn step_extra(st: &Step, keys: &Keys, scalars: &Map<String, Value>) -> DResult<Extra> {
+    Ok(match st.op {
+        Op::Netlist => match &st.static_net {
+            Some(n) => Extra::Net(n.clone()),
+            None => {
+                let v = resolve_attr(st.attrs.get("netlist").expect("checked at parse"), scalars)?;
+                Extra::Net(Arc::new(
+                    Netlist::parse(v).map_err(|e| internal(format!("step '{}': bad netlist: {e}", st.out)))?,
+                ))
+            }
+        },
+        Op::Pbs => {
+            let (ck, sk) = match keys {
+                Keys::Short { ck, sk } => (ck, sk),
+                _ => return Err(internal("pbs needs shortint keys")),
+            };
+            let msg = ck.parameters().message_modulus().0;
+            let lut_v = resolve_attr(
+                st.attrs
+                    .get("lut")
+                    .ok_or_else(|| internal(format!("step '{}': pbs needs attr 'lut'", st.out)))?,
+                scalars,
+            )?;
+            let table: Vec<u64> = lut_v
+                .as_array()
+                .ok_or_else(|| internal("attr lut must be a list of integers"))?
+                .iter()
+                .map(|x| {
+                    x.as_u64()
+                        .filter(|&y| y < msg)
+                        .ok_or_else(|| internal(format!("lut entries must be integers in [0, {msg})")))
+                })
+                .collect::<DResult<_>>()?;
+            if table.len() as u64 != msg {
+                return Err(internal(format!("lut has {} entries; the message space has {msg}", table.len())));
+            }
+            Extra::Lut(sk.generate_lookup_table(|x| table[(x % msg) as usize]))
+        }
+        _ => Extra::None,
+    })
+}
+
+/// Reads the clock, makes the prepared library calls one after the other,
+/// reads the clock. `overhead_ns` times this same function on no calls.
+#[inline(never)]
+fn time_calls(calls: &[Call<'_>], par: bool) -> (Vec<Val>, u64) {
+    let mut out = Vec::with_capacity(calls.len());
+    let t0 = Instant::now();
+    for c in calls {
+        out.push(c.run(par));
+    }
+    let ns = t0.elapsed().as_nanos() as u64;
+    (out, ns)
+}
+
+fn overhead_ns() -> u64 {
+    let mut v: Vec<u64> = (0..101).map(|_| time_calls(black_box(&[]), false).1).collect();
+    v.sort_unstable();
+    v[50]
 }
 
 pub struct Driver {
@@ -339,8 +660,8 @@ impl Driver {
 
     pub fn handle(&mut self, req: &Value) -> DResult<Value> {
         if let Some(v) = req.get("v") {
-            if v.as_u64() != Some(1) {
-                return Err(internal(format!("protocol version {v} not supported (driver speaks 1)")));
+            if v.as_u64() != Some(2) {
+                return Err(internal(format!("protocol version {v} not supported (this driver speaks 2)")));
             }
         }
         let ty = req
@@ -368,8 +689,10 @@ impl Driver {
         });
         #[cfg(not(target_arch = "x86_64"))]
         let cpu = json!({});
+        // No op's timed work differs from its canonical boundary (PROTOCOL.md,
+        // PROTOCOL-bits.md): `deviations` is empty on purpose.
         json!({
-            "protocol": 1,
+            "protocol": 2,
             "extensions": ["bits"],
             "library": "tfhe-rs",
             "library_version": crate::TFHE_VERSION,
@@ -382,12 +705,16 @@ impl Driver {
                 "cpu_features_detected": cpu,
                 "compression": "sizes are bincode 1.3.3 (serde) serializations; uncompressed unless the key name says compressed (TFHE-rs seeded compression)",
                 "parallelism": "rayon global pool of `threads`; gate/shortint arrays and netlist levels are split over the pool when threads > 1",
+                "tfhe_int_config": "ConfigBuilder::with_custom_parameters(preset).use_dedicated_oprf_key(false): keys hold no OPRF bootstrapping key (the integer ops do not use it)",
             },
             "threads": self.threads,
             "schemes": {
-                "tfhe_bool": {"ops": BOOL_OPS, "limits": {"presets": bool_names, "default_preset": presets::BOOL_DEFAULT, "netlist_max_wire": netlist::MAX_WIRE}},
-                "tfhe_shortint": {"ops": SHORT_OPS, "limits": {"presets": shortint_names, "default_preset": presets::SHORTINT_DEFAULT}},
-                "tfhe_int": {"ops": INT_OPS, "limits": {"bits": [8, 16, 32, 64], "presets": shortint_names, "default_preset": presets::SHORTINT_DEFAULT}},
+                "tfhe_bool": {"ops": BOOL_OPS, "deviations": {},
+                              "limits": {"presets": bool_names, "default_preset": presets::BOOL_DEFAULT, "netlist_max_wire": netlist::MAX_WIRE}},
+                "tfhe_shortint": {"ops": SHORT_OPS, "deviations": {},
+                                  "limits": {"presets": shortint_names, "default_preset": presets::SHORTINT_DEFAULT}},
+                "tfhe_int": {"ops": INT_OPS, "deviations": {},
+                             "limits": {"bits": [8, 16, 32, 64], "presets": shortint_names, "default_preset": presets::SHORTINT_DEFAULT}},
             }
         })
     }
@@ -433,7 +760,7 @@ impl Driver {
                         )));
                     }
                     let msg_bits = ap.message_modulus().0.trailing_zeros() as u64;
-                    if msg_bits == 0 || bits % msg_bits != 0 {
+                    if msg_bits == 0 || !bits.is_multiple_of(msg_bits) {
                         return Err(invalid_params(format!(
                             "{bits}-bit integers cannot be split into blocks of {msg_bits} message bits"
                         )));
@@ -493,81 +820,14 @@ impl Driver {
             .setups
             .get(setup_id)
             .ok_or_else(|| internal(format!("run: unknown setup_id '{setup_id}'")))?;
-        let scheme = setup.scheme;
-        let params = setup.params;
-        let std_keys = setup.keys.clone();
-        let program = req.get("program").ok_or_else(|| internal("run: missing program"))?;
-        let steps_json = program
-            .get("steps")
-            .and_then(Value::as_array)
-            .ok_or_else(|| internal("program.steps must be an array"))?;
-        let names = |k: &str| -> DResult<Vec<String>> {
-            match program.get(k) {
-                None | Some(Value::Null) => Ok(vec![]),
-                Some(Value::Array(a)) => a
-                    .iter()
-                    .map(|x| x.as_str().map(str::to_string).ok_or_else(|| internal(format!("program.{k} must list names"))))
-                    .collect(),
-                Some(_) => Err(internal(format!("program.{k} must be an array"))),
-            }
-        };
-        let timed_names = names("timed")?;
-        let output_names = names("outputs")?;
-        let size_names = names("sizes")?;
-        let noise_names = names("noise")?;
-        let level_names = names("levels")?;
-
-        let mut steps = Vec::with_capacity(steps_json.len());
-        for (i, s) in steps_json.iter().enumerate() {
-            let out = s
-                .get("out")
-                .and_then(Value::as_str)
-                .ok_or_else(|| internal(format!("step {i}: missing out")))?
-                .to_string();
-            let opname = s
-                .get("op")
-                .and_then(Value::as_str)
-                .ok_or_else(|| internal(format!("step {i}: missing op")))?;
-            let op = parse_op(scheme, opname)?;
-            let args = match s.get("args") {
-                None | Some(Value::Null) => vec![],
-                Some(Value::Array(a)) => a
-                    .iter()
-                    .map(|x| x.as_str().map(str::to_string).ok_or_else(|| internal(format!("step {i}: args must be names"))))
-                    .collect::<DResult<Vec<_>>>()?,
-                Some(_) => return Err(internal(format!("step {i}: args must be an array"))),
-            };
-            let attrs = s.get("attrs").and_then(Value::as_object).cloned().unwrap_or_default();
-            let mut static_net = None;
-            if op == Op::Netlist {
-                let nv = attrs
-                    .get("netlist")
-                    .ok_or_else(|| internal(format!("step {i}: netlist op needs attr 'netlist'")))?;
-                if !is_scalar_ref(nv) {
-                    static_net = Some(Arc::new(
-                        Netlist::parse(nv).map_err(|e| internal(format!("step {i}: bad netlist: {e}")))?,
-                    ));
-                }
-            }
-            steps.push(Step { out, op, args, attrs, static_net });
-        }
-        for t in &timed_names {
-            if !steps.iter().any(|s| &s.out == t) {
-                return Err(internal(format!("timed name '{t}' is not a step's out")));
-            }
-        }
-        let iters = req.get("iters").and_then(Value::as_u64).unwrap_or(1).max(1) as usize;
-        let timed_idx: Vec<usize> =
-            steps.iter().enumerate().filter(|(_, s)| timed_names.contains(&s.out)).map(|(i, _)| i).collect();
-        if iters > 1 && timed_idx.len() != 1 {
-            return Err(internal("iters > 1 needs exactly one timed step"));
-        }
+        let ctx = Ctx { params: setup.params, std_keys: setup.keys.clone(), parallel: self.threads > 1 };
+        let program = parse_program(setup.scheme, req.get("program").ok_or_else(|| internal("run: missing program"))?)?;
         let samples = req
             .get("samples")
             .and_then(Value::as_array)
             .ok_or_else(|| internal("run: samples must be an array"))?;
+        let region_at: HashMap<usize, &Region> = program.regions.iter().map(|r| (r.start, r)).collect();
 
-        let ctx = Ctx { scheme, params, std_keys, parallel: self.threads > 1 };
         let mut results = Vec::with_capacity(samples.len());
         let mut last_env: Option<Env> = None;
         for (si, sample) in samples.iter().enumerate() {
@@ -583,42 +843,25 @@ impl Driver {
                 }
             }
             let mut ns: Map<String, Value> = Map::new();
-            let env = if iters == 1 {
-                let mut env: Env = HashMap::new();
-                for (i, st) in steps.iter().enumerate() {
-                    let is_timed = timed_idx.contains(&i);
-                    let (v, t) = self.exec_step(&ctx, st, &env, &inputs, scalars, is_timed)?;
-                    if is_timed {
-                        ns.insert(st.out.clone(), json!(t));
-                    }
+            let mut env: Env = HashMap::new();
+            let mut i = 0;
+            while i < program.steps.len() {
+                let (len, region) = match region_at.get(&i) {
+                    Some(r) => (r.len, Some(r.name.as_str())),
+                    None => (1, None),
+                };
+                let group = &program.steps[i..i + len];
+                let (vals, t) = self.exec_group(&ctx, group, &env, &inputs, scalars, region)?;
+                if let Some(name) = region {
+                    ns.insert(name.to_string(), json!(t));
+                }
+                for (st, v) in group.iter().zip(vals) {
                     env.insert(st.out.clone(), v);
                 }
-                env
-            } else {
-                let k = timed_idx[0];
-                let mut copies: Vec<Env> = Vec::with_capacity(iters);
-                for _ in 0..iters {
-                    let mut env: Env = HashMap::new();
-                    for st in &steps[..k] {
-                        let (v, _) = self.exec_step(&ctx, st, &env, &inputs, scalars, false)?;
-                        env.insert(st.out.clone(), v);
-                    }
-                    copies.push(env);
-                }
-                let st = &steps[k];
-                let (vals, t) = self.exec_iters(&ctx, st, &copies, &inputs, scalars)?;
-                ns.insert(st.out.clone(), json!(t));
-                let mut env = copies.pop().expect("iters >= 2");
-                drop(copies);
-                env.insert(st.out.clone(), vals.into_iter().last().expect("iters >= 2"));
-                for st in &steps[k + 1..] {
-                    let (v, _) = self.exec_step(&ctx, st, &env, &inputs, scalars, false)?;
-                    env.insert(st.out.clone(), v);
-                }
-                env
-            };
+                i += len;
+            }
             let mut outs = Map::new();
-            for o in &output_names {
+            for o in &program.outputs {
                 match lookup(&env, &inputs, o)? {
                     Val::Vec(v) => {
                         outs.insert(o.clone(), encode_vec(v));
@@ -637,10 +880,10 @@ impl Driver {
 
         let mut result = json!({"samples": results, "overhead_ns": overhead_ns()});
         let mut notes: Vec<String> = vec![];
-        if !size_names.is_empty() {
+        if !program.sizes.is_empty() {
             let mut sizes = Map::new();
             if let Some(env) = &last_env {
-                for n in &size_names {
+                for n in &program.sizes {
                     if let Some(v) = env.get(n) {
                         sizes.insert(n.clone(), json!(val_size(v)));
                     }
@@ -649,16 +892,16 @@ impl Driver {
             result["sizes_bytes"] = Value::Object(sizes);
             notes.push("sizes_bytes of an array is the sum over its elements (bincode); a key's is its server key".into());
         }
-        if !noise_names.is_empty() {
+        if !program.noise.is_empty() {
             notes.push("noise: TFHE-rs exposes no noise budget; correctness is bounded by the preset's p_fail".into());
         }
-        if !level_names.is_empty() {
+        if !program.levels.is_empty() {
             notes.push("levels: not applicable to TFHE (every gate/PBS bootstraps)".into());
         }
-        if steps.iter().any(|s| s.op == Op::Pbs) {
+        if program.steps.iter().any(|s| s.op == Op::Pbs) {
             notes.push("pbs: the lookup table is generated outside the timed region".into());
         }
-        if steps.iter().any(|s| s.op == Op::Netlist) {
+        if program.steps.iter().any(|s| s.op == Op::Netlist) {
             notes.push(if ctx.parallel {
                 "netlist: gates of equal depth run in parallel on the rayon pool".into()
             } else {
@@ -671,140 +914,65 @@ impl Driver {
         Ok(result)
     }
 
-    /// Resolves the keys and extra data of a step (outside the timed region)
-    /// and installs the high-level server key when needed.
-    fn prepare(
+    /// Runs consecutive steps (a timed region, or one untimed step): first
+    /// every step's preparation (keys, argument lookup and checks, lookup
+    /// tables, netlists, the high-level server key), then the library calls
+    /// between one clock pair.
+    fn exec_group(
         &mut self,
         ctx: &Ctx,
-        st: &Step,
+        group: &[Step],
         env: &Env,
         inputs: &Env,
         scalars: &Map<String, Value>,
-    ) -> DResult<(Arc<Keys>, Extra)> {
-        let keys = match st.attrs.get("key") {
-            None | Some(Value::Null) => ctx.std_keys.clone(),
-            Some(k) => {
-                let name = resolve_attr(k, scalars)?
-                    .as_str()
-                    .ok_or_else(|| internal(format!("step '{}': attr key must name a value", st.out)))?;
-                match lookup(env, inputs, name)? {
-                    Val::Key(k) => k.clone(),
-                    other => {
+        region: Option<&str>,
+    ) -> DResult<(Vec<Val>, u64)> {
+        let mut keys = Vec::with_capacity(group.len());
+        let mut extras = Vec::with_capacity(group.len());
+        for st in group {
+            let k = step_keys(ctx, st, env, inputs, scalars)?;
+            extras.push(step_extra(st, &k, scalars)?);
+            keys.push(k);
+        }
+        let mut hl: Option<&Arc<Keys>> = None;
+        for (st, k) in group.iter().zip(&keys) {
+            if matches!(**k, Keys::Int { .. }) && uses_server_key(st.op) {
+                match hl {
+                    Some(h) if !Arc::ptr_eq(h, k) => {
                         return Err(internal(format!(
-                            "step '{}': attr key '{name}' is a {}, not a keygen result",
-                            st.out,
-                            other.kind()
+                            "region '{}': its integer ops use two server keys; TFHE-rs' high-level API holds one server key per thread, so a region can use only one",
+                            region.unwrap_or(&st.out)
                         )))
                     }
+                    _ => hl = Some(k),
                 }
-            }
-        };
-        if let Keys::Int { sk, .. } = &*keys {
-            let is_server_op = !matches!(st.op, Op::Keygen | Op::Encrypt | Op::Decrypt);
-            let installed = self.hl_current.as_ref().is_some_and(|c| Arc::ptr_eq(c, &keys));
-            if is_server_op && !installed {
-                tfhe::set_server_key(sk.clone());
-                self.hl_current = Some(keys.clone());
             }
         }
-        let extra = match st.op {
-            Op::Netlist => match &st.static_net {
-                Some(n) => Extra::Net(n.clone()),
-                None => {
-                    let v = resolve_attr(st.attrs.get("netlist").expect("checked"), scalars)?;
-                    Extra::Net(Arc::new(
-                        Netlist::parse(v).map_err(|e| internal(format!("step '{}': bad netlist: {e}", st.out)))?,
-                    ))
-                }
-            },
-            Op::Pbs => {
-                let (ck, sk) = match &*keys {
-                    Keys::Short { ck, sk } => (ck, sk),
-                    _ => return Err(internal("pbs needs shortint keys")),
-                };
-                let msg = ck.parameters().message_modulus().0;
-                let lut_v = resolve_attr(
-                    st.attrs
-                        .get("lut")
-                        .ok_or_else(|| internal(format!("step '{}': pbs needs attr 'lut'", st.out)))?,
-                    scalars,
-                )?;
-                let table: Vec<u64> = lut_v
-                    .as_array()
-                    .ok_or_else(|| internal("attr lut must be a list of integers"))?
-                    .iter()
-                    .map(|x| x.as_u64().filter(|&y| y < msg).ok_or_else(|| internal(format!("lut entries must be integers in [0, {msg})"))))
-                    .collect::<DResult<_>>()?;
-                if table.len() as u64 != msg {
-                    return Err(internal(format!(
-                        "lut has {} entries; the message space has {msg}",
-                        table.len()
-                    )));
-                }
-                let lut = sk.generate_lookup_table(|x| table[(x % msg) as usize]);
-                Extra::Lut(Arc::new(lut))
-            }
-            _ => Extra::None,
-        };
-        Ok((keys, extra))
+        if let Some(k) = hl {
+            self.install_hl(k);
+        }
+        let calls = group
+            .iter()
+            .zip(keys.iter().zip(&extras))
+            .map(|(st, (k, e))| bind(ctx, st, env, inputs, k, e))
+            .collect::<DResult<Vec<Call>>>()?;
+        Ok(time_calls(&calls, ctx.parallel))
     }
 
-    fn exec_step(
-        &mut self,
-        ctx: &Ctx,
-        st: &Step,
-        env: &Env,
-        inputs: &Env,
-        scalars: &Map<String, Value>,
-        is_timed: bool,
-    ) -> DResult<(Val, u64)> {
-        let (keys, extra) = self.prepare(ctx, st, env, inputs, scalars)?;
-        let args: Vec<&Val> = st.args.iter().map(|a| lookup(env, inputs, a)).collect::<DResult<_>>()?;
-        if is_timed {
-            let (r, t) = timed(|| exec(ctx, st.op, &args, &keys, &extra));
-            Ok((r?, t))
-        } else {
-            Ok((exec(ctx, st.op, &args, &keys, &extra)?, 0))
+    /// Makes `keys`' server key the high-level API's thread-local key (a
+    /// cheap clone: the key is shared behind an Arc), unless it already is.
+    fn install_hl(&mut self, keys: &Arc<Keys>) {
+        if self.hl_current.as_ref().is_some_and(|c| Arc::ptr_eq(c, keys)) {
+            return;
         }
-    }
-
-    fn exec_iters(
-        &mut self,
-        ctx: &Ctx,
-        st: &Step,
-        copies: &[Env],
-        inputs: &Env,
-        scalars: &Map<String, Value>,
-    ) -> DResult<(Vec<Val>, u64)> {
-        let mut prepared = Vec::with_capacity(copies.len());
-        for env in copies {
-            let (keys, extra) = self.prepare(ctx, st, env, inputs, scalars)?;
-            let args: Vec<&Val> = st.args.iter().map(|a| lookup(env, inputs, a)).collect::<DResult<_>>()?;
-            prepared.push((keys, extra, args));
+        if let Keys::Int { sk, .. } = &**keys {
+            tfhe::set_server_key(sk.clone());
+            self.hl_current = Some(keys.clone());
         }
-        // One installed HL key for the whole loop: all copies use the same key
-        // unless `key` names per-copy keygen results, which the loop cannot switch.
-        if let Some(first) = prepared.first() {
-            if prepared.iter().any(|p| !Arc::ptr_eq(&p.0, &first.0))
-                && matches!(&*first.0, Keys::Int { .. })
-                && !matches!(st.op, Op::Keygen | Op::Encrypt | Op::Decrypt)
-            {
-                return Err(internal("iters > 1 with a per-copy integer server key is not supported"));
-            }
-        }
-        let mut out: Vec<DResult<Val>> = Vec::with_capacity(prepared.len());
-        let ((), t) = timed(|| {
-            for (keys, extra, args) in &prepared {
-                out.push(exec(ctx, st.op, args, keys, extra));
-            }
-        });
-        let vals = out.into_iter().collect::<DResult<Vec<Val>>>()?;
-        Ok((vals, t))
     }
 }
 
 struct Ctx {
-    scheme: Scheme,
     params: Params,
     std_keys: Arc<Keys>,
     parallel: bool,
@@ -812,6 +980,12 @@ struct Ctx {
 
 // ---------------------------------------------------------------- ops
 
+fn want_vec<'a>(v: &'a Val, what: &str) -> DResult<&'a [u64]> {
+    match v {
+        Val::Vec(x) => Ok(x),
+        o => Err(internal(format!("{what}: expected a vec, got a {}", o.kind()))),
+    }
+}
 fn want_bool<'a>(v: &'a Val, what: &str) -> DResult<&'a [BoolCt]> {
     match v {
         Val::Bool(x) => Ok(x),
@@ -853,6 +1027,183 @@ fn map2<T: Sync, R: Send>(par: bool, a: &[T], b: &[T], f: impl Fn(&T, &T) -> R +
     }
 }
 
+/// One step, ready to run: keys, operands and tables resolved and checked,
+/// so that `run` makes only the library calls.
+enum Call<'a> {
+    Keygen(Params),
+    EncBool(&'a BoolCk, &'a [u64]),
+    EncShort(&'a ShortCk, &'a [u64]),
+    EncInt(&'a tfhe::ClientKey, u32, &'a [u64]),
+    DecBool(&'a BoolCk, &'a [BoolCt]),
+    DecShort(&'a ShortCk, &'a [ShortCt]),
+    DecInt(&'a tfhe::ClientKey, &'a IntVec),
+    DecIntBool(&'a tfhe::ClientKey, &'a [FheBool]),
+    Not(&'a BoolSk, &'a [BoolCt]),
+    Gate(&'a BoolSk, GateKind, &'a [BoolCt], &'a [BoolCt]),
+    Mux(&'a BoolSk, [&'a [BoolCt]; 3]),
+    Netlist(&'a BoolSk, &'a Netlist, &'a [BoolCt]),
+    Pbs(&'a ShortSk, &'a LookupTableOwned, &'a [ShortCt]),
+    ShortAdd(&'a ShortSk, &'a [ShortCt], &'a [ShortCt]),
+    ShortMul(&'a ShortSk, &'a [ShortCt], &'a [ShortCt]),
+    /// Integer op on the installed high-level server key; operands of one width.
+    Int(Op, &'a IntVec, &'a IntVec),
+}
+
+fn bool_sk<'a>(keys: &'a Keys, what: &str) -> DResult<&'a BoolSk> {
+    match keys {
+        Keys::Bool { sk, .. } => Ok(sk),
+        _ => Err(internal(format!("{what} needs tfhe_bool keys"))),
+    }
+}
+fn short_sk<'a>(keys: &'a Keys, what: &str) -> DResult<&'a ShortSk> {
+    match keys {
+        Keys::Short { sk, .. } => Ok(sk),
+        _ => Err(internal(format!("{what} needs tfhe_shortint keys"))),
+    }
+}
+
+/// Prepares one step (outside the timed region): looks up and checks its
+/// operands, values and keys.
+fn bind<'a>(
+    ctx: &Ctx,
+    st: &Step,
+    env: &'a Env,
+    inputs: &'a Env,
+    keys: &'a Keys,
+    extra: &'a Extra,
+) -> DResult<Call<'a>> {
+    let args: Vec<&'a Val> = st.args.iter().map(|a| lookup(env, inputs, a)).collect::<DResult<_>>()?;
+    let what = format!("step '{}' ({})", st.out, st.op_name);
+    let what = what.as_str();
+    Ok(match st.op {
+        Op::Keygen => {
+            nargs(&args, 0, what)?;
+            Call::Keygen(ctx.params)
+        }
+        Op::Encrypt => {
+            nargs(&args, 1, what)?;
+            let v = want_vec(args[0], what)?;
+            match keys {
+                Keys::Bool { ck, .. } => {
+                    if let Some(x) = v.iter().find(|&&x| x > 1) {
+                        return Err(internal(format!("{what}: bit value {x} is not 0 or 1")));
+                    }
+                    Call::EncBool(ck, v)
+                }
+                Keys::Short { ck, .. } => {
+                    let msg = ck.parameters().message_modulus().0;
+                    if let Some(x) = v.iter().find(|&&x| x >= msg) {
+                        return Err(internal(format!("{what}: value {x} outside the message space [0, {msg})")));
+                    }
+                    Call::EncShort(ck, v)
+                }
+                Keys::Int { ck, bits, .. } => {
+                    if *bits < 64 {
+                        if let Some(x) = v.iter().find(|&&x| x >> bits != 0) {
+                            return Err(internal(format!("{what}: value {x} does not fit in {bits} bits")));
+                        }
+                    }
+                    Call::EncInt(ck, *bits, v)
+                }
+            }
+        }
+        Op::Decrypt => {
+            nargs(&args, 1, what)?;
+            match (args[0], keys) {
+                (Val::Bool(c), Keys::Bool { ck, .. }) => Call::DecBool(ck, c),
+                (Val::Short(c), Keys::Short { ck, .. }) => Call::DecShort(ck, c),
+                (Val::Int(c), Keys::Int { ck, .. }) => Call::DecInt(ck, c),
+                (Val::IntBool(c), Keys::Int { ck, .. }) => Call::DecIntBool(ck, c),
+                (o, _) => return Err(internal(format!("{what}: cannot decrypt a {} with these keys", o.kind()))),
+            }
+        }
+        Op::Gate(kind) => {
+            let sk = bool_sk(keys, what)?;
+            match kind {
+                GateKind::Not => {
+                    nargs(&args, 1, what)?;
+                    Call::Not(sk, want_bool(args[0], what)?)
+                }
+                GateKind::Mux => {
+                    nargs(&args, 3, what)?;
+                    let s = want_bool(args[0], what)?;
+                    let a = want_bool(args[1], what)?;
+                    let b = want_bool(args[2], what)?;
+                    same_len(s.len(), a.len(), what)?;
+                    same_len(s.len(), b.len(), what)?;
+                    Call::Mux(sk, [s, a, b])
+                }
+                k => {
+                    nargs(&args, 2, what)?;
+                    let a = want_bool(args[0], what)?;
+                    let b = want_bool(args[1], what)?;
+                    same_len(a.len(), b.len(), what)?;
+                    Call::Gate(sk, k, a, b)
+                }
+            }
+        }
+        Op::Netlist => {
+            nargs(&args, 1, what)?;
+            let sk = bool_sk(keys, what)?;
+            let net = match extra {
+                Extra::Net(n) => n,
+                _ => return Err(internal(format!("{what}: netlist not prepared"))),
+            };
+            let a = want_bool(args[0], what)?;
+            if a.len() != net.n_inputs {
+                return Err(internal(format!(
+                    "{what}: netlist has n_inputs={} but the input array has {} bits",
+                    net.n_inputs,
+                    a.len()
+                )));
+            }
+            Call::Netlist(sk, net, a)
+        }
+        Op::Pbs => {
+            nargs(&args, 1, what)?;
+            let sk = short_sk(keys, what)?;
+            let lut = match extra {
+                Extra::Lut(l) => l,
+                _ => return Err(internal(format!("{what}: lut not prepared"))),
+            };
+            Call::Pbs(sk, lut, want_short(args[0], what)?)
+        }
+        Op::ShortAdd | Op::ShortMul => {
+            nargs(&args, 2, what)?;
+            let sk = short_sk(keys, what)?;
+            let a = want_short(args[0], what)?;
+            let b = want_short(args[1], what)?;
+            same_len(a.len(), b.len(), what)?;
+            if st.op == Op::ShortAdd {
+                Call::ShortAdd(sk, a, b)
+            } else {
+                Call::ShortMul(sk, a, b)
+            }
+        }
+        op => {
+            if !matches!(keys, Keys::Int { .. }) {
+                return Err(internal(format!("{what} needs tfhe_int keys")));
+            }
+            nargs(&args, 2, what)?;
+            let (a, b) = match (args[0], args[1]) {
+                (Val::Int(a), Val::Int(b)) => (a, b),
+                (x, y) => {
+                    return Err(internal(format!(
+                        "{what}: expected two integer arrays, got {} and {}",
+                        x.kind(),
+                        y.kind()
+                    )))
+                }
+            };
+            if a.bits() != b.bits() {
+                return Err(internal(format!("{what}: operands have different widths ({} and {} bits)", a.bits(), b.bits())));
+            }
+            same_len(a.len(), b.len(), what)?;
+            Call::Int(op, a, b)
+        }
+    })
+}
+
 macro_rules! int_binop {
     ($a:expr, $b:expr, $x:ident, $y:ident, $e:expr, $wrap:ident) => {
         match ($a, $b) {
@@ -860,170 +1211,48 @@ macro_rules! int_binop {
             (IntVec::U16(a), IntVec::U16(b)) => int_binop!(@w $wrap, U16, a.iter().zip(b).map(|($x, $y)| $e).collect()),
             (IntVec::U32(a), IntVec::U32(b)) => int_binop!(@w $wrap, U32, a.iter().zip(b).map(|($x, $y)| $e).collect()),
             (IntVec::U64(a), IntVec::U64(b)) => int_binop!(@w $wrap, U64, a.iter().zip(b).map(|($x, $y)| $e).collect()),
-            _ => return Err(internal("integer op: operands have different widths")),
+            _ => unreachable!("operand widths checked in bind"),
         }
     };
     (@w int, $var:ident, $v:expr) => { Val::Int(IntVec::$var($v)) };
     (@w bool, $var:ident, $v:expr) => { Val::IntBool($v) };
 }
 
-fn exec(ctx: &Ctx, op: Op, args: &[&Val], keys: &Keys, extra: &Extra) -> DResult<Val> {
-    let par = ctx.parallel;
-    match op {
-        Op::Keygen => {
-            nargs(args, 0, "keygen")?;
-            let _ = ctx.scheme;
-            Ok(Val::Key(Arc::new(keygen(&ctx.params))))
-        }
-        Op::Encrypt => {
-            nargs(args, 1, "encrypt_sk")?;
-            let v = match args[0] {
-                Val::Vec(v) => v,
-                o => return Err(internal(format!("encrypt_sk: expected a vec, got a {}", o.kind()))),
-            };
-            match keys {
-                Keys::Bool { ck, .. } => {
-                    if let Some(x) = v.iter().find(|&&x| x > 1) {
-                        return Err(internal(format!("encrypt_sk: bit value {x} is not 0 or 1")));
-                    }
-                    Ok(Val::Bool(v.iter().map(|&x| ck.encrypt(x == 1)).collect()))
-                }
-                Keys::Short { ck, .. } => {
-                    let msg = ck.parameters().message_modulus().0;
-                    if let Some(x) = v.iter().find(|&&x| x >= msg) {
-                        return Err(internal(format!("encrypt_sk: value {x} outside the message space [0, {msg})")));
-                    }
-                    Ok(Val::Short(v.iter().map(|&x| ck.encrypt(x)).collect()))
-                }
-                Keys::Int { ck, bits, .. } => {
-                    if *bits < 64 {
-                        if let Some(x) = v.iter().find(|&&x| x >> bits != 0) {
-                            return Err(internal(format!("encrypt_sk: value {x} does not fit in {bits} bits")));
-                        }
-                    }
-                    Ok(Val::Int(match bits {
-                        8 => IntVec::U8(v.iter().map(|&x| FheUint8::encrypt(x as u8, ck)).collect()),
-                        16 => IntVec::U16(v.iter().map(|&x| FheUint16::encrypt(x as u16, ck)).collect()),
-                        32 => IntVec::U32(v.iter().map(|&x| FheUint32::encrypt(x as u32, ck)).collect()),
-                        _ => IntVec::U64(v.iter().map(|&x| FheUint64::encrypt(x, ck)).collect()),
-                    }))
-                }
+impl Call<'_> {
+    /// The library calls of one step (inside the timed region).
+    fn run(&self, par: bool) -> Val {
+        match *self {
+            Call::Keygen(p) => Val::Key(Arc::new(keygen(&p))),
+            Call::EncBool(ck, v) => Val::Bool(v.iter().map(|&x| ck.encrypt(x == 1)).collect()),
+            Call::EncShort(ck, v) => Val::Short(v.iter().map(|&x| ck.encrypt(x)).collect()),
+            Call::EncInt(ck, bits, v) => Val::Int(match bits {
+                8 => IntVec::U8(v.iter().map(|&x| FheUint8::encrypt(x as u8, ck)).collect()),
+                16 => IntVec::U16(v.iter().map(|&x| FheUint16::encrypt(x as u16, ck)).collect()),
+                32 => IntVec::U32(v.iter().map(|&x| FheUint32::encrypt(x as u32, ck)).collect()),
+                _ => IntVec::U64(v.iter().map(|&x| FheUint64::encrypt(x, ck)).collect()),
+            }),
+            Call::DecBool(ck, c) => Val::Vec(c.iter().map(|x| ck.decrypt(x) as u64).collect()),
+            Call::DecShort(ck, c) => Val::Vec(c.iter().map(|x| ck.decrypt(x)).collect()),
+            Call::DecInt(ck, c) => Val::Vec(match c {
+                IntVec::U8(c) => c.iter().map(|x| u64::from(FheDecrypt::<u8>::decrypt(x, ck))).collect(),
+                IntVec::U16(c) => c.iter().map(|x| u64::from(FheDecrypt::<u16>::decrypt(x, ck))).collect(),
+                IntVec::U32(c) => c.iter().map(|x| u64::from(FheDecrypt::<u32>::decrypt(x, ck))).collect(),
+                IntVec::U64(c) => c.iter().map(|x| FheDecrypt::<u64>::decrypt(x, ck)).collect(),
+            }),
+            Call::DecIntBool(ck, c) => Val::Vec(c.iter().map(|x| u64::from(FheDecrypt::<bool>::decrypt(x, ck))).collect()),
+            Call::Not(sk, a) => Val::Bool(map1(par, a, |x| sk.not(x))),
+            Call::Gate(sk, k, a, b) => Val::Bool(map2(par, a, b, |x, y| CtGates(sk).binary(k, x, y))),
+            Call::Mux(sk, [s, a, b]) => {
+                let idx: Vec<usize> = (0..s.len()).collect();
+                Val::Bool(map1(par, &idx, |&i| sk.mux(&s[i], &a[i], &b[i])))
             }
-        }
-        Op::Decrypt => {
-            nargs(args, 1, "decrypt")?;
-            Ok(Val::Vec(match (args[0], keys) {
-                (Val::Bool(c), Keys::Bool { ck, .. }) => c.iter().map(|x| ck.decrypt(x) as u64).collect(),
-                (Val::Short(c), Keys::Short { ck, .. }) => c.iter().map(|x| ck.decrypt(x)).collect(),
-                (Val::Int(IntVec::U8(c)), Keys::Int { ck, .. }) => {
-                    c.iter().map(|x| { let d: u8 = x.decrypt(ck); d as u64 }).collect()
-                }
-                (Val::Int(IntVec::U16(c)), Keys::Int { ck, .. }) => {
-                    c.iter().map(|x| { let d: u16 = x.decrypt(ck); d as u64 }).collect()
-                }
-                (Val::Int(IntVec::U32(c)), Keys::Int { ck, .. }) => {
-                    c.iter().map(|x| { let d: u32 = x.decrypt(ck); d as u64 }).collect()
-                }
-                (Val::Int(IntVec::U64(c)), Keys::Int { ck, .. }) => {
-                    c.iter().map(|x| { let d: u64 = x.decrypt(ck); d }).collect()
-                }
-                (Val::IntBool(c), Keys::Int { ck, .. }) => {
-                    c.iter().map(|x| { let d: bool = x.decrypt(ck); d as u64 }).collect()
-                }
-                (o, _) => return Err(internal(format!("decrypt: cannot decrypt a {} with these keys", o.kind()))),
-            }))
-        }
-        Op::Gate(kind) => {
-            let sk = match keys {
-                Keys::Bool { sk, .. } => sk,
-                _ => return Err(internal("gate ops need tfhe_bool keys")),
-            };
-            let g = CtGates(sk);
-            match kind {
-                GateKind::Not => {
-                    nargs(args, 1, "not")?;
-                    let a = want_bool(args[0], "not")?;
-                    Ok(Val::Bool(map1(par, a, |x| g.not(x))))
-                }
-                GateKind::Mux => {
-                    nargs(args, 3, "mux")?;
-                    let s = want_bool(args[0], "mux sel")?;
-                    let a = want_bool(args[1], "mux a")?;
-                    let b = want_bool(args[2], "mux b")?;
-                    same_len(s.len(), a.len(), "mux")?;
-                    same_len(s.len(), b.len(), "mux")?;
-                    let idx: Vec<usize> = (0..s.len()).collect();
-                    Ok(Val::Bool(map1(par, &idx, |&i| g.mux(&s[i], &a[i], &b[i]))))
-                }
-                k => {
-                    nargs(args, 2, "gate")?;
-                    let a = want_bool(args[0], "gate")?;
-                    let b = want_bool(args[1], "gate")?;
-                    same_len(a.len(), b.len(), "gate")?;
-                    Ok(Val::Bool(map2(par, a, b, |x, y| g.binary(k, x, y))))
-                }
+            Call::Netlist(sk, net, a) => {
+                Val::Bool(netlist::evaluate(net, &CtGates(sk), a, par).expect("input count checked in bind"))
             }
-        }
-        Op::Netlist => {
-            nargs(args, 1, "netlist")?;
-            let sk = match keys {
-                Keys::Bool { sk, .. } => sk,
-                _ => return Err(internal("netlist needs tfhe_bool keys")),
-            };
-            let net = match extra {
-                Extra::Net(n) => n,
-                _ => return Err(internal("netlist not prepared")),
-            };
-            let a = want_bool(args[0], "netlist")?;
-            let out = netlist::evaluate(net, &CtGates(sk), a, par).map_err(internal)?;
-            Ok(Val::Bool(out))
-        }
-        Op::ShortAdd | Op::ShortMul | Op::Pbs => {
-            let sk = match keys {
-                Keys::Short { sk, .. } => sk,
-                _ => return Err(internal("shortint ops need tfhe_shortint keys")),
-            };
-            match op {
-                Op::Pbs => {
-                    nargs(args, 1, "pbs")?;
-                    let a = want_short(args[0], "pbs")?;
-                    let lut = match extra {
-                        Extra::Lut(l) => l,
-                        _ => return Err(internal("lut not prepared")),
-                    };
-                    Ok(Val::Short(map1(par, a, |x| sk.apply_lookup_table(x, lut))))
-                }
-                _ => {
-                    nargs(args, 2, "shortint op")?;
-                    let a = want_short(args[0], "shortint op")?;
-                    let b = want_short(args[1], "shortint op")?;
-                    same_len(a.len(), b.len(), "shortint op")?;
-                    Ok(Val::Short(if op == Op::ShortAdd {
-                        map2(par, a, b, |x, y| sk.add(x, y))
-                    } else {
-                        map2(par, a, b, |x, y| sk.mul(x, y))
-                    }))
-                }
-            }
-        }
-        _ => {
-            // Integer ops: high-level API; the server key was installed by `prepare`.
-            if !matches!(keys, Keys::Int { .. }) {
-                return Err(internal("integer ops need tfhe_int keys"));
-            }
-            nargs(args, 2, "integer op")?;
-            let (a, b) = match (args[0], args[1]) {
-                (Val::Int(a), Val::Int(b)) => (a, b),
-                (x, y) => {
-                    return Err(internal(format!(
-                        "integer op: expected two integer arrays, got {} and {}",
-                        x.kind(),
-                        y.kind()
-                    )))
-                }
-            };
-            same_len(a.len(), b.len(), "integer op")?;
-            Ok(match op {
+            Call::Pbs(sk, lut, a) => Val::Short(map1(par, a, |x| sk.apply_lookup_table(x, lut))),
+            Call::ShortAdd(sk, a, b) => Val::Short(map2(par, a, b, |x, y| sk.add(x, y))),
+            Call::ShortMul(sk, a, b) => Val::Short(map2(par, a, b, |x, y| sk.mul(x, y))),
+            Call::Int(op, a, b) => match op {
                 Op::IntAdd => int_binop!(a, b, x, y, x + y, int),
                 Op::IntSub => int_binop!(a, b, x, y, x - y, int),
                 Op::IntMul => int_binop!(a, b, x, y, x * y, int),
@@ -1033,8 +1262,248 @@ fn exec(ctx: &Ctx, op: Op, args: &[&Val], keys: &Keys, extra: &Extra) -> DResult
                 Op::IntGe => int_binop!(a, b, x, y, FheOrd::ge(x, y), bool),
                 Op::IntLt => int_binop!(a, b, x, y, FheOrd::lt(x, y), bool),
                 Op::IntEq => int_binop!(a, b, x, y, FheEq::eq(x, y), bool),
-                _ => unreachable!("all ops handled"),
-            })
+                _ => unreachable!("integer ops only"),
+            },
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn step(out: &str, op: &str, args: &[&str]) -> Value {
+        json!({"out": out, "op": op, "args": args})
+    }
+
+    fn keyed(out: &str, op: &str, args: &[&str], key: &str) -> Value {
+        json!({"out": out, "op": op, "args": args, "attrs": {"key": key}})
+    }
+
+    /// k copies of `op` on (x.i, y.i), each decrypted to z.i; region "cz".
+    fn copies(op: &str, k: usize) -> Value {
+        let mut steps = vec![];
+        for i in 0..k {
+            steps.push(step(&format!("cx.{i}"), "encrypt_sk", &[&format!("x.{i}")]));
+            steps.push(step(&format!("cy.{i}"), "encrypt_sk", &[&format!("y.{i}")]));
+        }
+        for i in 0..k {
+            steps.push(step(&format!("cz.{i}"), op, &[&format!("cx.{i}"), &format!("cy.{i}")]));
+        }
+        for i in 0..k {
+            steps.push(step(&format!("z.{i}"), "decrypt", &[&format!("cz.{i}")]));
+        }
+        let cz: Vec<String> = (0..k).map(|i| format!("cz.{i}")).collect();
+        let z: Vec<String> = (0..k).map(|i| format!("z.{i}")).collect();
+        json!({"steps": steps, "timed": [{"name": "cz", "steps": cz}], "outputs": z, "sizes": ["cz.1"]})
+    }
+
+    fn refused(scheme: Scheme, program: Value, needle: &str) {
+        match parse_program(scheme, &program) {
+            Ok(_) => panic!("program accepted, expected an error containing '{needle}'"),
+            Err(e) => {
+                assert_eq!(e.kind, "internal", "{}", e.message);
+                assert!(e.message.contains(needle), "message '{}' lacks '{needle}'", e.message);
+            }
+        }
+    }
+
+    #[test]
+    fn regions_parse() {
+        let p = parse_program(Scheme::Bool, &copies("and", 3)).unwrap();
+        assert_eq!(p.regions.len(), 1);
+        assert_eq!((p.regions[0].name.as_str(), p.regions[0].start, p.regions[0].len), ("cz", 6, 3));
+        // Listed out of order but consecutive in the program: accepted.
+        let mut prog = copies("and", 3);
+        prog["timed"] = json!([{"name": "cz", "steps": ["cz.2", "cz.0", "cz.1"]},
+                               {"name": "enc", "steps": ["cx.0"]}]);
+        let p = parse_program(Scheme::Bool, &prog).unwrap();
+        assert_eq!((p.regions[0].name.as_str(), p.regions[0].start), ("enc", 0));
+        assert_eq!((p.regions[1].name.as_str(), p.regions[1].start, p.regions[1].len), ("cz", 6, 3));
+    }
+
+    #[test]
+    fn region_unknown_name() {
+        let mut prog = copies("and", 2);
+        prog["timed"] = json!([{"name": "cz", "steps": ["cz.0", "nope"]}]);
+        refused(Scheme::Bool, prog, "'nope' is not a step's out");
+    }
+
+    #[test]
+    fn region_not_consecutive() {
+        let mut prog = copies("and", 3);
+        prog["timed"] = json!([{"name": "cz", "steps": ["cz.0", "cz.2"]}]);
+        refused(Scheme::Bool, prog, "not consecutive");
+        let mut prog = copies("and", 2);
+        prog["timed"] = json!([{"name": "r", "steps": ["cy.1", "cz.1"]}]);
+        refused(Scheme::Bool, prog, "not consecutive");
+    }
+
+    #[test]
+    fn region_dependent_steps() {
+        let prog = json!({"steps": [
+            step("cx", "encrypt_sk", &["x"]), step("cy", "encrypt_sk", &["y"]),
+            step("a", "and", &["cx", "cy"]), step("b", "xor", &["a", "cy"])],
+            "timed": [{"name": "r", "steps": ["a", "b"]}]});
+        refused(Scheme::Bool, prog, "step 'b' reads 'a'");
+        // Through the key attr: a keygen and a use of its key in one region.
+        let prog = json!({"steps": [
+            step("k", "keygen", &[]), keyed("cx", "encrypt_sk", &["x"], "k")],
+            "timed": [{"name": "r", "steps": ["k", "cx"]}]});
+        refused(Scheme::Bool, prog, "step 'cx' reads 'k'");
+    }
+
+    #[test]
+    fn region_other_rules() {
+        let mut prog = copies("and", 2);
+        prog["timed"] = json!([{"name": "a", "steps": ["cz.0"]}, {"name": "b", "steps": ["cz.0", "cz.1"]}]);
+        refused(Scheme::Bool, prog, "in two regions");
+        let mut prog = copies("and", 2);
+        prog["timed"] = json!([{"name": "a", "steps": ["cz.0"]}, {"name": "a", "steps": ["cz.1"]}]);
+        refused(Scheme::Bool, prog, "used twice");
+        let mut prog = copies("and", 2);
+        prog["timed"] = json!([{"name": "a", "steps": ["cz.0", "cz.0"]}]);
+        refused(Scheme::Bool, prog, "twice");
+        let mut prog = copies("and", 2);
+        prog["timed"] = json!([{"name": "a", "steps": []}]);
+        refused(Scheme::Bool, prog, "no steps");
+        let mut prog = copies("and", 2);
+        prog["timed"] = json!(["cz.0"]); // protocol 1 form
+        refused(Scheme::Bool, prog, "must be a region");
+        let prog = json!({"steps": [step("c", "encrypt_sk", &["x"]), step("c", "encrypt_sk", &["y"])],
+                          "timed": [{"name": "r", "steps": ["c"]}]});
+        refused(Scheme::Bool, prog, "out of several steps");
+    }
+
+    #[test]
+    fn int_region_with_two_server_keys() {
+        let prog = json!({"steps": [
+            step("k", "keygen", &[]),
+            step("cx", "encrypt_sk", &["x"]), keyed("kx", "encrypt_sk", &["x"], "k"),
+            step("a", "int_add", &["cx", "cx"]), keyed("b", "int_add", &["kx", "kx"], "k")],
+            "timed": [{"name": "r", "steps": ["a", "b"]}]});
+        refused(Scheme::Int, prog.clone(), "two server keys");
+        // Boolean and shortint server keys are passed explicitly: allowed.
+        let mut prog = prog;
+        prog["steps"][3]["op"] = json!("and");
+        prog["steps"][4]["op"] = json!("and");
+        parse_program(Scheme::Bool, &prog).unwrap();
+    }
+
+    #[test]
+    fn protocol_version() {
+        let mut d = Driver::new(1);
+        let e = d.handle(&json!({"v": 1, "id": 1, "type": "capabilities"})).unwrap_err();
+        assert_eq!(e.kind, "internal");
+        assert!(e.message.contains("speaks 2"), "{}", e.message);
+        let caps = d.handle(&json!({"v": 2, "id": 2, "type": "capabilities"})).unwrap();
+        assert_eq!(caps["protocol"], 2);
+        for s in ["tfhe_bool", "tfhe_shortint", "tfhe_int"] {
+            assert_eq!(caps["schemes"][s]["deviations"], json!({}));
+        }
+    }
+
+    fn setup(d: &mut Driver, scheme: &str, params: Value) {
+        d.handle(&json!({"v": 2, "id": 1, "type": "setup", "setup_id": "s", "scheme": scheme, "params": params}))
+            .unwrap();
+    }
+
+    fn run(d: &mut Driver, program: Value, samples: Vec<Value>) -> Value {
+        d.handle(&json!({"v": 2, "id": 2, "type": "run", "setup_id": "s", "program": program, "samples": samples}))
+            .unwrap()
+    }
+
+    fn out(sample: &Value, name: &str) -> Vec<u64> {
+        decode_vec(&sample["outputs"][name]).unwrap()
+    }
+
+    /// k copies of a binary op in one region, two samples: every copy's
+    /// output is checked and the sample has exactly one time, the region's.
+    fn check_copies(d: &mut Driver, op: &str, m: u64, f: impl Fn(u64, u64) -> u64) {
+        let k = 3;
+        let mut samples = vec![];
+        let mut wants = vec![];
+        for s in 0..2u64 {
+            let mut inputs = Map::new();
+            let mut want = vec![];
+            for i in 0..k as u64 {
+                let x: Vec<u64> = (0..2).map(|j| (i + j + s) % m).collect();
+                let y: Vec<u64> = (0..2).map(|j| (2 * i + 3 * j + s + 1) % m).collect();
+                want.push(x.iter().zip(&y).map(|(&a, &b)| f(a, b)).collect::<Vec<u64>>());
+                inputs.insert(format!("x.{i}"), encode_vec(&x));
+                inputs.insert(format!("y.{i}"), encode_vec(&y));
+            }
+            samples.push(json!({"inputs": inputs}));
+            wants.push(want);
+        }
+        let res = run(d, copies(op, k), samples);
+        for (sample, want) in res["samples"].as_array().unwrap().iter().zip(&wants) {
+            let ns = sample["ns"].as_object().unwrap();
+            assert_eq!(ns.len(), 1, "{ns:?}");
+            assert!(ns["cz"].as_u64().unwrap() > 0);
+            for (i, w) in want.iter().enumerate() {
+                assert_eq!(&out(sample, &format!("z.{i}")), w, "{op} copy {i}");
+            }
+        }
+        assert!(res["sizes_bytes"]["cz.1"].as_u64().unwrap() > 0);
+        assert!(res.get("overhead_ns").is_some());
+    }
+
+    #[test]
+    fn bool_region_of_copies() {
+        let mut d = Driver::new(1);
+        setup(&mut d, "tfhe_bool", json!({"preset": "default"}));
+        check_copies(&mut d, "and", 2, |a, b| a & b);
+        check_copies(&mut d, "xor", 2, |a, b| a ^ b);
+    }
+
+    #[test]
+    fn shortint_region_of_copies() {
+        let mut d = Driver::new(1);
+        setup(&mut d, "tfhe_shortint", json!({"preset": "PARAM_MESSAGE_1_CARRY_1_KS_PBS_TUNIFORM_2M128"}));
+        check_copies(&mut d, "short_add", 2, |a, b| (a + b) % 2);
+        // pbs copies: the lookup tables are made before the clock.
+        let prog = json!({"steps": [
+            step("c.0", "encrypt_sk", &["x.0"]), step("c.1", "encrypt_sk", &["x.1"]),
+            {"out": "p.0", "op": "pbs", "args": ["c.0"], "attrs": {"lut": [1, 0]}},
+            {"out": "p.1", "op": "pbs", "args": ["c.1"], "attrs": {"lut": "$lut"}},
+            step("z.0", "decrypt", &["p.0"]), step("z.1", "decrypt", &["p.1"])],
+            "timed": [{"name": "pbs", "steps": ["p.0", "p.1"]}], "outputs": ["z.0", "z.1"]});
+        let res = run(&mut d, prog, vec![json!({"inputs": {"x.0": encode_vec(&[0, 1]), "x.1": encode_vec(&[1, 0])},
+                                               "scalars": {"lut": [1, 1]}})]);
+        let s = &res["samples"][0];
+        assert_eq!(out(s, "z.0"), vec![1, 0]);
+        assert_eq!(out(s, "z.1"), vec![1, 1]);
+    }
+
+    /// The orchestrator's keygen benchmark: keygen timed, then its keys used
+    /// by encrypt_sk, one integer op (two copies) and decrypt; then the
+    /// setup's keys again.
+    #[test]
+    fn int_keygen_then_use() {
+        let mut d = Driver::new(1);
+        setup(&mut d, "tfhe_int", json!({"preset": "PARAM_MESSAGE_1_CARRY_1_KS_PBS_TUNIFORM_2M128", "bits": 8}));
+        let prog = json!({"steps": [
+            step("k", "keygen", &[]),
+            keyed("cx.0", "encrypt_sk", &["x.0"], "k"), keyed("cy.0", "encrypt_sk", &["y.0"], "k"),
+            keyed("cx.1", "encrypt_sk", &["x.1"], "k"), keyed("cy.1", "encrypt_sk", &["y.1"], "k"),
+            keyed("cz.0", "int_add", &["cx.0", "cy.0"], "k"), keyed("cz.1", "int_add", &["cx.1", "cy.1"], "k"),
+            keyed("z.0", "decrypt", &["cz.0"], "k"), keyed("z.1", "decrypt", &["cz.1"], "k")],
+            "timed": [{"name": "k", "steps": ["k"]}, {"name": "cz", "steps": ["cz.0", "cz.1"]}],
+            "outputs": ["z.0", "z.1"], "sizes": ["k"]});
+        let res = run(&mut d, prog, vec![json!({"inputs": {
+            "x.0": encode_vec(&[200]), "y.0": encode_vec(&[100]),
+            "x.1": encode_vec(&[7]), "y.1": encode_vec(&[250])}})]);
+        let s = &res["samples"][0];
+        assert_eq!(out(s, "z.0"), vec![44]);
+        assert_eq!(out(s, "z.1"), vec![1]);
+        assert_eq!(s["ns"].as_object().unwrap().len(), 2);
+        assert!(res["sizes_bytes"]["k"].as_u64().unwrap() > 0);
+        // Back on the setup's keys (the thread-local server key is switched back).
+        let res = run(&mut d, copies("int_gt", 2), vec![json!({"inputs": {
+            "x.0": encode_vec(&[5]), "y.0": encode_vec(&[4]), "x.1": encode_vec(&[4]), "y.1": encode_vec(&[5])}})]);
+        let s = &res["samples"][0];
+        assert_eq!(out(s, "z.0"), vec![1]);
+        assert_eq!(out(s, "z.1"), vec![0]);
     }
 }

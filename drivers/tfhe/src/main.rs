@@ -1,6 +1,6 @@
 //! fhemark driver for TFHE-rs.
 //!
-//! Speaks protocol v1 (protocol/PROTOCOL.md) with the bit/integer extension
+//! Speaks protocol v2 (protocol/PROTOCOL.md) with the bit/integer extension
 //! (protocol/PROTOCOL-bits.md): one JSON request per line on stdin, one JSON
 //! reply per line on stdout; logs go to stderr.
 
@@ -62,7 +62,7 @@ fn main() {
         }
         let (reply, stop) = match serde_json::from_str::<Value>(&line) {
             Err(e) => (
-                json!({"v": 1, "id": null, "ok": false,
+                json!({"v": 2, "id": null, "ok": false,
                        "error": {"kind": "internal", "message": one_line(&format!("request is not JSON: {e}"))}}),
                 false,
             ),
@@ -71,12 +71,12 @@ fn main() {
                 let is_shutdown = req.get("type").and_then(Value::as_str) == Some("shutdown");
                 let res = catch_unwind(AssertUnwindSafe(|| driver.handle(&req)));
                 let reply = match res {
-                    Ok(Ok(result)) => json!({"v": 1, "id": id, "ok": true, "result": result}),
-                    Ok(Err(e)) => json!({"v": 1, "id": id, "ok": false,
+                    Ok(Ok(result)) => json!({"v": 2, "id": id, "ok": true, "result": result}),
+                    Ok(Err(e)) => json!({"v": 2, "id": id, "ok": false,
                                          "error": {"kind": e.kind, "message": one_line(&e.message)}}),
                     Err(p) => {
                         driver.after_panic();
-                        json!({"v": 1, "id": id, "ok": false,
+                        json!({"v": 2, "id": id, "ok": false,
                                "error": {"kind": "internal",
                                          "message": one_line(&format!("panic in TFHE-rs or driver: {}", panic_message(&*p)))}})
                     }
