@@ -4,14 +4,21 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import shlex
 import sys
+import tempfile
 from enum import Enum
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.markup import escape
+from rich.text import Text
+from typer._click.exceptions import ClickException, NoArgsIsHelpError
+from typer.core import TyperGroup
 
 from . import export as export_mod
 from .drivers import available, manifests
@@ -20,7 +27,7 @@ from .locations import default_db, project_root
 from .metadata import environment
 from .catalog import CATALOG
 from .compare import compare
-from .plan import build
+from .plan import MAX_ESTIMATE_S, MAX_JOBS, build, check_size
 from .recommend import load_workload, recommend
 from . import report as report_files
 from .report.text import print_comparison, print_recommendation, print_results
@@ -29,7 +36,57 @@ from .store import Store
 from .suites import builtin_names, load
 from .supervise import Driver
 
-app = typer.Typer(add_completion=False, no_args_is_help=True,
+# Exit status of a bug in fhemark itself (never of bad input: that is 2, one line).
+INTERNAL_ERROR = 3
+
+
+def _say_error(line: str) -> None:
+    """The one line bad input gets on stderr; user text is never read as console markup."""
+    err_console.print(Text.assemble(("error:", "red"), " ", " ".join(line.split())), highlight=False, soft_wrap=True)
+
+
+class _Commands(TyperGroup):
+    """Every command's way out: a UserError (bad input, an unusable store or output path) is one line
+    and exit status 2; a wrong flag or argument is one line too; a bug is one line and status 3
+    (FHEMARK_DEBUG=1 shows its traceback). Nothing reaches the user as a traceback."""
+
+    def main(self, args: Any = None, prog_name: str | None = None, complete_var: str | None = None,
+             standalone_mode: bool = True, **extra: Any) -> Any:
+        try:
+            code = super().main(args=args, prog_name=prog_name, complete_var=complete_var, standalone_mode=False,
+                                **extra)
+        except NoArgsIsHelpError as exc:
+            console.print(exc.ctx.get_help(), markup=False, highlight=False)
+            code = 0
+        except ClickException as exc:
+            where = getattr(getattr(exc, "ctx", None), "command_path", None) or "fhemark"
+            _say_error(f"{exc.format_message().rstrip('.')}; see `{where} --help`")
+            code = 2
+        except UserError as exc:
+            _say_error(exc.line())
+            code = exc.exit_code
+        except typer.Abort:
+            _say_error("aborted")
+            code = 1
+        except BrokenPipeError:  # e.g. `fhemark export | head`: the reader left, nothing is wrong
+            try:  # Python's own flush at exit would complain about the closed pipe
+                os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            except (OSError, ValueError, AttributeError):
+                pass
+            code = 0
+        except Exception as exc:  # noqa: BLE001 - the last line of defence
+            if os.environ.get("FHEMARK_DEBUG"):
+                raise
+            _say_error(f"internal error: {type(exc).__name__}: {exc}; this is a bug in fhemark: "
+                       "rerun with FHEMARK_DEBUG=1 to see where, and report it")
+            code = INTERNAL_ERROR
+        code = code if isinstance(code, int) else 0
+        if standalone_mode:
+            sys.exit(code)
+        return code
+
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, cls=_Commands, pretty_exceptions_enable=False,
                   help="Benchmark FHE libraries and schemes on this machine, with checked results.")
 # Wide enough for the result table when output goes to a file or a CI log.
 console = Console(width=None if sys.stdout.isatty() else 200)
@@ -41,8 +98,75 @@ RUN_REF = "a run id or unique prefix, a baseline name, `latest` or `previous`"
 
 
 def _fail(exc: UserError) -> None:
-    err_console.print(f"[red]error:[/] {exc.line()}", highlight=False, soft_wrap=True)
-    raise typer.Exit(exc.exit_code)
+    raise exc
+
+
+def _output(path: Path, option: str) -> Path:
+    """An output file the user named: its folder must exist (checked before any work is done)."""
+    if path.is_dir():
+        raise UserError(f"{option} {path}: is a folder", f"give {option} a file path, e.g. {path / 'out.json'}")
+    parent = path.parent
+    if not parent.is_dir():
+        raise UserError(f"{option} {path}: folder '{parent}' does not exist", "create it first or choose another path")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise UserError(f"{option} {path}: folder '{parent}' is not writable", "choose another path")
+    return path
+
+
+def _write_out(path: Path, text: str, option: str) -> None:
+    """Write under a temporary name in the same folder, then rename: never half a file."""
+    _output(path, option)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name[:40]}.", dir=path.parent)
+        try:
+            with os.fdopen(fd, "w") as f:
+                f.write(text)
+            os.replace(tmp, path)
+        finally:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+    except OSError as exc:
+        raise UserError(f"{option} {path}: writing failed ({exc.strerror or exc})", "free some space or choose another path")
+
+
+def _again(suite: str, db: Path | None, full: bool, allow_insecure: bool, library: list[str] | None,
+           report: Path | None, yes: bool) -> str:
+    """The command that continues this run: the same plan (flags included) and the same store."""
+    parts = ["fhemark", "run", "--suite", suite]
+    parts += ["--full"] if full else []
+    parts += ["--allow-insecure"] if allow_insecure else []
+    for lib in library or []:
+        parts += ["--library", lib]
+    parts += ["--db", str(db)] if db else []
+    parts += ["--report", str(report)] if report else []
+    parts += ["--yes"] if yes else []
+    return shlex.join(parts + ["--resume"])
+
+
+def _jobs(n: int) -> str:
+    return f"{n} job" + ("" if n == 1 else "s")
+
+
+def _resumable(store: Store, name: str, suite_hash: str, job_keys: set[str]) -> dict | None:
+    """The run --resume continues: the newest of this exact plan; or, when the suite file changed in a way
+    that changed no job (a description, a comment), the newest of the suite. A changed plan is refused."""
+    prev = store.latest_run(suite_hash)
+    if prev is not None:
+        return prev
+    other = store.latest_run_of_suite(name)
+    if other is None:
+        console.print(f"nothing to resume: {store.path} has no run of suite '{name}'; starting a new run",
+                      markup=False, highlight=False)
+        return None
+    old = store.plan_keys(other["run_id"])
+    if old == job_keys:
+        console.print(f"suite '{name}' was edited since run {other['run_id']}, but every job is the same: resuming it",
+                      markup=False, highlight=False)
+        return other
+    raise UserError(f"--resume: suite '{name}' changed since its run {other['run_id']} in {store.path} "
+                    f"({_jobs(len(job_keys - old))} new or changed, {_jobs(len(old - job_keys))} gone), so that run cannot be "
+                    "continued", "run without --resume to start a new run, or undo the change (same suite file and "
+                    "--library, --allow-insecure, --full flags) to continue the old one")
 
 
 @app.command()
@@ -52,35 +176,43 @@ def run(suite: str = typer.Option("quick", help="built-in suite name or path to 
         allow_insecure: bool = typer.Option(False, help="run parameter sets below the suite's security level, marked"),
         library: list[str] = typer.Option(None, help="only these libraries (repeatable)"),
         full: bool = typer.Option(False, help="add the suite's full_cases (long sweeps: hours)"),
-        report: Path = typer.Option(None, help="report folder (default ./report/<suite>)")) -> None:
+        report: Path = typer.Option(None, help="report folder (default ./report/<suite>)"),
+        yes: bool = typer.Option(False, "--yes", help=f"start a plan above {MAX_JOBS} jobs or "
+                                                      f"{MAX_ESTIMATE_S / 3600:.0f} h without asking")) -> None:
     """Plan, check, run, store and print a result table; write the report."""
-    try:
-        s = load(suite, full)
-        plan = build(s, available(), allow_insecure, library or None, known=list(manifests()))
-        store = Store(db or default_db())
-    except UserError as exc:
-        _fail(exc)
-    for lib in plan.unavailable:
-        err_console.print(f"skipped {lib}: {manifests()[lib].why_unavailable()}", highlight=False)
+    # Everything that can be refused is refused here, before a job runs or a byte is stored.
+    s = load(suite, full)
+    known = manifests()
+    for lib in library or []:
+        if lib not in known:
+            raise UserError(f"--library {lib}: unknown library", f"use one of {', '.join(known) or 'none'}")
+    plan = build(s, available(), allow_insecure, library or None, known=list(known))
+    out = report or Path("report") / report_files.safe_name(s.name)
+    report_files.check_out(out)
+    store = Store(db or default_db())
+    again = _again(suite, db, full, allow_insecure, library, report, yes)
     plan_json = plan.to_json()
     suite_hash = hashlib.sha256(json.dumps(plan_json, sort_keys=True).encode()).hexdigest()[:16]
+    jobs = plan.jobs
+    prev = _resumable(store, s.name, suite_hash, {j.key for j in jobs}) if resume else None
+    skip = store.done_keys(prev["run_id"]) if prev else set()
+    todo = [j for j in jobs if j.key not in skip]
+    size, large = check_size(todo, store.job_seconds(), yes)
+    if large:  # asked for with --yes: still say how big it is
+        console.print(f"plan: {size}", markup=False, highlight=False)
+    for lib in plan.unavailable:  # said once nothing can be refused any more
+        err_console.print(f"skipped {lib}: {known[lib].why_unavailable()}", highlight=False, markup=False)
     env = environment(s.threads, project_root())
-    skip: set[str] = set()
-    prev = store.latest_run(suite_hash) if resume else None
     if prev:
         run_id = prev["run_id"]
-        skip = store.done_keys(run_id)
-        console.print(f"resuming run {run_id}: {len(skip)} of {len(plan.jobs)} jobs already done")
+        console.print(f"resuming run {run_id}: {len(skip)} of {len(jobs)} jobs already done", highlight=False)
     else:
-        if resume:
-            console.print("nothing to resume for this suite: starting a new run")
         run_id = store.start_run(s.name, suite_hash, allow_insecure, env, plan_json)
-    todo = [j for j in plan.jobs if j.key not in skip]
     failures: list[str] = []   # measurements that went wrong: exit status 1
     refusals: dict[str, str] = {}  # a library refusing a parameter set: reported once per setup, not a failure
     with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  TextColumn("{task.fields[last]}"), console=console, transient=False) as progress:
-        task = progress.add_task(f"{s.name}", total=len(todo), last="")
+                  TextColumn("{task.fields[last]}", markup=False), console=console, transient=False) as progress:
+        task = progress.add_task(escape(s.name), total=len(todo), last="")
 
         def on_record(job, recs) -> None:
             progress.update(task, advance=1, last=f"{job.library} {job.scheme} N={job.params.N} {job.op}")
@@ -96,19 +228,26 @@ def run(suite: str = typer.Option("quick", help="built-in suite name or path to 
             runner.execute()
         except KeyboardInterrupt:
             store.close()
-            err_console.print(f"interrupted: results so far are in {store.path}; "
-                              f"continue with: fhemark run --suite {suite} --resume")
+            err_console.print(f"interrupted: results so far are in {store.path}; continue with: {again}",
+                              highlight=False, markup=False, soft_wrap=True)
             raise typer.Exit(130)
+        except UserError as exc:  # the store failed (full disk, read-only): what was stored before stays
+            store.close()
+            raise UserError(exc.problem, f"{exc.fix}; then continue with: {again}")
     store.finish_run(run_id)
     recs = list(store.records(run_id))
     print_results(recs, console)
     for where, why in refusals.items():
-        err_console.print(f"[yellow]not run:[/] {where}: {why}", highlight=False)
+        err_console.print(Text.assemble(("not run:", "yellow"), f" {where}: {why}"), highlight=False)
     for line in failures:
-        err_console.print(f"[red]failed:[/] {line}", highlight=False)
-    out = report or Path("report") / s.name
-    files = report_files.write(recs, out, f"fhemark: suite {s.name}, run {run_id}", env)
-    console.print(f"stored in {store.path} (run {run_id}); report: {files[0]} and {files[1]}")
+        err_console.print(Text.assemble(("failed:", "red"), f" {line}"), highlight=False)
+    try:
+        files = report_files.write(recs, out, f"fhemark: suite {s.name}, run {run_id}", env)
+    except UserError as exc:
+        raise UserError(f"{exc.problem}; the results are stored in {store.path} (run {run_id})",
+                        f"{exc.fix}, e.g. " + shlex.join(["fhemark", "report", "--db", str(store.path), "--run", run_id,
+                                                          "--out", str(out)]))
+    console.print(f"stored in {store.path} (run {run_id}); report: {files[0]} and {files[1]}", highlight=False, markup=False)
     store.close()
     if failures:
         raise typer.Exit(1)
@@ -144,18 +283,18 @@ def list_(what: ListWhat) -> None:
     if what is ListWhat.suites:
         for name in builtin_names():
             try:
-                console.print(f"{name:10} {load(name).description}")
-            except UserError as exc:
-                console.print(f"{name:10} (invalid: {exc.line()})")
+                console.print(f"{name:10} {load(name).description}", markup=False)
+            except UserError as exc:  # one broken built-in suite does not hide the others
+                console.print(f"{name:10} (invalid: {exc.line()})", markup=False)
         return
     caps = _capabilities()
     if what is ListWhat.libraries:
         for name, c in caps.items():
             if isinstance(c, str):
-                console.print(f"{name:10} unavailable: {c}")
+                console.print(f"{name:10} unavailable: {c}", markup=False)
             else:
                 console.print(f"{name:10} {c['library_version']:12} schemes: {', '.join(c['schemes'])}; "
-                              f"threads {c['threads']}; driver {c['driver_version']}")
+                              f"threads {c['threads']}; driver {c['driver_version']}", markup=False)
     elif what is ListWhat.schemes:
         schemes: dict[str, list[str]] = {}
         for name, c in caps.items():
@@ -189,11 +328,12 @@ class Format(str, Enum):
     csv = "csv"
 
 
-def _open(db: Path | None) -> Store:
+def _open(db: Path | None, write: bool = False) -> Store:
+    """An existing store, checked to be one before anything touches it; read-only unless `write`."""
     path = db or default_db()
-    if not path.exists():
+    if not path.exists() and not path.is_symlink():
         raise UserError(f"store {path} does not exist", "run `fhemark run` first or pass --db")
-    return Store(path)
+    return Store(path, readonly=not write)
 
 
 @app.command()
@@ -202,14 +342,13 @@ def export(db: Path = typer.Option(None, help="SQLite store"),
            run_id: Optional[str] = typer.Option(None, "--run", help=f"only this run: {RUN_REF}"),
            out: Path = typer.Option(None, help="write to this file instead of stdout")) -> None:
     """All results, one record per measurement."""
-    try:
-        store = _open(db)
-        recs = export_mod.records(store, store.resolve_run(run_id))
-    except UserError as exc:
-        _fail(exc)
+    if out:
+        _output(out, "--out")
+    store = _open(db)
+    recs = export_mod.records(store, store.resolve_run(run_id))
     text = export_mod.to_json(recs) if format is Format.json else export_mod.to_csv(recs)
     if out:
-        out.write_text(text)
+        _write_out(out, text, "--out")
     else:
         sys.stdout.write(text + ("\n" if not text.endswith("\n") else ""))
 
@@ -231,7 +370,7 @@ def report(db: Path = typer.Option(None, help="SQLite store"),
         _fail(UserError("no results match", "check --run/--suite against `fhemark export`"))
     files = report_files.write(recs, out, f"fhemark report{f': suite {suite}' if suite else ''}",
                                recs[-1].get("env", {}))
-    console.print(f"wrote {files[0]}, {files[1]} and {len(files) - 2} CSV tables and figures")
+    console.print(f"wrote {files[0]}, {files[1]} and {len(files) - 2} CSV tables and figures", markup=False)
 
 
 @app.command()
@@ -247,7 +386,7 @@ def runs(db: Path = typer.Option(None, help="SQLite store")) -> None:
     for r in store.runs():
         state = "finished" if r["finished"] else "unfinished (resume with --resume)"
         tag = f"  baseline: {', '.join(names[r['run_id']])}" if r["run_id"] in names else ""
-        console.print(f"{r['run_id']}  {r['suite']:10} {r['results']:5} results  {state}{tag}", highlight=False)
+        console.print(f"{r['run_id']}  {r['suite']:10} {r['results']:5} results  {state}{tag}", highlight=False, markup=False)
 
 
 baseline_app = typer.Typer(no_args_is_help=True, help="Named, immutable references for `fhemark compare`.")
@@ -260,12 +399,12 @@ def baseline_save(name: str = typer.Argument(..., help="the baseline's name, e.g
                   db: Path = typer.Option(None, help="SQLite store")) -> None:
     """Name a run; compare against the name later (`fhemark compare NAME`). A name is never moved."""
     try:
-        store = _open(db)
+        store = _open(db, write=True)
         target = store.resolve_run(run_id)
         store.save_baseline(name, target)
     except UserError as exc:
         _fail(exc)
-    console.print(f"baseline {name} = run {target}", highlight=False)
+    console.print(f"baseline {name} = run {target}", highlight=False, markup=False)
 
 
 @baseline_app.command("list")
@@ -276,17 +415,17 @@ def baseline_list(db: Path = typer.Option(None, help="SQLite store")) -> None:
     except UserError as exc:
         _fail(exc)
     for name, run_id in store.baselines().items():
-        console.print(f"{name:24} {run_id}", highlight=False)
+        console.print(f"{name:24} {run_id}", highlight=False, markup=False)
 
 
 @baseline_app.command("drop")
 def baseline_drop(name: str, db: Path = typer.Option(None, help="SQLite store")) -> None:
     """Delete a name (the run and its results stay)."""
     try:
-        _open(db).drop_baseline(name)
+        _open(db, write=True).drop_baseline(name)
     except UserError as exc:
         _fail(exc)
-    console.print(f"dropped baseline {name}", highlight=False)
+    console.print(f"dropped baseline {name}", highlight=False, markup=False)
 
 
 @app.command("compare")
@@ -301,6 +440,8 @@ def compare_cmd(base: str = typer.Argument(..., help="baseline: a name from `fhe
                 all_cases: bool = typer.Option(False, "--all", help="list unchanged cases too"),
                 json_out: Path = typer.Option(None, "--json", help="also write the verdicts as JSON")) -> None:
     """Judge a run against a baseline, case by case. Exit 0: nothing worse; 1: slower; 2: failed or not comparable."""
+    if json_out:
+        _output(json_out, "--json")
     try:
         new_store = _open(db)
         base_store = _open(base_db) if base_db else new_store
@@ -311,11 +452,11 @@ def compare_cmd(base: str = typer.Argument(..., help="baseline: a name from `fhe
         _fail(exc)
     print_comparison(result, base_id, new_id, console, all_cases)
     if json_out:
-        json_out.write_text(json.dumps([{"case": c.label, "verdict": c.verdict, "ratio": c.ratio,
+        _write_out(json_out, export_mod.strict_json([{"case": c.label, "verdict": c.verdict, "ratio": c.ratio,
                                          "ratio_ci95": c.ratio_ci, "p_value": c.p_value, "why": c.why,
                                          "base_median_ns": (c.base or {}).get("median_ns"),
                                          "new_median_ns": (c.new or {}).get("median_ns"),
-                                         "job_key": (c.new or c.base)["job_key"]} for c in result.changes], indent=1))
+                                         "job_key": (c.new or c.base)["job_key"]} for c in result.changes]), "--json")
     raise typer.Exit(result.exit_status)
 
 
@@ -333,6 +474,8 @@ def recommend_cmd(workload: Optional[Path] = typer.Argument(None, help="workload
                                                        help=f"only this run: {RUN_REF} (default: the whole store)"),
                   json_out: Path = typer.Option(None, "--json", help="also write the ranking as JSON")) -> None:
     """Rank library / scheme / parameter set for a workload from the measured, checked results in the store."""
+    if json_out:
+        _output(json_out, "--json")
     try:
         w = load_workload(workload, op or [], {"schemes": scheme or None, "min_security_bits": min_security,
                                                "security_table": table, "min_precision_bits": precision,
@@ -344,14 +487,14 @@ def recommend_cmd(workload: Optional[Path] = typer.Argument(None, help="workload
     cands = recommend(recs, w)
     print_recommendation(cands, w, console)
     if json_out:
-        json_out.write_text(json.dumps({"workload": w.model_dump(), "candidates": [
+        _write_out(json_out, export_mod.strict_json({"workload": w.model_dump(), "candidates": [
             {"library": c.library, "scheme": c.scheme, "params": c.params, "excluded": c.excluded or None,
              "cost_ns": c.cost if not c.excluded else None, "cost_ci95_ns": c.cost_ci if not c.excluded else None,
              "ciphertexts": c.copies, "within_best": c.within_best, "deviations": c.deviations,
              "evidence": {op: {k: r.get(k) for k in ("run_id", "job_key", "median_ns", "ci95_ns", "security_bits",
                                                      "security_table", "noise_budget_bits", "precision_bits",
                                                      "deviations")}
-                          for op, r in c.by_op.items()}} for c in cands]}, indent=1))
+                          for op, r in c.by_op.items()}} for c in cands]}), "--json")
     raise typer.Exit(0 if any(not c.excluded for c in cands) else 1)
 
 

@@ -10,6 +10,9 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from .errors import UserError
 from .locations import cache_dir, project_root
 
 
@@ -43,14 +46,48 @@ def _expand(arg: str) -> str:
     return re.sub(r"\$\{(\w+)\}", lambda m: values.get(m.group(1), os.environ.get(m.group(1), "")), arg)
 
 
-def manifests() -> dict[str, Manifest]:
-    out = {}
-    for path in sorted((project_root() / "drivers").glob("*/driver.json")):
+class ManifestFile(BaseModel):
+    """What a driver.json may say (PROTOCOL.md): checked, so a broken file is named, not a traceback."""
+
+    model_config = ConfigDict(extra="ignore", strict=True)
+    library: str = Field(min_length=1, max_length=40, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+    command: list[str] = Field(min_length=1)
+    requires: str = "see its README"
+    toolchain: list[str] = []
+    build: list[str] = []
+    schemes: list[str] = []
+    build_estimate_s: int = Field(0, ge=0)
+
+
+def _manifest(path: Path) -> Manifest:
+    fix = "fix the file (see protocol/PROTOCOL.md: driver.json) or remove that driver's folder"
+    try:
         data = json.loads(path.read_text())
-        out[data["library"]] = Manifest(data["library"], path.parent, tuple(_expand(a) for a in data["command"]),
-                                        data.get("requires", "see its README"), tuple(data.get("toolchain", ())),
-                                        tuple(data.get("build", ())), tuple(data.get("schemes", ())),
-                                        int(data.get("build_estimate_s", 0)))
+    except OSError as exc:
+        raise UserError(f"{path}: cannot read the driver manifest ({exc.strerror or exc})", fix)
+    except UnicodeDecodeError:
+        raise UserError(f"{path}: the driver manifest is not UTF-8 text", fix)
+    except json.JSONDecodeError as exc:
+        raise UserError(f"{path}: the driver manifest is not valid JSON (line {exc.lineno}, column {exc.colno}: "
+                        f"{exc.msg})", fix)
+    try:
+        m = ManifestFile.model_validate(data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        field = ".".join(str(x) for x in err["loc"]) or "(top level)"
+        raise UserError(f"{path}: driver manifest field '{field}': {err['msg']}", fix)
+    return Manifest(m.library, path.parent, tuple(_expand(a) for a in m.command), m.requires, tuple(m.toolchain),
+                    tuple(m.build), tuple(m.schemes), m.build_estimate_s)
+
+
+def manifests() -> dict[str, Manifest]:
+    out: dict[str, Manifest] = {}
+    for path in sorted((project_root() / "drivers").glob("*/driver.json")):
+        m = _manifest(path)
+        if m.library in out:
+            raise UserError(f"{path}: library '{m.library}' is also declared by {out[m.library].folder / 'driver.json'}",
+                            "give each driver its own library name")
+        out[m.library] = m
     return out
 
 

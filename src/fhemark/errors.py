@@ -15,6 +15,11 @@ class UserError(Exception):
         return f"{self.problem}; {self.fix}" if self.fix else self.problem
 
 
+class StoreError(UserError):
+    """The store cannot be used: not an fhemark store, read-only, full, locked or damaged. One line
+    like any bad input; whatever was committed before stays in it."""
+
+
 # Error kinds of protocol v1 (PROTOCOL.md). Drivers send the first four;
 # the orchestrator assigns the rest.
 DRIVER_KINDS = ("unsupported", "invalid_params", "insecure_params", "internal")

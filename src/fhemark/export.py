@@ -5,6 +5,8 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
+from typing import Any
 
 from .store import Store
 
@@ -22,8 +24,24 @@ def records(store: Store, run_id: str | None = None) -> list[dict]:
     return list(store.records(run_id))
 
 
+def finite(value: Any) -> Any:
+    """`value` with every float that JSON cannot hold (Infinity, -Infinity, NaN) replaced by None."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [finite(v) for v in value]
+    return value
+
+
+def strict_json(value: Any, indent: int | None = 1) -> str:
+    """JSON that every parser reads: non-finite numbers are written as null (never `Infinity`)."""
+    return json.dumps(finite(value), indent=indent, allow_nan=False)
+
+
 def to_json(recs: list[dict]) -> str:
-    return json.dumps(recs, indent=1)
+    return strict_json(recs)
 
 
 def to_csv(recs: list[dict]) -> str:
@@ -31,5 +49,6 @@ def to_csv(recs: list[dict]) -> str:
     w = csv.DictWriter(buf, fieldnames=CSV_COLUMNS, extrasaction="ignore")
     w.writeheader()
     for r in recs:
-        w.writerow({k: json.dumps(v) if isinstance(v, (dict, list)) else v for k, v in r.items()})
+        r = finite(r)  # an empty cell, as for any missing value
+        w.writerow({k: strict_json(v, None) if isinstance(v, (dict, list)) else v for k, v in r.items()})
     return buf.getvalue()

@@ -77,7 +77,8 @@ class Activity:
 
 def merged(parts: list[dict | None]) -> dict | None:
     """One job measured in several rounds: the activity over all of them (contended if any was)."""
-    parts = [p for p in parts if p]
+    rounds = len(parts)
+    parts = [p for p in parts if p]  # a round too short for one /proc tick has no reading
     if not parts:
         return None
     window = sum(p["window_s"] for p in parts) or 1e-9
@@ -86,4 +87,4 @@ def merged(parts: list[dict | None]) -> dict | None:
             "other_cores": round(sum(p["other_cores"] * p["window_s"] for p in parts) / window, 3),
             "steal_share": round(sum(p["steal_share"] * p["window_s"] for p in parts) / window, 4),
             "load_1m": max(p["load_1m"] for p in parts), "contended": any(judged) if judged else None,
-            "rounds": len(parts)}
+            "rounds": rounds}

@@ -7,9 +7,10 @@ compared in `equivalence.py`.
 
 from __future__ import annotations
 
+import re
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from .errors import UserError
 
@@ -47,6 +48,15 @@ _COMMON_CHAINS = {
 }
 
 _PRESET_T_BITS = 20
+
+# The error distribution's standard deviation: the security tables assume 3.2 (8 / sqrt(2 pi) = 3.19),
+# and SEAL cannot use another. Another value would be estimated wrongly, and recorded as matching
+# parameters where a library silently used 3.2, so it is refused.
+SIGMA = 3.2
+
+NAME_PATTERN = r"^[^\x00-\x1f\x7f\[\]]{1,100}$"
+PRESET_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.+-]{0,99}$"
+_SIGMA_RANGE = (3.19, 3.2)
 
 
 class ParamSet(BaseModel):
@@ -93,18 +103,33 @@ class ParamSpec(BaseModel):
     One spec may serve several schemes: BFV/BGV read t or t_bits, CKKS reads
     scale_bits, and each ignores the other's field."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
 
     N: int
-    q_bits: list[int] = []
-    p_bits: list[int] = []
+    q_bits: list[int] = Field([], max_length=100)
+    p_bits: list[int] = Field([], max_length=100)
     t: int | None = None
     t_bits: int | None = None
     scale_bits: int | None = None
-    sigma: float = 3.2
+    sigma: float = SIGMA
+    # Names are labels in tables and file names: printable, one line, no [ ] (the terminal's markup).
     name: str | None = None
     preset: str | None = None
     batching: bool = True
+
+    @field_validator("name")
+    @classmethod
+    def _label(cls, v: str | None) -> str | None:
+        if v is not None and not re.fullmatch(NAME_PATTERN, v):
+            raise ValueError("a name is printable text on one line without [ ], up to 100 characters")
+        return v
+
+    @field_validator("preset")
+    @classmethod
+    def _preset_name(cls, v: str | None) -> str | None:
+        if v is not None and not re.fullmatch(PRESET_PATTERN, v):
+            raise ValueError("a preset is a library's set name: letters, digits, _ . + -")
+        return v
 
 
 def preset_names() -> list[str]:
@@ -120,9 +145,12 @@ def resolve(spec: str | dict | ParamSpec, scheme: str, where: str = "params") ->
     if isinstance(spec, dict):
         try:
             spec = ParamSpec(**spec)
-        except Exception as exc:  # pydantic's message names the field
-            first = str(exc).splitlines()
-            raise UserError(f"{where}: {' '.join(first[1:3]) if len(first) > 2 else first[0]}",
+        except ValidationError as exc:  # the first error, with its field
+            err = exc.errors()[0]
+            field = "".join(f"[{x}]" if isinstance(x, int) else f".{x}" for x in err["loc"])
+            value = "" if err["type"] in ("missing", "extra_forbidden") else f" {err.get('input')!r}:"
+            msg = "unknown field" if err["type"] == "extra_forbidden" else err["msg"].removeprefix("Value error, ")
+            raise UserError(f"{where}{field}:{value} {msg}",
                             "write N, q_bits, p_bits and t or t_bits (BFV/BGV) or scale_bits (CKKS)")
     return _validated(spec, scheme, where)
 
@@ -138,10 +166,15 @@ def _bits(spec: Any, scheme: str, where: str) -> ParamSet:
     unknown = set(spec) - {"preset", "bits", "name"}
     if unknown:
         raise UserError(f"{where}: unknown field(s) {', '.join(sorted(unknown))} for {scheme}", "use preset and bits")
+    for key, pattern in (("preset", PRESET_PATTERN), ("name", NAME_PATTERN)):
+        if key in spec and not (isinstance(spec[key], str) and re.fullmatch(pattern, spec[key])):
+            raise UserError(f"{where}.{key}: {spec[key]!r} is not a name",
+                            "write a preset name, e.g. default (letters, digits, _ . + -)" if key == "preset" else
+                            "use printable text on one line without [ ], up to 100 characters")
     bits = spec.get("bits")
     if scheme == "tfhe_int":
-        bits = bits or 32
-        if bits not in INT_BITS:
+        bits = 32 if bits is None else bits
+        if type(bits) is not int or bits not in INT_BITS:
             raise UserError(f"{where}.bits: {bits} is not an integer width", f"use one of {INT_BITS}")
     elif bits is not None:
         raise UserError(f"{where}.bits: only tfhe_int has a width", "remove bits")
@@ -175,6 +208,9 @@ def _validated(spec: ParamSpec, scheme: str, where: str) -> ParamSet:
         raise UserError(f"{where}.N: {n} is not a power of two", "use N = 2^k, e.g. 8192")
     if not 1024 <= n <= 131072:
         raise UserError(f"{where}.N: {n} is outside 1024..131072", "use N between 2^10 and 2^17")
+    if not _SIGMA_RANGE[0] <= spec.sigma <= _SIGMA_RANGE[1]:
+        raise UserError(f"{where}.sigma: {spec.sigma:g} is not supported: the security tables assume the standard "
+                        f"sigma = 3.2 and SEAL always uses it", "remove sigma (3.2 is the default)")
     if spec.preset is not None:
         return ParamSet(N=n, q_bits=tuple(spec.q_bits), p_bits=tuple(spec.p_bits), t=spec.t,
                         scale_bits=spec.scale_bits, sigma=spec.sigma, name=spec.name or spec.preset, preset=spec.preset)
@@ -194,6 +230,15 @@ def _validated(spec: ParamSpec, scheme: str, where: str) -> ParamSet:
         if not 10 <= scale < spec.q_bits[0]:
             raise UserError(f"{where}.scale_bits: {scale} must be at least 10 and below the first prime ({spec.q_bits[0]} bits)",
                             "lower scale_bits or enlarge q_bits[0]")
+        rescale = spec.q_bits[1:]
+        if rescale and scale > min(rescale):
+            raise UserError(f"{where}.scale_bits: {scale} is above the {min(rescale)}-bit prime of q_bits {spec.q_bits} "
+                            "(a rescale divides by it: the scale would grow at every level)",
+                            f"use scale_bits <= {min(rescale)} or primes of at least {scale} bits after the first")
+        if 2 * scale >= sum(spec.q_bits):
+            raise UserError(f"{where}.scale_bits: a product's scale (2 x {scale} bits) does not fit the "
+                            f"{sum(spec.q_bits)}-bit modulus q_bits {spec.q_bits} (the library fails: scale out of bounds)",
+                            f"lower scale_bits below {(sum(spec.q_bits) + 1) // 2} or add primes to q_bits")
     elif scheme in ("bfv", "bgv"):
         if spec.t is not None and not spec.batching:
             t = spec.t

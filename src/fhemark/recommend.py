@@ -17,33 +17,44 @@ import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field, PositiveInt, ValidationError
+from typing import Annotated
 
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from .catalog import known
 from .errors import UserError
-from .params import SCHEMES_BITS, SCHEMES_RLWE
+from .params import NAME_PATTERN, SCHEMES_BITS, SCHEMES_RLWE
 from .report.tables import latest
 from .security import TABLES
-from .suites import read_mapping
+from .suites import field_error, read_mapping
+
+
+MAX_COUNT = 10**12  # operations per evaluation
 
 
 class Workload(BaseModel):
     """What one evaluation of the user's computation needs (YAML or CLI flags)."""
 
-    model_config = ConfigDict(extra="forbid")
-    name: str = "workload"
-    ops: dict[str, PositiveInt] = Field(min_length=1)  # operation -> how many per evaluation
-    schemes: list[str] | None = None
-    min_security_bits: int = 128
+    model_config = ConfigDict(extra="forbid", strict=True, allow_inf_nan=False)
+    name: str = Field("workload", pattern=NAME_PATTERN)  # printable, one line, no [ ] (the terminal's markup)
+    # operation -> how many per evaluation
+    ops: dict[str, Annotated[int, Field(ge=1, le=MAX_COUNT)]] = Field(min_length=1)
+    schemes: list[str] | None = Field(None, min_length=1)
+    min_security_bits: int = Field(128, ge=80, le=256)  # the suites' range (Security.min_bits)
     security_table: str = "hestd2018"
-    min_precision_bits: float | None = None  # CKKS: worst measured precision over the workload's ops
-    depth: int | None = Field(None, ge=0)    # sequential multiplications the computation needs
-    slots: PositiveInt | None = None         # values processed together: more than a ciphertext holds costs copies
+    min_precision_bits: float | None = Field(None, ge=0, le=60)  # CKKS: worst measured precision over the ops
+    depth: int | None = Field(None, ge=0, le=1000)    # sequential multiplications the computation needs
+    # values processed together: more than a ciphertext holds costs copies
+    slots: int | None = Field(None, ge=1, le=MAX_COUNT)
 
 
 def load_workload(path: Path | None, ops: list[str], overrides: dict) -> Workload:
+    where = f"{path}: workload" if path is not None else "workload"
     data = read_mapping(path, "workload", "a mapping with 'ops'") if path is not None else {}
     if ops:
-        data["ops"] = dict(data.get("ops") or {})
+        data["ops"] = dict(data.get("ops") or {}) if isinstance(data.get("ops") or {}, dict) else data["ops"]
+        if not isinstance(data["ops"], dict):
+            raise UserError(f"{where} field ops: a mapping OP: COUNT is needed", "write e.g. ops: {mul_relin: 10}")
         for item in ops:
             name, _, count = item.partition("=")
             if not name or (count and not count.isdigit()):
@@ -53,14 +64,21 @@ def load_workload(path: Path | None, ops: list[str], overrides: dict) -> Workloa
     try:
         w = Workload.model_validate(data)
     except ValidationError as exc:
-        e = exc.errors()[0]
-        where = ".".join(str(x) for x in e["loc"]) or "workload"
-        raise UserError(f"workload field {where}: {e['msg']}", "give ops as OP: COUNT, e.g. --op mul_relin=10")
+        field, msg = field_error(exc)
+        raise UserError(f"{where} field {field}: {msg}",
+                        "give ops as OP: COUNT (e.g. --op mul_relin=10)" if field.startswith("ops") else
+                        "see the workload fields in the README (Choosing a library)")
     if w.security_table not in TABLES:
-        raise UserError(f"unknown security table {w.security_table!r}", f"use one of {', '.join(TABLES)}")
+        raise UserError(f"{where} field security_table: unknown table {w.security_table!r}",
+                        f"use one of {', '.join(TABLES)}")
     for s in w.schemes or []:
         if s not in SCHEMES_RLWE + SCHEMES_BITS:
-            raise UserError(f"unknown scheme {s!r}", f"use one of {', '.join(SCHEMES_RLWE + SCHEMES_BITS)}")
+            raise UserError(f"{where} field schemes: unknown scheme {s!r}",
+                            f"use one of {', '.join(SCHEMES_RLWE + SCHEMES_BITS)}")
+    for op in w.ops:
+        if not known(op) or op in ("depth_mul",):
+            raise UserError(f"{where} field ops: unknown operation {op!r}",
+                            "run `fhemark list ops` for the names (depth is asked with depth:, not as an op)")
     return w
 
 

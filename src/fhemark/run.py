@@ -536,9 +536,11 @@ def _param_mismatch(job: Job, eff: Effective) -> list[str]:
     if want.preset is not None:  # the library chose the moduli: only N was asked for
         return [] if want.N == eff.N else [f"N: asked {want.N}, used {eff.N}"]
     diffs = []
+    sigma = getattr(eff, "sigma", None)  # drivers report it where the library has one
     for name, a, b in (("N", want.N, eff.N), ("q_bits", list(want.q_bits), eff.q_bits),
                        ("p_bits", list(want.p_bits), eff.p_bits), ("t", want.t, eff.t),
-                       ("scale_bits", want.scale_bits, eff.scale_bits)):
-        if a != b and not (name == "scale_bits" and a is not None and b is not None and abs(a - b) < 1e-9):
+                       ("scale_bits", want.scale_bits, eff.scale_bits),
+                       ("sigma", want.sigma, sigma if sigma is not None else want.sigma)):
+        if a != b and not (name in ("scale_bits", "sigma") and a is not None and b is not None and abs(a - b) < 1e-6):
             diffs.append(f"{name}: asked {a}, used {b}")
     return diffs

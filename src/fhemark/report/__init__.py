@@ -4,9 +4,13 @@ Markdown, HTML and CSV, plus figures."""
 from __future__ import annotations
 
 import csv
+import os
 import re
+import shutil
+import tempfile
 from pathlib import Path
 
+from ..errors import UserError
 from . import html, markdown, plots
 from .tables import Table, all_tables
 
@@ -42,12 +46,50 @@ def _write_csv(tables: list[Table], out: Path) -> list[Path]:
     return written
 
 
+def safe_name(name: str, limit: int = 60) -> str:
+    """A suite's name as one path component: no separators, no `..`, no leading dot, at most `limit` chars."""
+    slug = re.sub(r"[^A-Za-z0-9._-]+", "-", name).strip("-.")[:limit].strip("-.")
+    return slug or "suite"
+
+
+def check_out(out: Path) -> None:
+    """Refuse, before anything is measured, a report folder that cannot be made: a file in the way,
+    or a nearest existing folder that is not writable."""
+    for p in (out, *out.parents):
+        if p.exists():
+            if not p.is_dir():
+                raise UserError(f"report folder {out}: {p} is a file, not a folder", "pass --report with a folder path")
+            if not os.access(p, os.W_OK | os.X_OK):
+                raise UserError(f"report folder {out}: {p} is not writable", "pass --report with a writable folder")
+            return
+
+
 def write(recs: list[dict], out: Path, heading: str, env: dict) -> list[Path]:
-    """report.md, report.html, csv/*.csv, plots/*: the Markdown file first."""
-    out.mkdir(parents=True, exist_ok=True)
-    tables = all_tables(recs)
-    figures = plots.write(recs, out / "plots")
-    line = measured_on(env)
-    md = markdown.write(tables, figures, out, heading, line)
-    page = html.write(tables, figures, out, heading, line)
-    return [md, page] + _write_csv(tables, out) + figures
+    """report.md, report.html, csv/*.csv, plots/*: the Markdown file first.
+
+    Every file is made in a private folder inside `out` and then renamed into place, so a reader never
+    sees half a file and two runs writing the same report at once each leave whole files."""
+    out = Path(out)
+    check_out(out)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        stage = Path(tempfile.mkdtemp(prefix=".writing-", dir=out))
+    except OSError as exc:
+        raise UserError(f"report folder {out}: cannot create it ({exc.strerror or exc})", "pass --report with another folder")
+    try:
+        tables = all_tables(recs)
+        figures = plots.write(recs, stage / "plots")
+        line = measured_on(env)
+        md = markdown.write(tables, figures, stage, heading, line)
+        page = html.write(tables, figures, stage, heading, line)
+        staged = [md, page] + _write_csv(tables, stage) + figures
+        for f in staged[2:] + staged[:2]:  # the pages last: when they appear, what they link to is there
+            target = out / f.relative_to(stage)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(f, target)
+        return [out / f.relative_to(stage) for f in staged]
+    except OSError as exc:
+        raise UserError(f"report folder {out}: writing failed ({exc.strerror or exc})",
+                        "free some space or fix the folder's permissions, then write it again with `fhemark report`")
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)

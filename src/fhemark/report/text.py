@@ -50,8 +50,9 @@ def print_results(recs: list[dict], console: Console) -> None:
         p = r["params"]
         rows.setdefault((r["scheme"].upper(), p.get("name") or f"N={p['N']}", r["op"]), {})[r["library"]] = r
     devs = Deviations()
-    for (scheme, params, op), by_lib in rows.items():
-        t.add_row(scheme, params, op, *[_cell(by_lib[lib], devs) if lib in by_lib else "" for lib in libs])
+    for (scheme, params, op), by_lib in rows.items():  # names are the user's text, not console markup
+        t.add_row(escape(scheme), escape(params), escape(op),
+                  *[_cell(by_lib[lib], devs) if lib in by_lib else "" for lib in libs])
     console.print(t)
     for note in devs.lines():
         console.print(f"[magenta]{note[0]}[/]{escape(note[1:])}", highlight=False)  # "[sk]" is text, not a style

@@ -1,0 +1,158 @@
+"""A protocol-v2 driver that is correct (plaintext 'encryption': the identity, BFV semantics mod T)
+except for the faults named on its command line, one per operation: `fault_driver.py OP=FAULT ...`.
+
+Faults, each happening while the driver runs OP (a primitive of the program it was sent):
+  crash      exits with status 139 and a line on stderr
+  exit0      exits with status 0, answering nothing
+  hang       never answers
+  oom        allocates memory until it is stopped
+  stray      prints one line that is not JSON (a library's warning on stdout), then answers correctly
+  garbage    answers with a line that is not JSON instead of the reply
+  wrong_id   answers, but under another request's id
+  partial    writes half a reply and exits
+  wrong      answers a wrong result (every slot off by one)
+  notime     answers without the time of its timed region
+  negative   answers a negative time
+Special names: `start=crash` exits before reading anything; `caps=v1` answers capabilities as protocol v1;
+`setup=refuse` refuses every setup with invalid_params.
+"""
+
+import base64
+import json
+import os
+import sys
+import time
+
+import numpy as np
+
+T = 12289
+OPS = ["encode", "decode", "encrypt_pk", "encrypt_sk", "decrypt", "add", "sub", "mul", "mul_relin", "square",
+       "relinearize", "negate"]
+FAULTS = dict(a.split("=", 1) for a in sys.argv[1:])
+COUNTS: dict[str, int] = {}  # how often each op ran in this process
+
+
+class Stop(Exception):
+    """The fault already wrote what it writes: no reply."""
+
+
+def vec(v):
+    return np.frombuffer(base64.b64decode(v["b64"]), dtype="<i8")
+
+
+def enc(a):
+    return {"dtype": "i64", "b64": base64.b64encode(np.asarray(a, dtype="<i8").tobytes()).decode()}
+
+
+def send(obj) -> None:
+    sys.stdout.write(json.dumps(obj) + "\n")
+    sys.stdout.flush()
+
+
+def fault(op: str, req_id: int) -> str | None:
+    kind = FAULTS.get(op)
+    if kind is None:
+        return None
+    COUNTS[op] = COUNTS.get(op, 0) + 1
+    if kind == "crash":
+        sys.stderr.write(f"fault driver: {op} crashed (imitation)\n")
+        sys.stderr.flush()
+        os._exit(139)
+    if kind == "exit0":
+        os._exit(0)
+    if kind == "hang":
+        time.sleep(3600)
+    if kind == "oom":
+        hog = []
+        while True:
+            hog.append(bytearray(b"x" * (20 * 2**20)))
+            time.sleep(0.005)
+    if kind == "stray" and COUNTS[op] == 1:
+        print(f"WARNING: {op} is slow on this CPU (a library talking on stdout)", flush=True)
+        return None
+    if kind == "garbage":
+        print("this is not json", flush=True)
+        raise Stop
+    if kind == "partial":
+        sys.stdout.write('{"v": 2, "id": ')
+        sys.stdout.flush()
+        os._exit(1)
+    return kind
+
+
+def value(op: str, a: list, kind: str | None):
+    if op == "add":
+        r = (a[0] + a[1]) % T
+    elif op == "sub":
+        r = (a[0] - a[1]) % T
+    elif op in ("mul", "mul_relin"):
+        r = (a[0] * a[1]) % T
+    elif op == "square":
+        r = (a[0] * a[0]) % T
+    elif op == "negate":
+        r = (-a[0]) % T
+    else:
+        r = a[0]
+    return (r + 1) % T if kind == "wrong" else r
+
+
+def run(req) -> dict:
+    prog = req["program"]
+    regions = {r["name"]: r["steps"] for r in prog["timed"]}
+    timed_steps = {s: name for name, steps in regions.items() for s in steps}
+    samples = []
+    notime = negative = False
+    for s in req["samples"]:
+        vals = {k: vec(v) for k, v in s["inputs"].items()}
+        ns: dict[str, int] = {}
+        for st in prog["steps"]:
+            kind = fault(st["op"], req["id"])
+            notime |= kind == "notime"
+            negative |= kind == "negative"
+            vals[st["out"]] = value(st["op"], [vals[x] for x in st["args"]], kind)
+            if st["out"] in timed_steps:
+                name = timed_steps[st["out"]]
+                ns[name] = ns.get(name, 0) + 1000
+        if notime:
+            ns.pop(next(iter(ns)), None)
+        if negative:
+            ns = {k: -v for k, v in ns.items()}
+        samples.append({"ns": ns, "outputs": {o: enc(vals[o]) for o in prog["outputs"]}})
+    return {"samples": samples, "overhead_ns": 10}
+
+
+def main() -> None:
+    if FAULTS.get("start") == "crash":
+        sys.stderr.write("fault driver: cannot start (imitation)\n")
+        sys.exit(3)
+    for line in sys.stdin:
+        req = json.loads(line)
+        rid, kind = req["id"], req["type"]
+        if kind == "capabilities":
+            v = 1 if FAULTS.get("caps") == "v1" else 2
+            send({"v": v, "id": rid, "ok": True,
+                  "result": {"protocol": v, "library": "fault", "library_version": "0", "driver_version": "0",
+                             "threads": 1, "schemes": {"bfv": {"ops": OPS}}}})
+        elif kind == "setup":
+            if FAULTS.get("setup") == "refuse":
+                send({"v": 2, "id": rid, "ok": False, "error": {"kind": "invalid_params", "message": "no such set"}})
+                continue
+            p = req["params"]
+            send({"v": 2, "id": rid, "ok": True,
+                  "result": {"effective": {"N": p["N"], "q_bits": p["q_bits"], "p_bits": p["p_bits"],
+                                           "log_q": sum(p["q_bits"]), "log_qp": sum(p["q_bits"]) + sum(p["p_bits"]),
+                                           "t": p["t"], "slots": p["N"]}}})
+        elif kind == "run":
+            try:
+                result = run(req)
+            except Stop:
+                continue
+            wrong_id = any(FAULTS.get(st["op"]) == "wrong_id" for st in req["program"]["steps"])
+            send({"v": 2, "id": rid + 1 if wrong_id else rid, "ok": True, "result": result})
+        else:
+            send({"v": 2, "id": rid, "ok": True, "result": {}})
+            break
+
+
+if __name__ == "__main__":
+    main()
