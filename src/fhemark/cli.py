@@ -20,6 +20,7 @@ from rich.text import Text
 from typer._click.exceptions import ClickException, NoArgsIsHelpError
 from typer.core import TyperGroup
 
+from . import build as drivers_build
 from . import export as export_mod
 from .drivers import available, manifests
 from .errors import DriverError, UserError
@@ -178,7 +179,9 @@ def run(suite: str = typer.Option("quick", help="built-in suite name or path to 
         full: bool = typer.Option(False, help="add the suite's full_cases (long sweeps: hours)"),
         report: Path = typer.Option(None, help="report folder (default ./report/<suite>)"),
         yes: bool = typer.Option(False, "--yes", help=f"start a plan above {MAX_JOBS} jobs or "
-                                                      f"{MAX_ESTIMATE_S / 3600:.0f} h without asking")) -> None:
+                                                      f"{MAX_ESTIMATE_S / 3600:.0f} h without asking"),
+        build_drivers: bool = typer.Option(True, "--build/--no-build",
+                                           help="build the drivers this suite needs that are not built yet")) -> None:
     """Plan, check, run, store and print a result table; write the report."""
     # Everything that can be refused is refused here, before a job runs or a byte is stored.
     s = load(suite, full)
@@ -186,6 +189,8 @@ def run(suite: str = typer.Option("quick", help="built-in suite name or path to 
     for lib in library or []:
         if lib not in known:
             raise UserError(f"--library {lib}: unknown library", f"use one of {', '.join(known) or 'none'}")
+    if build_drivers:  # the first run of a suite builds what it uses (TFHE-rs only when asked for)
+        drivers_build.build_needed(s, err_console, library or None)
     plan = build(s, available(), allow_insecure, library or None, known=list(known))
     out = report or Path("report") / report_files.safe_name(s.name)
     report_files.check_out(out)
@@ -315,6 +320,18 @@ def list_(what: ListWhat) -> None:
             console.print(f"{name:20} {op.title:50} {'; '.join(support) or 'no driver here'}")
         console.print("workloads (Study 4), by name: multiadd_<n>x<bits> (sum of n integers), compare_<bits> (X < Y):"
                       " tfhe_bool netlists, tfhe_int native ops, BFV/BGV word-wise additions")
+
+
+@app.command()
+def setup(suite: Optional[str] = typer.Option(None, help="only the drivers this suite needs (default: every driver)")) -> None:
+    """Build (or bring up to date) the drivers whose toolchain is here; `run` builds missing ones itself."""
+    done = drivers_build.build_needed(load(suite), err_console, missing_only=False) if suite else \
+        drivers_build.build_all(err_console)
+    for name, m in manifests().items():
+        state = "built" if m.available else f"not built: needs {m.requires}"
+        console.print(f"{name:10} {state}", markup=False, highlight=False)
+    if "failed" in done.values():  # a broken build is an error, a missing toolchain is not
+        raise typer.Exit(1)
 
 
 @app.command()

@@ -1,0 +1,50 @@
+"""A suite builds the drivers it uses the first time it needs them, and only those."""
+
+import io
+
+import pytest
+from rich.console import Console
+
+from fhemark import build as build_mod
+from fhemark.drivers import Manifest
+from fhemark.suites import Suite
+
+
+def manifest(tmp_path, name, schemes, script="touch driver-binary", toolchain=("bash",)):
+    folder = tmp_path / name
+    folder.mkdir()
+    (folder / "build.sh").write_text(f"echo building {name}\n{script}\n")
+    return Manifest(name, folder, (str(folder / "driver-binary"),), f"what {name} needs", tuple(toolchain),
+                    ("bash", "build.sh"), tuple(schemes), 600)
+
+
+@pytest.fixture
+def registry(tmp_path, monkeypatch):
+    found = {"rlwe": manifest(tmp_path, "rlwe", ["bfv", "ckks"]),
+             "bits": manifest(tmp_path, "bits", ["tfhe_bool"]),
+             "broken": manifest(tmp_path, "broken", ["bfv"], script="echo compiler error; exit 3"),
+             "notool": manifest(tmp_path, "notool", ["bfv"], toolchain=("no-such-compiler",))}
+    monkeypatch.setattr(build_mod, "manifests", lambda: found)
+    return found
+
+
+def suite(libraries="all", schemes=("bfv",)):
+    return Suite(name="s", cases=[{"libraries": libraries, "schemes": list(schemes), "params": ["c8192"]}])
+
+
+def test_only_the_drivers_a_suite_can_use_are_built(registry):
+    # libraries: all -> the drivers declaring one of its schemes and whose toolchain is here
+    assert build_mod.needed(suite()) == ["rlwe", "broken"]
+    assert build_mod.needed(suite(schemes=["tfhe_bool"])) == ["bits"]
+    assert build_mod.needed(suite(libraries=["bits"], schemes=["tfhe_bool"])) == ["bits"]
+
+
+def test_a_build_reports_its_outcome_and_a_built_driver_is_not_rebuilt(registry):
+    out = io.StringIO()
+    done = build_mod.build_needed(suite(), Console(file=out, width=200))
+    assert done == {"rlwe": "built", "broken": "failed"}
+    text = out.getvalue()
+    assert "first build about 10 min" in text and "broken driver build failed (exit 3" in text
+    assert "compiler error" in text
+    assert registry["rlwe"].available and build_mod.needed(suite()) == ["broken"]  # built once, then not again
+    assert "rlwe" in build_mod.needed(suite(), missing_only=False)  # setup --suite brings it up to date
