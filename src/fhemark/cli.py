@@ -8,6 +8,7 @@ import os
 import shlex
 import sys
 import tempfile
+import time
 from enum import Enum
 from pathlib import Path
 from typing import Any, Optional
@@ -31,6 +32,7 @@ from .compare import compare
 from .plan import MAX_ESTIMATE_S, MAX_JOBS, build, check_size
 from .recommend import load_workload, recommend
 from . import report as report_files
+from .report.tables import timed_seconds
 from .report.text import print_comparison, print_recommendation, print_results
 from .run import Runner
 from .store import Store
@@ -229,6 +231,7 @@ def run(suite: str = typer.Option("quick", help="built-in suite name or path to 
                                     f"{r['status']}: {r['error']}")
 
         runner = Runner(plan, store, run_id, env, skip, on_record)
+        started = time.monotonic()
         try:
             runner.execute()
         except KeyboardInterrupt:
@@ -240,8 +243,14 @@ def run(suite: str = typer.Option("quick", help="built-in suite name or path to 
             store.close()
             raise UserError(exc.problem, f"{exc.fix}; then continue with: {again}")
     store.finish_run(run_id)
+    wall = time.monotonic() - started
     recs = list(store.records(run_id))
     print_results(recs, console)
+    if wall > 0 and not skip:
+        timed = timed_seconds(recs)
+        console.print(f"time inside timed regions: {timed:.1f} s of the run's {wall:.0f} s ({100 * timed / wall:.0f}%); "
+                      "the rest is setups and keys, fresh inputs encoded and encrypted, outputs decrypted and checked",
+                      highlight=False, markup=False)
     for where, why in refusals.items():
         err_console.print(Text.assemble(("not run:", "yellow"), f" {where}: {why}"), highlight=False)
     for line in failures:

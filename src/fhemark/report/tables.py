@@ -85,6 +85,17 @@ def security_disagreements(recs: list[dict]) -> str:
     return "; ".join(f"security of {k}: {v} bits" for k, v in sorted(seen.items()))
 
 
+def timed_seconds(recs: list[dict]) -> float:
+    """Seconds spent inside timed regions (samples x copies, warm-ups included): the rest of a
+    run's wall time is setup, keys, fresh inputs encrypted, outputs decrypted and checked."""
+    total = 0.0
+    for r in recs:
+        if r["status"] != "ok" or "depth" in r or ("/" in r["op"] and not r["op"].endswith("/total")):
+            continue
+        total += sum(r.get("samples_ns") or []) * (r.get("copies") or 1) + sum(r.get("warmup_ns") or [])
+    return total / 1e9
+
+
 def _param_key(rec: dict) -> str:
     p = rec["params"]
     return p.get("name") or f"N={p['N']}"
