@@ -166,3 +166,15 @@ def test_list_and_env():
     assert "quick" in suites.stdout
     env = json.loads(fhemark("env").stdout)
     assert env["threads"] == 1 and "cpu" in env
+
+
+def test_the_budget_binds_once_six_samples_give_an_interval(tmp_path):
+    """min_samples: 40 with a budget of 1 ms: a slow op is not held for 40 samples, but it keeps the
+    6 that a 95% order-statistic interval needs."""
+    db = str(tmp_path / "b.db")
+    suite = write(tmp_path, SMALL.replace("{warmup: 1, min_samples: 6, max_samples: 8, budget_s: 0.1}",
+                                          "{warmup: 1, min_samples: 40, max_samples: 60, budget_s: 0.001}")
+                  .replace("schemes: [bfv, ckks]", "schemes: [bfv]").replace("ops: [add, mul_relin]", "ops: [mul_relin]"))
+    assert fhemark("run", "--suite", suite, "--db", db, "--allow-insecure", cwd=tmp_path).returncode == 0
+    (r,) = json.loads(fhemark("export", "--db", db, "--format", "json").stdout)
+    assert r["stop_reason"] == "budget" and len(r["samples_ns"]) == 6 and r["ci95_ns"] is not None

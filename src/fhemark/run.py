@@ -25,7 +25,7 @@ from .ops import BenchOp, Program, base_name
 from .plan import Group, Job, Plan
 from .security import Estimate, estimates
 from .semantics import Plain
-from .stats import summarize
+from .stats import MIN_CI_SAMPLES, summarize
 from .store import Store
 from .supervise import Driver, deferred_sigint
 
@@ -302,10 +302,16 @@ class Runner:
         k = out.copies
         size = max(1, min(20, int(0.25 / max(per_sample_wall * k, 1e-6))))
         min_n, max_n = math.ceil(pol.min_samples / rounds), math.ceil(pol.max_samples / rounds)
+        # The budget binds for slow operations once the rounds together hold enough samples for an
+        # interval: min_samples is a wish, not a reason to spend 20 s on one key generation.
+        floor_n = min(min_n, math.ceil(MIN_CI_SAMPLES / rounds))
         n0 = len(out.samples)  # samples from earlier rounds
         t_run = time.monotonic()
         while True:
             n = len(out.samples) - n0
+            if floor_n <= n < min_n and time.monotonic() - t_run >= pol.budget_s / rounds:
+                out.stop_reason = "budget"
+                break
             if n >= min_n:
                 summary = summarize([self._total(s) for s in out.samples], out.process)
                 met = summary.rel_ci_half_width is not None and summary.rel_ci_half_width <= pol.target_rel_ci
@@ -319,7 +325,8 @@ class Runner:
                 if n >= max_n:
                     out.stop_reason = "max_samples"
                     break
-            want = min(size, max_n - n) if n >= min_n else max(1, min(size, min_n - n))
+            goal = floor_n if n < floor_n else min_n if n < min_n else max_n  # look again at each of these
+            want = max(1, min(size, goal - n))
             got, scal, _ = batch(want, k)
             out.samples += got
             out.process += [r] * len(got)
