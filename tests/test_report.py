@@ -111,3 +111,10 @@ def test_time_inside_timed_regions_counts_copies_and_warmups_once_per_pipeline()
             rec(op="pipeline_add/encode", samples_ns=[5e9]), rec(op="pipeline_add/total", samples_ns=[1e9]),
             rec(op="depth_mul", depth=3, samples_ns=[9e9]), rec(status="wrong_result", samples_ns=[])]
     assert timed_seconds(recs) == 6.0
+
+
+def test_the_report_states_how_its_intervals_were_made(tmp_path):
+    write([rec(ci_method="order statistics (distribution-free, binomial coverage >= 95%)", processes=3)], tmp_path, "t",
+          {"cpu": {"model": "X"}})
+    md = (tmp_path / "report.md").read_text()
+    assert "Intervals: order statistics" in md and "3 driver process(es)" in md

@@ -22,6 +22,16 @@ def measured_on(env: dict) -> str:
             f"fhemark {env.get('fhemark_version')} ({env.get('git_revision') or 'no git revision'}).")
 
 
+def method_line(recs: list[dict]) -> str:
+    """How the intervals and the checks were made, in the report's own words."""
+    methods = sorted({r["ci_method"] for r in recs if r.get("ci_method")})
+    procs = sorted({r.get("processes") or 1 for r in recs if r.get("ci_method")})
+    return ("Every result was decrypted and checked (every copy of a repeated operation). Intervals: "
+            + ("; ".join(methods) if methods else "none recorded")
+            + (f"; samples from {', '.join(map(str, procs))} driver process(es) per job" if procs else "")
+            + ". Cells marked ‡ time different work than the protocol's boundary (footnotes).")
+
+
 def _slug(title: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", title.lower()).strip("-")[:60]
 
@@ -79,7 +89,7 @@ def write(recs: list[dict], out: Path, heading: str, env: dict) -> list[Path]:
     try:
         tables = all_tables(recs)
         figures = plots.write(recs, stage / "plots")
-        line = measured_on(env)
+        line = f"{measured_on(env)} {method_line(recs)}"
         md = markdown.write(tables, figures, stage, heading, line)
         page = html.write(tables, figures, stage, heading, line)
         staged = [md, page] + _write_csv(tables, stage) + figures
