@@ -118,3 +118,15 @@ def test_the_report_states_how_its_intervals_were_made(tmp_path):
           {"cpu": {"model": "X"}})
     md = (tmp_path / "report.md").read_text()
     assert "Intervals: order statistics" in md and "3 driver process(es)" in md
+
+
+def test_ratio_table_pairs_rounds_of_libraries_measured_interleaved():
+    from fhemark.report.tables import ratio_table
+    rounds = [r for r in range(6) for _ in range(3)]
+    slow = [300.0 * (1 + r) for r in rounds]
+    fast = [100.0 * (1 + r) for r in rounds]
+    table = ratio_table([rec(run_id="r", samples_ns=fast, sample_round=rounds, median=100.0),
+                         rec(run_id="r", library="lattigo", samples_ns=slow, sample_round=rounds, median=300.0)])
+    (row,) = table.rows
+    assert table.columns[2:] == ["lattigo", "seal"]
+    assert row[2].startswith("3.00x [3.00, 3.00]") and row[3].startswith("1 (fastest)")

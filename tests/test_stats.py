@@ -56,3 +56,16 @@ def test_outliers_are_labelled_not_dropped():
 def test_single_sample():
     s = summarize([5.0])
     assert s.ci95 is None and s.stdev == 0.0 and s.median == 5.0
+
+
+def test_paired_rounds_cancel_the_machine_drift_in_a_ratio():
+    """Round r is slow for both libraries (the machine, not the library): the per-round ratios stay
+    at 2 and so does their interval, while either library's own samples spread over 1x..3x."""
+    from fhemark.stats import paired_ratio
+    rounds = [r for r in range(8) for _ in range(5)]
+    drift = [1 + r * 0.3 for r in rounds]
+    a = [200.0 * d for d in drift]
+    b = [100.0 * d for d in drift]
+    pr = paired_ratio(a, rounds, b, rounds)
+    assert pr.rounds == 8 and abs(pr.ratio - 2) < 1e-9 and pr.ci95 == (2.0, 2.0)
+    assert paired_ratio(a[:25], rounds[:25], b[:25], rounds[:25]).ci95 is None  # 5 rounds: no 95% interval

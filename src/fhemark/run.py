@@ -50,10 +50,12 @@ class Outcome:
     """What one job measured, before it is laid out as records."""
 
     samples: list[dict[str, float]] = field(default_factory=list)  # per sample: timed region -> ns per copy
-    process: list[int] = field(default_factory=list)  # per sample: the round (driver process) it came from
+    process: list[int] = field(default_factory=list)  # per sample: the driver process it came from
+    round: list[int] = field(default_factory=list)  # per sample: the interleaved round (over all processes)
     scalars: list[dict] = field(default_factory=list)  # per sample: the scalars of every copy (e.g. rotation steps)
     warmup: list[dict[str, float]] = field(default_factory=list)
     copies: int = 0  # copies of the op per timed region (0: not calibrated yet)
+    wall_per_sample: float = 0.0  # wall time of one warm-up sample: sizes the batches
     met_target: int = 0  # consecutive checks at which the interval met the target
     activity: list[dict | None] = field(default_factory=list)
     overhead_ns: list[int] = field(default_factory=list)
@@ -123,29 +125,31 @@ class Runner:
             self.close()
 
     def _rounds(self, key_groups: list[Group]) -> None:
-        """Every library's jobs for one parameter set, op by op with the libraries interleaved, in
-        as many rounds as the jobs ask for driver processes: each round after the first starts
-        fresh driver processes with fresh keys, so the spread between processes and the machine's
-        drift between rounds reach every library alike and go into the interval."""
-        rounds = max((j.policy.processes for g in key_groups for j in g.jobs), default=1)
+        """Every library's jobs for one parameter set, in driver processes (each after the first a
+        fresh process with fresh keys) and, inside each, interleaved rounds: op by op, every
+        library's job takes its slice of samples before any takes its next, so the machine's drift
+        reaches every library alike; the spread between processes goes into the interval."""
+        processes = max((j.policy.processes for g in key_groups for j in g.jobs), default=1)
+        rounds = max((j.policy.rounds for g in key_groups for j in g.jobs), default=1)
         ops = list(dict.fromkeys(j.op for g in key_groups for j in g.jobs))
         pending: dict[str, Outcome] = {}
         done: set[str] = set(self.skip)
-        for r in range(rounds):
-            if r > 0:
+        for p in range(processes):
+            if p > 0:
                 for g in key_groups:
                     if g.library in self.drivers:
                         self.drivers[g.library].stop()
             prepared = {g.library: self._prepare(g) for g in key_groups
-                        if any(j.key not in done and r < j.policy.processes for j in g.jobs)}
-            for op in ops:
-                for g in key_groups:
-                    for job in (j for j in g.jobs if j.op == op):
-                        if job.key in done or r >= job.policy.processes:
-                            continue
-                        self._check_cancel()
-                        if self._job(job, prepared[g.library], r, pending):
-                            done.add(job.key)
+                        if any(j.key not in done and p < j.policy.processes for j in g.jobs)}
+            for s in range(rounds):
+                for op in ops:
+                    for g in key_groups:
+                        for job in (j for j in g.jobs if j.op == op):
+                            if job.key in done or p >= job.policy.processes or s >= job.policy.rounds:
+                                continue
+                            self._check_cancel()
+                            if self._job(job, prepared[g.library], (p, s), pending):
+                                done.add(job.key)
     def _wanted(self, g: Group) -> bool:
         """`libraries: all` means every library that has the scheme: the others are skipped, not failed."""
         if any(j.named for j in g.jobs):
@@ -193,13 +197,15 @@ class Runner:
     def _timeout(self, g: Group) -> float:
         return max(j.policy.timeout_s for j in g.jobs)
 
-    def _job(self, job: Job, prep: Prepared | DriverError, r: int, pending: dict[str, "Outcome"]) -> bool:
-        """Round r of one job; True when the job is finished and its records are stored."""
+    def _job(self, job: Job, prep: Prepared | DriverError, slot: tuple[int, int],
+             pending: dict[str, "Outcome"]) -> bool:
+        """One (process, round) slice of a job; True when the job is finished and its records are stored."""
         op = lookup(job.op, job.scheme)
         outcome = pending.setdefault(job.key, Outcome())
         drv = self.drivers.get(job.library)
         activity = Activity(drv.proc.pid if drv is not None and drv.alive else None)
-        last = r + 1 >= job.policy.processes or op.chain is not None  # depth probes: one process
+        p, s = slot
+        last = (p + 1 >= job.policy.processes and s + 1 >= job.policy.rounds) or op.chain is not None  # depth: once
         try:
             # What the library cannot do at all is said first, even when its setup failed.
             caps = self.caps.get(job.library)
@@ -216,7 +222,7 @@ class Runner:
             if op.chain:
                 self._probe_depth(job, op, prep, outcome)
             else:
-                self._measure(job, op, prep, outcome, r)
+                self._measure(job, op, prep, outcome, p, s)
             error = None
         except DriverError as exc:
             error, last = exc, True
@@ -246,13 +252,14 @@ class Runner:
         self._setup(prep.group, prep.setup_id)
 
     # -- measurement ---------------------------------------------------------------
-    def _measure(self, job: Job, op: BenchOp, prep: Prepared, out: Outcome, r: int) -> None:
-        """Round r of a job's samples, in its own driver process. A fast op runs as k copies in
-        one timed region, each copy on fresh inputs and each copy's output checked; the stop rule
+    def _measure(self, job: Job, op: BenchOp, prep: Prepared, out: Outcome, p: int, s: int) -> None:
+        """Round s in driver process p of a job's samples. A fast op runs as k copies in one
+        timed region, each copy on fresh inputs and each copy's output checked; the stop rule
         needs the interval at the target on two checks in a row, so that stopping at the first
         lucky look does not shrink the interval's coverage."""
         pol = job.policy
-        rounds = pol.processes
+        rounds = pol.processes * pol.rounds  # every limit below is shared out over them
+        r = p * pol.rounds + s
         # Inputs depend on the case and the round, never on the library: every library gets the
         # same vectors and scalars in the same order.
         rng = np.random.default_rng([pol.seed, int(job.input_key, 16) % 2**32, r])
@@ -288,16 +295,21 @@ class Runner:
             scal = [[sc for _, sc in d] for d in draws] if any(sc for d in draws for _, sc in d) else [None] * count
             return [{k_: v / k for k_, v in s.ns.items()} for s in res.samples], scal, wall / count
 
-        drv.reset_peak()
+        if s == 0:
+            drv.reset_peak()
         started = time.monotonic()
-        warm, _, per_sample_wall = batch(max(pol.warmup, 1), 1)
-        if r == 0:
-            out.warmup = warm[: pol.warmup]
-        if pol.warmup == 0:
-            out.samples += warm
-            out.process += [r] * len(warm)
+        if s == 0 or not out.copies:  # a fresh process warms up; its later rounds do not
+            warm, _, per_sample_wall = batch(max(pol.warmup, 1), 1)
+            out.wall_per_sample = per_sample_wall
+            if r == 0:
+                out.warmup = warm[: pol.warmup]
+            if pol.warmup == 0:
+                out.samples += warm
+                out.process += [p] * len(warm)
+                out.round += [r] * len(warm)
+        per_sample_wall = out.wall_per_sample
         if not out.copies:  # calibrated once, in the first process, and kept for the whole job
-            t_op = float(np.median([self._total(s) for s in warm]))
+            t_op = float(np.median([self._total(w) for w in warm]))
             out.copies = max(1, min(pol.max_iters, math.ceil(pol.min_sample_us * 1e3 / max(t_op, 1.0)))) if single else 1
         k = out.copies
         size = max(1, min(20, int(0.25 / max(per_sample_wall * k, 1e-6))))
@@ -329,7 +341,8 @@ class Runner:
             want = max(1, min(size, goal - n))
             got, scal, _ = batch(want, k)
             out.samples += got
-            out.process += [r] * len(got)
+            out.process += [p] * len(got)
+            out.round += [r] * len(got)
             out.scalars += scal
         out.elapsed_s += time.monotonic() - started
 
@@ -480,14 +493,14 @@ class Runner:
                      "samples_ns": [s["chain"] for s in out.samples], "median_ns": None, "ci95_ns": None}]
         if op.stages is None:  # one timed region, or several that make one operation (their sum)
             return [_timed({**shared, "deviations": deviations(program.timed)}, job.op, op.title,
-                           [sum(s.values()) for s in out.samples], [sum(s.values()) for s in out.warmup], out.process)]
+                           [sum(s.values()) for s in out.samples], [sum(s.values()) for s in out.warmup], out)]
         recs = []
         for stage, regions in {**op.stages, "total": tuple(program.timed)}.items():
             regions = [x for x in regions if x in program.timed]  # e.g. no rescale outside CKKS
             # every region is in every sample (_check_reply): no missing time reads as zero
             recs.append(_timed({**shared, "deviations": deviations(regions)}, f"{job.op}/{stage}",
                                f"{op.title}: {stage}", [sum(s[x] for x in regions) for s in out.samples],
-                               [sum(s[x] for x in regions) for s in out.warmup], out.process))
+                               [sum(s[x] for x in regions) for s in out.warmup], out))
         return recs
 
 
@@ -507,10 +520,11 @@ def _check_reply(job: Job, program: Program, res: RunResult, count: int) -> None
             raise DriverError("internal", f"{job.library} sample {i}: no output {sorted(missing)}")
 
 
-def _timed(shared: dict, op: str, title: str, samples: list[float], warmup: list[float], process: list[int]) -> dict:
-    s = summarize(samples, process)
+def _timed(shared: dict, op: str, title: str, samples: list[float], warmup: list[float], out: Outcome) -> dict:
+    s = summarize(samples, out.process)
     slots = shared["slots"]
-    return {**shared, "op": op, "title": title, "samples_ns": samples, "sample_process": process,
+    return {**shared, "op": op, "title": title, "samples_ns": samples, "sample_process": out.process,
+            "sample_round": out.round,
             "warmup_ns": warmup, "median_ns": s.median, "mean_ns": s.mean, "stdev_ns": s.stdev, "mad_ns": s.mad,
             "min_ns": s.min, "max_ns": s.max, "ci95_ns": list(s.ci95) if s.ci95 else None,
             "rel_ci_half_width": s.rel_ci_half_width, "ci_method": s.ci_method, "processes": s.processes,

@@ -106,6 +106,24 @@ def summarize(samples_ns: list[float] | np.ndarray, process: list[int] | None = 
         f"none: fewer than {MIN_CI_SAMPLES} samples give no 95% order-statistic interval")
 
 
+@dataclass(frozen=True)
+class PairedRatio:
+    ratio: float                          # median(a) / median(b) over all samples
+    ci95: tuple[float, float] | None      # from the rounds both were measured in; None below 6 rounds
+    rounds: int
+
+
+def paired_ratio(a: list[float], a_rounds: list[int], b: list[float], b_rounds: list[int]) -> PairedRatio:
+    """How many times slower a is than b, with an interval that a drifting machine does not
+    fake: in each round both were measured in (interleaved, so a slow minute hits both), the
+    ratio of the two round medians; the order-statistic interval of those ratios' median."""
+    av, bv, ar, br = (np.asarray(x, dtype=np.float64) for x in (a, b, a_rounds, b_rounds))
+    common = sorted(set(ar.tolist()) & set(br.tolist()))
+    per_round = np.array([np.median(av[ar == r]) / np.median(bv[br == r]) for r in common])
+    return PairedRatio(float(np.median(av) / np.median(bv)),
+                       median_ci(per_round) if per_round.size else None, len(common))
+
+
 def _bootstrap_medians(rng: np.random.Generator, a: np.ndarray) -> np.ndarray:
     return np.median(rng.choice(a, size=(BOOTSTRAP_RESAMPLES, a.size), replace=True), axis=1)
 

@@ -41,6 +41,10 @@ class Policy(BaseModel):
     # Driver processes the samples are spread over (fresh process, fresh keys each, in rounds that
     # interleave libraries): their spread goes into the interval, as a second run would see it.
     processes: int = Field(1, ge=1, le=20)
+    # Rounds per process: a job's samples are taken in this many slices, the libraries' jobs for
+    # one op interleaved slice by slice (A B C A B C ...), so a slow minute of the machine hits
+    # every library alike; the ratios between libraries get intervals from the paired rounds.
+    rounds: int = Field(1, ge=1, le=50)
     timeout_s: float = Field(600.0, gt=0, le=WEEK_S)  # per driver request
     memory_limit_mb: int = Field(20000, gt=0, le=2**24)
     min_precision_bits: float = Field(10.0, ge=0, le=60)  # CKKS results below this fail the check

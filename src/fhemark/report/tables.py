@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..catalog import CATALOG
+from ..stats import MIN_CI_SAMPLES, paired_ratio
 
 DEVIATION_MARK = "‡"
 
@@ -163,6 +164,44 @@ def op_tables(recs: list[dict]) -> list[Table]:
     return tables
 
 
+def ratio_table(recs: list[dict]) -> Table | None:
+    """Each library against the fastest on the same scheme, parameters and op, in one run: the
+    ratio of medians, with an interval from the rounds in which both were measured interleaved
+    (a slow minute of the machine hits both, so it cancels in the ratio)."""
+    recs = [r for r in latest(recs) if r["status"] == "ok" and r.get("samples_ns") and "depth" not in r
+            and r.get("sample_round")]
+    by_case: dict[tuple, dict[str, dict]] = {}
+    for r in recs:
+        by_case.setdefault((r["run_id"], r["scheme"], _param_key(r), r.get("vector_length"), r["op"]), {})[r["library"]] = r
+    libs = sorted({lib for per in by_case.values() if len(per) > 1 for lib in per})
+    if not libs:
+        return None
+    rows, devs = [], Deviations()
+    for (_, scheme, params, length, op), per in sorted(by_case.items(), key=lambda kv: kv[0][1:3] + (kv[0][4],)):
+        if len(per) < 2:
+            continue
+        fastest = min(per.values(), key=lambda r: r["median_ns"])
+        cells = []
+        for lib in libs:
+            r = per.get(lib)
+            if r is None:
+                cells.append("")
+                continue
+            if r is fastest:
+                cells.append(f"1 (fastest){devs.mark(r)}")
+                continue
+            pr = paired_ratio(r["samples_ns"], r["sample_round"], fastest["samples_ns"], fastest["sample_round"])
+            ci = f" [{pr.ci95[0]:.2f}, {pr.ci95[1]:.2f}]" if pr.ci95 else f" (no CI: {pr.rounds} rounds)"
+            cells.append(f"{pr.ratio:.2f}x{ci}{devs.mark(r)}")
+        rows.append([f"{scheme.upper()} {params}" + (f" / {length} values" if length else ""), op] + cells)
+    if not rows:
+        return None
+    return Table("Ratios to the fastest library (paired rounds)", ["scheme / params", "op"] + libs, rows,
+                 "median / the fastest library's median; 95% interval from the per-round ratios of medians "
+                 f"(libraries measured interleaved in rounds; needs {MIN_CI_SAMPLES} rounds); "
+                 f"{DEVIATION_MARK} different work (footnote)", devs.lines())
+
+
 def depth_table(recs: list[dict]) -> Table | None:
     """Study 1's depth: sequential multiplications that still decrypt correctly."""
     recs = [r for r in latest(recs) if "depth" in r or r["op"].startswith("depth_")]
@@ -291,6 +330,6 @@ def key_table(recs: list[dict]) -> Table:
 def all_tables(recs: list[dict]) -> list[Table]:
     """Every table the records call for, in report order."""
     tables = op_tables(recs)
-    tables += [t for t in (stage_table(recs), depth_table(recs), expansion_table(recs), workload_table(recs))
+    tables += [t for t in (ratio_table(recs), stage_table(recs), depth_table(recs), expansion_table(recs), workload_table(recs))
                if t is not None]
     return tables + [facts_table(recs), key_table(recs)]
