@@ -21,6 +21,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from fhemark.stats import paired_ratio
+
 ROOT = Path(__file__).resolve().parents[1]
 FHEMARK = [sys.executable, "-m", "fhemark.cli"]
 
@@ -44,12 +46,20 @@ def case(r: dict) -> tuple:
     return (r["library"], r["scheme"], p.get("name") or p["N"], r["op"], r.get("vector_length"))
 
 
-def ratios(recs: list[dict]) -> dict[tuple, float]:
-    """Every pair of libraries on the same (scheme, params, op, vector length): median(a) / median(b)."""
-    by_case: dict[tuple, dict[str, float]] = {}
+def ratios(recs: list[dict]) -> dict[tuple, tuple[float, tuple[float, float] | None]]:
+    """Every pair of libraries on the same (scheme, params, op, vector length): median(a) / median(b),
+    with its interval from the paired rounds where the records have rounds."""
+    by_case: dict[tuple, dict[str, dict]] = {}
     for r in recs:
-        by_case.setdefault(case(r)[1:], {})[r["library"]] = r["median_ns"]
-    return {(a, b) + k: m[a] / m[b] for k, m in by_case.items() for a, b in itertools.combinations(sorted(m), 2)}
+        by_case.setdefault(case(r)[1:], {})[r["library"]] = r
+
+    def one(a: dict, b: dict) -> tuple[float, tuple[float, float] | None]:
+        if a.get("sample_round") and b.get("sample_round"):
+            pr = paired_ratio(a["samples_ns"], a["sample_round"], b["samples_ns"], b["sample_round"])
+            return pr.ratio, pr.ci95
+        return a["median_ns"] / b["median_ns"], None
+
+    return {(x, y) + k: one(m[x], m[y]) for k, m in by_case.items() for x, y in itertools.combinations(sorted(m), 2)}
 
 
 def compare(first: list[dict], later: list[dict]) -> dict:
@@ -69,11 +79,16 @@ def compare(first: list[dict], later: list[dict]) -> dict:
                      "processes": r.get("processes"), "ci_method": r.get("ci_method")})
     ra, rb = ratios(first), ratios(later)
     common = [k for k in ra if k in rb]
-    ratio_rows = [{"pair": " ".join(map(str, k)), "first": ra[k], "later": rb[k], "change": rb[k] / ra[k] - 1}
+    ratio_rows = [{"pair": " ".join(map(str, k)), "first": ra[k][0], "first_ci95": ra[k][1], "later": rb[k][0],
+                   "change": rb[k][0] / ra[k][0] - 1,
+                   "inside_first_interval": bool(ra[k][1] and ra[k][1][0] <= rb[k][0] <= ra[k][1][1])}
                   for k in common]
     agree = sum(abs(x["change"]) <= 0.05 for x in ratio_rows)
     return {"cases": len(rows), "median_inside_first_interval": inside, "medians_moved_over_5pct": moved,
-            "ratios": len(ratio_rows), "ratios_within_5pct": agree, "rows": rows, "ratio_rows": ratio_rows}
+            "ratios": len(ratio_rows), "ratios_within_5pct": agree,
+            "ratios_with_interval": sum(x["first_ci95"] is not None for x in ratio_rows),
+            "ratio_inside_first_interval": sum(x["inside_first_interval"] for x in ratio_rows),
+            "rows": rows, "ratio_rows": ratio_rows}
 
 
 def main() -> None:
@@ -99,7 +114,8 @@ def main() -> None:
               f"{c['median_inside_first_interval']} of {c['cases']} cases ({100 * c['median_inside_first_interval'] / n:.0f}%); "
               f"medians moved > 5%: {c['medians_moved_over_5pct']} ({100 * c['medians_moved_over_5pct'] / n:.0f}%); "
               f"cross-library ratios within 5%: {c['ratios_within_5pct']} of {c['ratios']} "
-              f"({100 * c['ratios_within_5pct'] / k:.0f}%)")
+              f"({100 * c['ratios_within_5pct'] / k:.0f}%); inside run 1's paired-round interval: "
+              f"{c['ratio_inside_first_interval']} of {c['ratios_with_interval']}")
     if args.out:
         args.out.write_text(json.dumps(report, indent=1))
 
