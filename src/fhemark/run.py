@@ -281,9 +281,9 @@ class Runner:
             wall = time.monotonic() - t0
             res = RunResult(**raw)
             _check_reply(job, program, res, count)
-            for d, s in zip(draws, res.samples):
+            for d, smp in zip(draws, res.samples):
                 copies: dict[str, dict[str, Vector]] = {}
-                for n, v in s.outputs.items():
+                for n, v in smp.outputs.items():
                     copies.setdefault(n[len(base_name(n)) + 1:] if k > 1 else "", {})[base_name(n) if k > 1 else n] = v
                 for i, (vecs, sc) in enumerate(d):
                     self._check(job, op, prep.plain, vecs, sc, copies.get(str(i) if k > 1 else "", {}), out)
@@ -293,20 +293,21 @@ class Runner:
             out.levels.update({base_name(n): v for n, v in res.levels.items()})
             out.notes.update(res.notes)
             scal = [[sc for _, sc in d] for d in draws] if any(sc for d in draws for _, sc in d) else [None] * count
-            return [{k_: v / k for k_, v in s.ns.items()} for s in res.samples], scal, wall / count
+            return [{k_: v / k for k_, v in smp.ns.items()} for smp in res.samples], scal, wall / count
 
         if s == 0:
             drv.reset_peak()
         started = time.monotonic()
         if s == 0 or not out.copies:  # a fresh process warms up; its later rounds do not
-            warm, _, per_sample_wall = batch(max(pol.warmup, 1), 1)
+            warm, warm_scalars, per_sample_wall = batch(max(pol.warmup, 1), 1)
             out.wall_per_sample = per_sample_wall
             if r == 0:
                 out.warmup = warm[: pol.warmup]
-            if pol.warmup == 0:
+            if pol.warmup == 0:  # no warm-up asked for: the first sample counts
                 out.samples += warm
                 out.process += [p] * len(warm)
                 out.round += [r] * len(warm)
+                out.scalars += warm_scalars
         per_sample_wall = out.wall_per_sample
         if not out.copies:  # calibrated once, in the first process, and kept for the whole job
             t_op = float(np.median([self._total(w) for w in warm]))
@@ -325,7 +326,7 @@ class Runner:
                 out.stop_reason = "budget"
                 break
             if n >= min_n:
-                summary = summarize([self._total(s) for s in out.samples], out.process)
+                summary = summarize([self._total(x) for x in out.samples], out.process)
                 met = summary.rel_ci_half_width is not None and summary.rel_ci_half_width <= pol.target_rel_ci
                 out.met_target = out.met_target + 1 if met else 0
                 if out.met_target >= 2:
