@@ -117,7 +117,8 @@ def test_samples_spread_over_fresh_driver_processes(tmp_path):
     interleaved rounds; the interval spans both processes' medians and the export says how it was made."""
     db = str(tmp_path / "p.db")
     suite = write(tmp_path, SMALL.replace("budget_s: 0.1}", "budget_s: 0.1, processes: 2, rounds: 2}")
-                  .replace("schemes: [bfv, ckks]", "schemes: [bfv]").replace("ops: [add, mul_relin]", "ops: [mul_relin, encode, rotate_random]"))
+                  .replace("schemes: [bfv, ckks]", "schemes: [bfv]")
+                  .replace("ops: [add, mul_relin]", "ops: [mul_relin, encode, rotate_random]"))
     run = fhemark("run", "--suite", suite, "--db", db, "--allow-insecure", cwd=tmp_path)
     assert run.returncode == 0, run.stderr
     recs = json.loads(fhemark("export", "--db", db, "--format", "json").stdout)
@@ -127,7 +128,8 @@ def test_samples_spread_over_fresh_driver_processes(tmp_path):
         assert set(r["sample_round"]) == {0, 1, 2, 3}  # two interleaved rounds in each process
         assert "2 driver processes" in r["ci_method"] and len(r["process_medians_ns"]) == 2
         assert r["ci95_ns"][0] <= min(r["process_medians_ns"]) and r["ci95_ns"][1] >= max(r["process_medians_ns"])
-        assert r["host_activity"]["rounds"] == 4  # one reading per slice
+        # one /proc reading per slice (none at all when every slice was shorter than a 10 ms tick)
+        assert r["host_activity"] is None or r["host_activity"]["rounds"] == 4
     rot = next(r for r in recs if r["op"] == "rotate_random")  # the steps drawn, per sample and copy
     assert len(rot["sample_scalars"]) == len(rot["samples_ns"])
     assert all(len(s) == rot["copies"] and all(1 <= c["k"] < 1024 for c in s) for s in rot["sample_scalars"])
