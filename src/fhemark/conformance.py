@@ -82,11 +82,6 @@ def _case(name: str, scheme: str, op, plain: Plain, params, rng: np.random.Gener
             "scalars": scalars, "expected": expected, "tolerance": 0 if plain.exact else CKKS_TOLERANCE}
 
 
-def _repeatable(op, scheme: str) -> bool:
-    prog = op.program(scheme)
-    return op.group != "keygen" and len(prog.timed) == 1 and prog.region(prog.timed[0]) == prog.timed[:1]
-
-
 def generate() -> dict:
     cases = []
     for scheme, spec in CASE_PARAMS.items():
@@ -98,7 +93,7 @@ def generate() -> dict:
             if scheme not in op.schemes:
                 continue
             cases.append(_case(f"{scheme}/{name}", scheme, op, plain, params, rng, True))
-            if _repeatable(op, scheme):
+            if op.repeatable(op.program(scheme)):
                 cases.append(_case(f"{scheme}/{name}", scheme, op, plain, params, rng, True, COPIES))
     for scheme, (spec, modulus, workloads) in BITS_CASES.items():
         params = resolve(spec, scheme)
@@ -108,7 +103,7 @@ def generate() -> dict:
         for name in names:
             op = lookup(name, scheme)
             cases.append(_case(f"{scheme}/{name}", scheme, op, plain, params, rng, False))
-            if name in MICRO and _repeatable(op, scheme):
+            if name in MICRO and op.repeatable(op.program(scheme)):
                 cases.append(_case(f"{scheme}/{name}", scheme, op, plain, params, rng, False, COPIES))
     return {"version": 2, "note": "RLWE cases use insecure parameters on purpose: they check values, not speed; "
                                   "a name ending in #3 runs three copies of the op in one timed region",

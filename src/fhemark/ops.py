@@ -48,7 +48,6 @@ class Program:
     sizes: list[str] = field(default_factory=list)
     levels: list[str] = field(default_factory=list)
     regions: dict[str, list[str]] = field(default_factory=dict)  # region name -> its steps
-    copies: int = 1
 
     def region(self, name: str) -> list[str]:
         return self.regions.get(name, [name])
@@ -65,6 +64,11 @@ class Program:
         inside = {n for r in self.timed for n in self.region(r)}
         return list(dict.fromkeys(s["op"] for s in self.steps if s["out"] in inside))
 
+    @property
+    def one_step(self) -> bool:
+        """One timed region holding one step: what can be repeated as copies in a region."""
+        return len(self.timed) == 1 and self.region(self.timed[0]) == self.timed[:1]
+
     def replicate(self, k: int) -> "Program":
         """k independent copies of a one-region program, the k timed steps in one region.
 
@@ -73,7 +77,7 @@ class Program:
         region run for every copy first, those after it last."""
         if k == 1:
             return self
-        if len(self.timed) != 1 or self.region(self.timed[0]) != [self.timed[0]]:
+        if not self.one_step:
             raise ValueError("only a program with one timed step can be replicated")
         at = next(i for i, st in enumerate(self.steps) if st["out"] == self.timed[0])
         outs = {st["out"] for st in self.steps}
@@ -94,8 +98,7 @@ class Program:
                 [copy(st, i) for i in range(k) for st in after]
         last = lambda names: [ren(n, k - 1) for n in names]  # noqa: E731 - per-sample facts: the last copy
         return Program(steps, self.timed, [ren(o, i) for i in range(k) for o in self.outputs], last(self.noise),
-                       last(self.sizes), last(self.levels), {self.timed[0]: [ren(timed["out"], i) for i in range(k)]},
-                       copies=k)
+                       last(self.sizes), last(self.levels), {self.timed[0]: [ren(timed["out"], i) for i in range(k)]})
 
 
 def base_name(name: str) -> str:
@@ -136,6 +139,10 @@ class BenchOp:
 
     def build(self, scheme: str, plain: Plain | None = None) -> Program:
         return self.sized(scheme, plain) if self.sized is not None and plain is not None else self.program(scheme)
+
+    def repeatable(self, program: Program) -> bool:
+        """Whether the op may run as several copies in one timed region (key generation never is)."""
+        return self.group != "keygen" and program.one_step
 
     def expected(self, plain: Plain, vecs: dict[str, np.ndarray], scalars: dict[str, Any]) -> dict[str, np.ndarray]:
         """Every checked output's plaintext reference, by output name."""

@@ -265,7 +265,6 @@ class Runner:
         rng = np.random.default_rng([pol.seed, int(job.input_key, 16) % 2**32, r])
         base = op.build(job.scheme, prep.plain)
         drv = self.driver(job.library)
-        single = len(base.timed) == 1 and op.group != "keygen"  # key generation is never repeated
 
         def batch(count: int, k: int) -> tuple[list[dict[str, float]], list[dict], float]:
             program = base.replicate(k)
@@ -281,12 +280,10 @@ class Runner:
             wall = time.monotonic() - t0
             res = RunResult(**raw)
             _check_reply(job, program, res, count)
-            for d, smp in zip(draws, res.samples):
-                copies: dict[str, dict[str, Vector]] = {}
-                for n, v in smp.outputs.items():
-                    copies.setdefault(n[len(base_name(n)) + 1:] if k > 1 else "", {})[base_name(n) if k > 1 else n] = v
+            for d, smp in zip(draws, res.samples):  # every output is there (_check_reply)
                 for i, (vecs, sc) in enumerate(d):
-                    self._check(job, op, prep.plain, vecs, sc, copies.get(str(i) if k > 1 else "", {}), out)
+                    got = {o: smp.outputs[suffix(o, i)] for o in base.outputs}
+                    self._check(job, op, prep.plain, vecs, sc, got, out)
             out.overhead_ns.append(res.overhead_ns)
             out.noise += [res.noise_budget_bits[n] for n in program.noise if n in res.noise_budget_bits]
             out.sizes.update({base_name(n): v for n, v in res.sizes_bytes.items()})
@@ -311,7 +308,8 @@ class Runner:
         per_sample_wall = out.wall_per_sample
         if not out.copies:  # calibrated once, in the first process, and kept for the whole job
             t_op = float(np.median([self._total(w) for w in warm]))
-            out.copies = max(1, min(pol.max_iters, math.ceil(pol.min_sample_us * 1e3 / max(t_op, 1.0)))) if single else 1
+            out.copies = max(1, min(pol.max_iters, math.ceil(pol.min_sample_us * 1e3 / max(t_op, 1.0)))) \
+                if op.repeatable(base) else 1
         k = out.copies
         size = max(1, min(20, int(0.25 / max(per_sample_wall * k, 1e-6))))
         min_n, max_n = math.ceil(pol.min_samples / rounds), math.ceil(pol.max_samples / rounds)
@@ -322,9 +320,6 @@ class Runner:
         t_run = time.monotonic()
         while True:
             n = len(out.samples) - n0
-            if floor_n <= n < min_n and time.monotonic() - t_run >= pol.budget_s / rounds:
-                out.stop_reason = "budget"
-                break
             if n >= min_n:
                 summary = summarize([self._total(x) for x in out.samples], out.process)
                 met = summary.rel_ci_half_width is not None and summary.rel_ci_half_width <= pol.target_rel_ci
@@ -332,12 +327,12 @@ class Runner:
                 if out.met_target >= 2:
                     out.stop_reason = "target_ci"
                     break
-                if time.monotonic() - t_run >= pol.budget_s / rounds:
-                    out.stop_reason = "budget"
-                    break
-                if n >= max_n:
-                    out.stop_reason = "max_samples"
-                    break
+            if n >= floor_n and time.monotonic() - t_run >= pol.budget_s / rounds:
+                out.stop_reason = "budget"
+                break
+            if n >= max_n:
+                out.stop_reason = "max_samples"
+                break
             goal = floor_n if n < floor_n else min_n if n < min_n else max_n  # look again at each of these
             want = max(1, min(size, goal - n))
             got, scal, _ = batch(want, k)
