@@ -76,8 +76,8 @@ def cell(rec: dict | None, devs: Deviations | None = None) -> str:
 
 
 def security_disagreements(recs: list[dict]) -> str:
-    """"n8192: 128 bits (hestd2018), 125 (guidelines2024)" for every parameter set whose security
-    estimates differ between the two tables: a label must not say less than the data."""
+    """"security of n8192: 128 (hestd2018), 125 (guidelines2024) bits" for every parameter set whose
+    security estimates differ between the two tables: a label must not say less than the data."""
     seen: dict[str, str] = {}
     for r in recs:
         sec = r.get("security") or {}
