@@ -1,7 +1,8 @@
 """Does a second run give the same answer? Runs one suite several times on this machine, each
 into its own store, and reports per case whether each later run's median falls inside the first
-run's 95% interval, how many medians moved by more than 5%, and the same for the ratios between
-libraries (each library's median over another's, for the same scheme, parameters and op).
+run's 95% interval, how many medians moved by more than 5%, the same for the ratios between
+libraries (each library's median over another's, for the same scheme, parameters and op), and every
+case whose status changed between runs (ok in one, wrong_result in another: a flaky preset or check).
 
     .venv/bin/python benchmarks/reproducibility.py                  # quick suite, 2 runs
     .venv/bin/python benchmarks/reproducibility.py --suite study2 --runs 3 --out /tmp/repro.json
@@ -19,26 +20,35 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
+from fhemark.report.tables import timed_seconds
 from fhemark.stats import paired_ratio
 
 ROOT = Path(__file__).resolve().parents[1]
 FHEMARK = [sys.executable, "-m", "fhemark.cli"]
 
 
-def run_once(suite: str, db: Path, extra: list[str]) -> tuple[list[dict], float]:
-    """One run of the suite into its own store: its ok records and the machine's 1-minute load after."""
+def run_once(suite: str, db: Path, extra: list[str]) -> tuple[list[dict], float, float]:
+    """One run of the suite into its own store: its records, the machine's 1-minute load after,
+    and the run's wall time."""
+    t0 = time.monotonic()
     proc = subprocess.run(FHEMARK + ["run", "--suite", suite, "--db", str(db), "--report", str(db.parent / "rep")]
                           + extra, cwd=db.parent, capture_output=True, text=True)
+    wall = time.monotonic() - t0
     if proc.returncode not in (0, 1):  # 1: some job failed; still comparable where it did not
         sys.exit(f"reproducibility: run of {suite} failed (exit {proc.returncode}): {proc.stderr.strip()[-300:]}")
     out = subprocess.run(FHEMARK + ["export", "--db", str(db), "--format", "json"], capture_output=True, text=True,
                          check=True)
-    recs = [r for r in json.loads(out.stdout) if r["status"] == "ok" and r.get("median_ns")]
-    if not recs:
+    recs = json.loads(out.stdout)
+    if not any(timed(r) for r in recs):
         sys.exit(f"reproducibility: run of {suite} produced no timed result")
-    return recs, os.getloadavg()[0]
+    return recs, os.getloadavg()[0], wall
+
+
+def timed(r: dict) -> bool:
+    return r["status"] == "ok" and bool(r.get("median_ns"))
 
 
 def case(r: dict) -> tuple:
@@ -62,7 +72,17 @@ def ratios(recs: list[dict]) -> dict[tuple, tuple[float, tuple[float, float] | N
     return {(x, y) + k: one(m[x], m[y]) for k, m in by_case.items() for x, y in itertools.combinations(sorted(m), 2)}
 
 
+def flips(first: list[dict], later: list[dict]) -> list[dict]:
+    """Cases measured in both runs whose status differs (the ops' own outcome, not 'skipped')."""
+    base = {case(r): r for r in first}
+    return [{"case": " ".join(map(str, case(r))), "first": base[case(r)]["status"], "later": r["status"],
+             "detail": r.get("error") or base[case(r)].get("error")}
+            for r in later if case(r) in base and base[case(r)]["status"] != r["status"]]
+
+
 def compare(first: list[dict], later: list[dict]) -> dict:
+    status_changes = flips(first, later)
+    first, later = [r for r in first if timed(r)], [r for r in later if timed(r)]
     base = {case(r): r for r in first}
     rows, inside, moved = [], 0, 0
     for r in later:
@@ -88,6 +108,7 @@ def compare(first: list[dict], later: list[dict]) -> dict:
             "ratios": len(ratio_rows), "ratios_within_5pct": agree,
             "ratios_with_interval": sum(x["first_ci95"] is not None for x in ratio_rows),
             "ratio_inside_first_interval": sum(x["inside_first_interval"] for x in ratio_rows),
+            "status_changes": status_changes,
             "rows": rows, "ratio_rows": ratio_rows}
 
 
@@ -97,6 +118,7 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=2)
     ap.add_argument("--out", type=Path, help="write every case as JSON here")
     ap.add_argument("--library", action="append", default=[], help="only these libraries (repeatable)")
+    ap.add_argument("--raw", type=Path, help="keep every run's exported records here (run1.json, ...)")
     args = ap.parse_args()
     extra = [x for lib in args.library for x in ("--library", lib)]
     with tempfile.TemporaryDirectory() as tmp:
@@ -105,9 +127,16 @@ def main() -> None:
             db = Path(tmp) / f"run{i}" / "r.db"
             db.parent.mkdir()
             runs.append(run_once(args.suite, db, extra))
-            print(f"run {i + 1}/{args.runs}: {len(runs[-1][0])} timed results, load after {runs[-1][1]:.2f}", flush=True)
-    report = {"suite": args.suite, "runs": args.runs, "load_1m_after_each_run": [load for _, load in runs],
-              "against_first": [compare(runs[0][0], later) for later, _ in runs[1:]]}
+            if args.raw:
+                args.raw.mkdir(parents=True, exist_ok=True)
+                (args.raw / f"run{i + 1}.json").write_text(json.dumps(runs[-1][0]))
+            recs, load, wall = runs[-1]
+            print(f"run {i + 1}/{args.runs}: {sum(map(timed, recs))} timed results in {wall:.0f} s, "
+                  f"{100 * timed_seconds(recs) / wall:.0f}% of it inside timed regions; load after {load:.2f}", flush=True)
+    report = {"suite": args.suite, "runs": args.runs, "load_1m_after_each_run": [load for _, load, _ in runs],
+              "wall_s": [wall for _, _, wall in runs],
+              "timed_fraction": [timed_seconds(recs) / wall for recs, _, wall in runs],
+              "against_first": [compare(runs[0][0], later) for later, _, _ in runs[1:]]}
     for i, c in enumerate(report["against_first"], 2):
         n, k = max(c["cases"], 1), max(c["ratios"], 1)
         print(f"run {i} against run 1 ({args.suite}): median inside run 1's 95% interval in "
@@ -115,7 +144,10 @@ def main() -> None:
               f"medians moved > 5%: {c['medians_moved_over_5pct']} ({100 * c['medians_moved_over_5pct'] / n:.0f}%); "
               f"cross-library ratios within 5%: {c['ratios_within_5pct']} of {c['ratios']} "
               f"({100 * c['ratios_within_5pct'] / k:.0f}%); inside run 1's paired-round interval: "
-              f"{c['ratio_inside_first_interval']} of {c['ratios_with_interval']}")
+              f"{c['ratio_inside_first_interval']} of {c['ratios_with_interval']}; "
+              f"status changed (e.g. ok <-> wrong_result): {len(c['status_changes'])}")
+        for f in c["status_changes"]:
+            print(f"  {f['case']}: {f['first']} -> {f['later']} ({f['detail']})")
     if args.out:
         args.out.write_text(json.dumps(report, indent=1))
 

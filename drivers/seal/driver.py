@@ -9,6 +9,7 @@ that only the library call itself sits between the two clock reads.
 from __future__ import annotations
 
 import base64
+import gc
 import json
 import math
 import os
@@ -291,14 +292,25 @@ def resolve(attrs: dict, scalars: dict) -> dict:
     return {k: scalars[v[1:]] if isinstance(v, str) and v.startswith("$") else v for k, v in attrs.items()}
 
 
-def clock(call):
-    t0 = time.perf_counter_ns()
-    out = call()
-    return out, time.perf_counter_ns() - t0
+def time_region(calls: list) -> tuple[list, int]:
+    """One timed region: the prepared library calls between two reads of the monotonic clock,
+    with Python's cyclic garbage collector held off (as timeit does): the driver's own untimed
+    objects must not be collected inside the region. The results are returned, so freeing them
+    is not timed."""
+    gc_on = gc.isenabled()
+    gc.disable()
+    try:
+        t0 = time.perf_counter_ns()
+        outs = [c() for c in calls]
+        t1 = time.perf_counter_ns()
+    finally:
+        if gc_on:
+            gc.enable()
+    return outs, t1 - t0
 
 
 def overhead_ns() -> int:
-    return int(np.median([clock(lambda: None)[1] for _ in range(101)]))
+    return int(np.median([time_region([])[1] for _ in range(101)]))
 
 
 def regions_of(program: dict) -> dict[str, tuple[str, list[str]]]:
@@ -349,9 +361,7 @@ def run_sample(s: Setup, program: dict, regions: dict, sample: dict) -> tuple[di
         batch = steps[i: i + len(names)]
         prepared = [prepare(s, b["op"], b.get("args", []), resolve(b.get("attrs", {}), scalars), vals) for b in batch]
         calls = [c for c, _ in prepared]
-        t0 = time.perf_counter_ns()
-        outs = [c() for c in calls]
-        ns[name] = time.perf_counter_ns() - t0
+        outs, ns[name] = time_region(calls)
         for b, (_, post), o in zip(batch, prepared, outs):
             vals[b["out"]] = post(o) if post else o
         i += len(names)

@@ -337,7 +337,9 @@ def setup(suite: Optional[str] = typer.Option(None, help="only the drivers this 
     done = drivers_build.build_needed(load(suite), err_console, missing_only=False) if suite else \
         drivers_build.build_all(err_console)
     for name, m in manifests().items():
-        state = "built" if m.available else f"not built: needs {m.requires}"
+        state = "built" if m.available else (
+            f"not built yet (about {m.build_estimate_s} s to build: `fhemark setup`, or the first run that needs it)"
+            if m.buildable else f"not built: needs {m.requires}")
         console.print(f"{name:10} {state}", markup=False, highlight=False)
     if "failed" in done.values():  # a broken build is an error, a missing toolchain is not
         raise typer.Exit(1)

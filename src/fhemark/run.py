@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
 import numpy as np
@@ -30,6 +30,7 @@ from .store import Store
 from .supervise import Driver, deferred_sigint
 
 OnRecord = Callable[[Job, list[dict]], None]
+WARM_ROUND_NS = 20e6  # a sample shorter than this is warmed up again in every round
 
 
 @dataclass
@@ -55,7 +56,7 @@ class Outcome:
     scalars: list[dict] = field(default_factory=list)  # per sample: the scalars of every copy (e.g. rotation steps)
     warmup: list[dict[str, float]] = field(default_factory=list)
     copies: int = 0  # copies of the op per timed region (0: not calibrated yet)
-    wall_per_sample: float = 0.0  # wall time of one warm-up sample: sizes the batches
+    wall_per_sample: float = 0.0  # wall time of one copy of a sample, request included: sizes the batches
     met_target: int = 0  # consecutive checks at which the interval met the target
     activity: list[dict | None] = field(default_factory=list)
     overhead_ns: list[int] = field(default_factory=list)
@@ -111,7 +112,11 @@ class Runner:
 
     def _execute(self) -> None:
         try:
-            for key_groups in self._by_params():
+            blocks = self._by_params()
+            jobs = [j for g in self.plan.groups for j in g.jobs]
+            if jobs and all(j.policy.interleave == "run" and j.policy.processes == 1 for j in jobs):
+                blocks = [[g for b in blocks for g in b]]  # every job's rounds spread over the whole run
+            for key_groups in blocks:
                 skipped = [g for g in key_groups if not self._wanted(g)]
                 for job in (j for g in skipped for j in g.jobs):
                     self.on_record(job, [])  # nothing to record: the library has no such scheme
@@ -125,10 +130,11 @@ class Runner:
             self.close()
 
     def _rounds(self, key_groups: list[Group]) -> None:
-        """Every library's jobs for one parameter set, in driver processes (each after the first a
-        fresh process with fresh keys) and, inside each, interleaved rounds: op by op, every
-        library's job takes its slice of samples before any takes its next, so the machine's drift
-        reaches every library alike; the spread between processes goes into the interval."""
+        """Every library's jobs for one parameter set (or for the whole run), in driver processes
+        (each after the first a fresh process with fresh keys) and, inside each, interleaved
+        rounds: op by op, every library's job takes its slice of samples before any takes its next,
+        so the machine's drift reaches every library alike; the spread between processes goes
+        into the interval."""
         processes = max((j.policy.processes for g in key_groups for j in g.jobs), default=1)
         rounds = max((j.policy.rounds for g in key_groups for j in g.jobs), default=1)
         ops = list(dict.fromkeys(j.op for g in key_groups for j in g.jobs))
@@ -139,7 +145,7 @@ class Runner:
                 for g in key_groups:
                     if g.library in self.drivers:
                         self.drivers[g.library].stop()
-            prepared = {g.library: self._prepare(g) for g in key_groups
+            prepared = {id(g): self._prepare(g) for g in key_groups
                         if any(j.key not in done and p < j.policy.processes for j in g.jobs)}
             for s in range(rounds):
                 for op in ops:
@@ -148,7 +154,7 @@ class Runner:
                             if job.key in done or p >= job.policy.processes or s >= job.policy.rounds:
                                 continue
                             self._check_cancel()
-                            if self._job(job, prepared[g.library], (p, s), pending):
+                            if self._job(job, prepared[id(g)], (p, s), pending):
                                 done.add(job.key)
     def _wanted(self, g: Group) -> bool:
         """`libraries: all` means every library that has the scheme: the others are skipped, not failed."""
@@ -266,8 +272,13 @@ class Runner:
         base = op.build(job.scheme, prep.plain)
         drv = self.driver(job.library)
 
-        def batch(count: int, k: int) -> tuple[list[dict[str, float]], list[dict], float]:
-            program = base.replicate(k)
+        facts_due = [True]  # noise, sizes and levels: read once per slice, not on every batch
+
+        def batch(count: int, k: int) -> tuple[list[dict[str, float]], list[dict]]:
+            # Reading a fact can cost a driver far more than the op (OpenFHE's noise budget:
+            # ~0.2 s of serialization per reading against a 50 us add): once per slice is enough.
+            facts, facts_due[0] = facts_due[0], False
+            program = base.replicate(k) if facts else replace(base.replicate(k), noise=[], sizes=[], levels=[])
             draws = [[(self._inputs(op, prep, job, rng), op.scalars(prep.plain, rng)) for _ in range(k)]
                      for _ in range(count)]
             suffix = (lambda n, i: f"{n}.{i}") if k > 1 else (lambda n, i: n)
@@ -290,14 +301,19 @@ class Runner:
             out.levels.update({base_name(n): v for n, v in res.levels.items()})
             out.notes.update(res.notes)
             scal = [[sc for _, sc in d] for d in draws] if any(sc for d in draws for _, sc in d) else [None] * count
-            return [{k_: v / k for k_, v in smp.ns.items()} for smp in res.samples], scal, wall / count
+            if not facts or not out.wall_per_sample:  # batches are sized from the cost of a copy alone
+                out.wall_per_sample = wall / (count * k)
+            return [{k_: v / k for k_, v in smp.ns.items()} for smp in res.samples], scal
 
         if s == 0:
             drv.reset_peak()
         started = time.monotonic()
-        if s == 0 or not out.copies:  # a fresh process warms up; its later rounds do not
-            warm, warm_scalars, per_sample_wall = batch(max(pol.warmup, 1), 1)
-            out.wall_per_sample = per_sample_wall
+        if s == 0 or not out.copies:  # a fresh process warms up
+            warm, warm_scalars = batch(max(pol.warmup, 1), 1)
+        elif pol.warmup and self._cheap(out):
+            # Its later rounds too, when the op is cheap: the other libraries ran since, and the first
+            # sample of a round read 4-10% slow in median, 34-51% at the 90th percentile (quick suite).
+            batch(1, out.copies)
             if r == 0:
                 out.warmup = warm[: pol.warmup]
             if pol.warmup == 0:  # no warm-up asked for: the first sample counts
@@ -305,13 +321,11 @@ class Runner:
                 out.process += [p] * len(warm)
                 out.round += [r] * len(warm)
                 out.scalars += warm_scalars
-        per_sample_wall = out.wall_per_sample
         if not out.copies:  # calibrated once, in the first process, and kept for the whole job
             t_op = float(np.median([self._total(w) for w in warm]))
             out.copies = max(1, min(pol.max_iters, math.ceil(pol.min_sample_us * 1e3 / max(t_op, 1.0)))) \
                 if op.repeatable(base) else 1
         k = out.copies
-        size = max(1, min(20, int(0.25 / max(per_sample_wall * k, 1e-6))))
         min_n, max_n = math.ceil(pol.min_samples / rounds), math.ceil(pol.max_samples / rounds)
         # The budget binds for slow operations once the rounds together hold enough samples for an
         # interval: min_samples is a wish, not a reason to spend 20 s on one key generation.
@@ -321,7 +335,7 @@ class Runner:
         while True:
             n = len(out.samples) - n0
             if n >= min_n:
-                summary = summarize([self._total(x) for x in out.samples], out.process)
+                summary = summarize([self._total(x) for x in out.samples], out.process, out.round)
                 met = summary.rel_ci_half_width is not None and summary.rel_ci_half_width <= pol.target_rel_ci
                 out.met_target = out.met_target + 1 if met else 0
                 if out.met_target >= 2:
@@ -334,8 +348,9 @@ class Runner:
                 out.stop_reason = "max_samples"
                 break
             goal = floor_n if n < floor_n else min_n if n < min_n else max_n  # look again at each of these
+            size = max(1, min(20, int(0.25 / max(out.wall_per_sample * k, 1e-6))))  # ~0.25 s per request
             want = max(1, min(size, goal - n))
-            got, scal, _ = batch(want, k)
+            got, scal = batch(want, k)
             out.samples += got
             out.process += [p] * len(got)
             out.round += [r] * len(got)
@@ -385,6 +400,11 @@ class Runner:
         if op.gen is not None:
             return op.gen(prep.plain, rng)
         return {n: prep.plain.random(rng, job.slots) for n in op.inputs}
+
+    @staticmethod
+    def _cheap(out: Outcome) -> bool:
+        """A sample short enough that cold caches show in it (slower ones warm themselves up)."""
+        return float(np.median([Runner._total(x) for x in out.samples or out.warmup])) * out.copies < WARM_ROUND_NS
 
     @staticmethod
     def _total(sample: dict[str, int]) -> float:
@@ -517,7 +537,7 @@ def _check_reply(job: Job, program: Program, res: RunResult, count: int) -> None
 
 
 def _timed(shared: dict, op: str, title: str, samples: list[float], warmup: list[float], out: Outcome) -> dict:
-    s = summarize(samples, out.process)
+    s = summarize(samples, out.process, out.round)
     slots = shared["slots"]
     return {**shared, "op": op, "title": title, "samples_ns": samples, "sample_process": out.process,
             "sample_round": out.round,

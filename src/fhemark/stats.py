@@ -12,6 +12,37 @@ BOOTSTRAP_RESAMPLES = 2000
 
 CI_LEVEL = 0.95
 CI_METHOD = "order statistics (distribution-free, binomial coverage >= 95%)"
+RUN_METHOD = ("widened to a 95% prediction interval for another run's median: Student t on the log medians of "
+              "its slices (driver process x round, spread over the run's duration), so the machine's drift "
+              "between slices is inside it")
+MIN_SLICES = 3  # fewer give no spread to predict from
+
+# Two-sided 95% quantiles of Student's t by degrees of freedom (a table: no SciPy dependency);
+# between listed values the next lower one is used, which is wider, never narrower.
+_T975 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306, 9: 2.262,
+         10: 2.228, 11: 2.201, 12: 2.179, 13: 2.160, 14: 2.145, 15: 2.131, 20: 2.086, 25: 2.060,
+         30: 2.042, 40: 2.021, 60: 2.000, 120: 1.980}
+
+
+def t975(df: int) -> float:
+    return _T975[max(k for k in _T975 if k <= df)]
+
+
+def run_interval(center: float, slice_values: np.ndarray) -> tuple[float, float] | None:
+    """Where another run's estimate would fall, 95%: the run's estimate is (about) the mean of k
+    slice values, and so is the next run's, so their difference has twice the variance of one
+    mean: center x/÷ exp(t_{k-1} s sqrt(2/k)), with s the spread of the log slice values. Log
+    scale because times are positive and their drift multiplies."""
+    k = int(slice_values.size)
+    if k < MIN_SLICES or center <= 0 or np.any(slice_values <= 0):
+        return None
+    half = t975(k - 1) * float(np.log(slice_values).std(ddof=1)) * math.sqrt(2 / k)
+    return center * math.exp(-half), center * math.exp(half)
+
+
+def hull(*intervals: tuple[float, float] | None) -> tuple[float, float] | None:
+    got = [iv for iv in intervals if iv is not None]
+    return (min(lo for lo, _ in got), max(hi for _, hi in got)) if got else None
 
 
 def _coverage(n: int, j: int) -> float:
@@ -77,11 +108,13 @@ def tukey_labels(samples: np.ndarray) -> list[str]:
     return out
 
 
-def summarize(samples_ns: list[float] | np.ndarray, process: list[int] | None = None) -> Summary:
-    """Estimates from raw samples. `process[i]` names the driver process sample i came from: with
-    several, the interval also spans every process's median, so the spread between processes
-    (keys, memory layout, the machine's drift between rounds) is inside it, not only the spread
-    within one process."""
+def summarize(samples_ns: list[float] | np.ndarray, process: list[int] | None = None,
+              rounds: list[int] | None = None) -> Summary:
+    """Estimates from raw samples. `process[i]` and `rounds[i]` name the driver process and the
+    round sample i came from. The order-statistic interval covers only the spread within the
+    samples; a shared machine drifts by more between minutes, so with several slices (process x
+    round) the interval is widened to predict where another run's median falls (`run_interval`
+    on the slice medians), and with several processes to span every process's median."""
     a = np.asarray(samples_ns, dtype=np.float64)
     if a.size == 0:
         raise ValueError("no samples")
@@ -96,6 +129,12 @@ def summarize(samples_ns: list[float] | np.ndarray, process: list[int] | None = 
         if ci is not None:
             ci = (min(ci[0], *pmeds), max(ci[1], *pmeds))
         method = CI_METHOD + f", widened to span the medians of {len(procs)} driver processes"
+    slices = list(zip(process or [0] * a.size, rounds or [0] * a.size))
+    keys = sorted(set(slices))
+    if ci is not None and len(keys) >= MIN_SLICES:
+        idx = np.asarray([keys.index(x) for x in slices])
+        ci = hull(ci, run_interval(med, np.array([np.median(a[idx == i]) for i in range(len(keys))])))
+        method += "; " + RUN_METHOD
     labels = tukey_labels(a)
     return Summary(
         n=int(a.size), median=med, mean=float(a.mean()), stdev=float(a.std(ddof=1)) if a.size > 1 else 0.0,
@@ -116,12 +155,14 @@ class PairedRatio:
 def paired_ratio(a: list[float], a_rounds: list[int], b: list[float], b_rounds: list[int]) -> PairedRatio:
     """How many times slower a is than b, with an interval that a drifting machine does not
     fake: in each round both were measured in (interleaved, so a slow minute hits both), the
-    ratio of the two round medians; the order-statistic interval of those ratios' median."""
+    ratio of the two round medians; the hull of the order-statistic interval of those ratios'
+    median and the prediction interval of another run's ratio (`run_interval`)."""
     av, bv, ar, br = (np.asarray(x, dtype=np.float64) for x in (a, b, a_rounds, b_rounds))
     common = sorted(set(ar.tolist()) & set(br.tolist()))
     per_round = np.array([np.median(av[ar == r]) / np.median(bv[br == r]) for r in common])
-    return PairedRatio(float(np.median(av) / np.median(bv)),
-                       median_ci(per_round) if per_round.size else None, len(common))
+    ratio = float(np.median(av) / np.median(bv))
+    ci = median_ci(per_round) if per_round.size else None
+    return PairedRatio(ratio, hull(ci, run_interval(ratio, per_round)) if ci else None, len(common))
 
 
 def _bootstrap_medians(rng: np.random.Generator, a: np.ndarray) -> np.ndarray:
