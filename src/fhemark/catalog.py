@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from .apps import app
 from .bitops import circuit, static_ops
 from .ops import RLWE_OPS, BenchOp
 
@@ -15,12 +16,13 @@ PIPELINES = [n for n, o in CATALOG.items() if o.group == "pipeline"]
 
 
 def lookup(name: str, scheme: str) -> BenchOp | None:
-    """The op for one scheme: a catalog entry, or a parametrised workload (multiadd_8x32, compare_16)."""
+    """The op for one scheme: a catalog entry, or a parametrised workload (multiadd_8x32, compare_16,
+    matvec_256)."""
     if name in CATALOG:
         op = CATALOG[name]
         return op if scheme in op.schemes else None
-    return next((o for o in circuit(name) or [] if scheme in o.schemes), None)
+    return next((o for o in circuit(name) or app(name) or [] if scheme in o.schemes), None)
 
 
 def known(name: str) -> bool:
-    return name in CATALOG or circuit(name) is not None
+    return name in CATALOG or circuit(name) is not None or app(name) is not None

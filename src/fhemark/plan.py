@@ -116,7 +116,8 @@ def _check_ops(case_ops, where: str) -> None:
                             f"use multiadd_<n>x<bits> with n from 2 to {MAX_MULTIADD}")
         if not known(name):
             raise UserError(f"{where}.ops: unknown operation '{name}'",
-                            "run `fhemark list ops` for the names (workloads: multiadd_<n>x<bits>, compare_<bits>)")
+                            "run `fhemark list ops` for the names (workloads: multiadd_<n>x<bits>, compare_<bits>, "
+                            "dot_<n>, matvec_<d>, poly_<deg>, tally_<n>, mean_<n>)")
 
 
 def _unplanned(name: str, schemes: list[str], where: str) -> UserError:

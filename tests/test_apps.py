@@ -1,0 +1,87 @@
+"""Application workloads: each algorithm computes what it claims (against numpy, not against
+itself), and every library runs it with every decrypted result checked."""
+
+import numpy as np
+import pytest
+
+from fhemark.apps.workloads import baby_giant, matvec, matvec_layout
+from fhemark.catalog import known, lookup
+from fhemark.drivers import manifests
+from fhemark.plan import build
+from fhemark.run import Runner
+from fhemark.semantics import Plain
+from fhemark.store import Store
+from fhemark.suites import Suite
+
+CKKS, BFV = Plain("ckks", 2048), Plain("bfv", 4096, 65537)
+
+
+@pytest.mark.parametrize("d", [2, 8, 32, 64, 256])
+@pytest.mark.parametrize("plain", [CKKS, BFV], ids=["ckks", "bfv"])
+def test_matvec_is_the_matrix_vector_product(plain, d):
+    rng = np.random.default_rng(d)
+    m = rng.integers(0, plain.t, (d, d)) if plain.exact else rng.uniform(-1, 1, (d, d))
+    v = rng.integers(0, plain.t, d) if plain.exact else rng.uniform(-1, 1, d)
+    circ, out = matvec(plain.scheme, d)
+    got = circ.reference(plain, matvec_layout(plain, m, v), out)
+    want = (m.astype(object) @ v.astype(object)) % plain.t if plain.exact else m @ v
+    assert np.allclose(got[:d].astype(float), np.asarray(want, dtype=float))
+    b, g = baby_giant(d)
+    assert b * g == d and circ.counts()[("rotate_rows" if plain.exact else "rotate")] == b - 1 + g - 1
+
+
+def test_the_other_workloads_compute_what_their_names_say():
+    rng = np.random.default_rng(3)
+    op = lookup("dot_64", "ckks")
+    x = op.gen(CKKS, rng)
+    assert np.isclose(op.expect(CKKS, x, {})[0], x["x"] @ x["y"])
+    op = lookup("mean_128", "ckks")
+    x = op.gen(CKKS, rng)
+    assert np.isclose(op.expect(CKKS, x, {})[0], x["x"][:128].mean())
+    op = lookup("tally_256", "bgv")
+    x = op.gen(BFV, rng)
+    assert op.expect(BFV, x, {})[0] == x["x"][:256].sum() and set(np.unique(x["x"])) <= {0, 1}
+    op = lookup("poly_3", "bfv")
+    x = op.gen(BFV, rng)
+    c = [int(x[f"c{i}"][0]) for i in range(4)]
+    want = [sum(c[i] * int(v) ** i for i in range(4)) % BFV.t for v in x["x"][:5]]
+    assert list(op.expect(BFV, x, {})[:5]) == want
+    assert lookup("poly_3", "ckks") is None and lookup("mean_8", "bfv") is None  # not offered there
+    assert known("matvec_256") and not known("matvec_100") and not known("dot_1")
+
+
+def test_workloads_are_timed_as_their_steps_and_consume_the_levels_they_claim():
+    prog = lookup("dot_16", "ckks").program("ckks")
+    assert [s["op"] for s in prog.steps if s["out"] in prog.timed] == \
+        ["mul_relin", "rescale"] + ["rotate", "add"] * 4
+    assert sum(s["op"] == "rescale" for s in lookup("matvec_64", "ckks").program("ckks").steps) == 1
+    horner = lookup("poly_4", "bgv").program("bgv")
+    assert sum(s["op"] == "mul_relin" for s in horner.steps) == 3  # depth deg - 1
+    encodes = [s for s in horner.steps if s["op"] == "encode"]
+    assert not {s["out"] for s in encodes} & set(horner.timed)  # server plaintexts: encoded untimed
+
+
+def _libraries():
+    return [lib for lib, m in manifests().items() if "ckks" in m.schemes or "bfv" in m.schemes]
+
+
+@pytest.mark.parametrize("library", _libraries())
+def test_every_library_runs_the_workloads_checked(library, tmp_path, driver_pool):
+    """Small insecure rings (N = 2048/4096): every workload, every decrypted result checked."""
+    driver_pool(library)  # built here, or skipped with the reason
+    suite = Suite(name="apps-test", policy={"min_samples": 2, "max_samples": 2, "warmup": 0, "budget_s": 0.1},
+                  cases=[{"libraries": [library], "schemes": ["bfv", "bgv"],
+                          "params": [{"N": 4096, "q_bits": [40, 40], "p_bits": [40], "t": 65537}],
+                          "ops": ["dot_8", "matvec_8", "tally_16", "poly_2"]},
+                         {"libraries": [library], "schemes": ["ckks"],
+                          "params": [{"N": 2048, "q_bits": [40, 30], "p_bits": [40], "scale_bits": 30}],
+                          "ops": ["dot_8", "matvec_16", "mean_16"]}])
+    plan = build(suite, [library], allow_insecure=True)
+    store = Store(tmp_path / "a.db")
+    run_id = store.start_run("apps-test", "h", True, {}, {})
+    Runner(plan, store, run_id, {"threads": 1}).execute()
+    recs = list(store.records(run_id))
+    assert len(recs) == 11
+    bad = [(r["scheme"], r["op"], r["status"], r["error"]) for r in recs if r["status"] != "ok"]
+    assert not bad
+    assert all(r["check_passed"] and r["median_ns"] > 0 and r["workload"]["variant"] == "portable" for r in recs)
