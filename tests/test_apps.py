@@ -85,3 +85,23 @@ def test_every_library_runs_the_workloads_checked(library, tmp_path, driver_pool
     bad = [(r["scheme"], r["op"], r["status"], r["error"]) for r in recs if r["status"] != "ok"]
     assert not bad
     assert all(r["check_passed"] and r["median_ns"] > 0 and r["workload"]["variant"] == "portable" for r in recs)
+
+
+def test_the_cost_model_adds_up_single_ops_from_the_same_run_only():
+    from fhemark.apps.cost import predict
+    from fhemark.report.tables import app_tables
+
+    def rec(op, ns, run="r1", lib="seal"):
+        return {"op": op, "median_ns": ns, "run_id": run, "library": lib, "scheme": "ckks", "params": {"name": "c8192"},
+                "status": "ok", "title": op, "workload": {"variant": "portable"} if op.startswith("dot") else None,
+                "ci95_ns": [ns * 0.9, ns * 1.1], "samples_ns": [ns] * 6, "job_key": f"{run}{lib}{op}"}
+    singles = [rec("mul_relin", 3000.0), rec("rescale", 500.0), rec("rotate_1", 2000.0), rec("add", 100.0)]
+    dot = rec("dot_16", 20000.0)
+    p = predict(dot, [dot] + singles + [rec("add", 1e9, run="r0")])  # another run's add is not used
+    assert p.steps == {"mul_relin": 1, "rescale": 1, "rotate": 4, "add": 4} and p.missing == []
+    assert p.ns == 3000 + 500 + 4 * 2000 + 4 * 100
+    lacking = predict(dot, [dot] + singles[:2])
+    assert lacking.ns is None and lacking.missing == ["add", "rotate_1"]
+    (table,) = app_tables([dot] + singles)
+    row = table.rows[0]
+    assert row[4] == "11.9 µs" and row[5] == f"{20000 / 11900:.2f}"

@@ -100,12 +100,14 @@ def test_interval_covers_where_a_second_run_lands_on_a_drifting_machine():
     assert "prediction interval" in summarize(first, rounds=rounds).ci_method
 
 
-def test_no_run_interval_from_fewer_than_three_slices():
+def test_no_run_interval_from_fewer_than_six_slices():
     from fhemark.stats import MIN_SLICES, run_interval, t975
-    assert MIN_SLICES == 3
-    assert run_interval(100.0, np.array([90.0, 110.0])) is None
-    lo, hi = run_interval(100.0, np.array([90.0, 100.0, 110.0]))
-    assert lo < 90 and hi > 110 and abs(lo * hi - 100.0 ** 2) < 1e-6  # symmetric on the log scale
+    assert MIN_SLICES == 6
+    assert run_interval(100.0, np.array([90.0, 95.0, 100.0, 105.0, 110.0])) is None
+    lo, hi = run_interval(100.0, np.array([90.0, 95.0, 100.0, 100.0, 105.0, 110.0]))
+    assert lo < 91 and hi > 109 and abs(lo * hi - 100.0 ** 2) < 1e-6  # symmetric on the log scale
+    three = summarize([100.0, 101.0, 130.0, 131.0, 100.5, 130.5], rounds=[0, 0, 1, 1, 2, 2])
+    assert "prediction" not in three.ci_method  # three slices: the order-statistic interval alone
     assert t975(5) == 2.571 and t975(16) == t975(15) > t975(20)  # between table rows: the wider one
 
 

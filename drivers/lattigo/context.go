@@ -481,7 +481,7 @@ func buildFacts() map[string]any {
 		"gomaxprocs":     runtime.GOMAXPROCS(0),
 		"compression":    "none",
 		"serialization":  "Lattigo MarshalBinary/BinarySize: uncompressed, 8 bytes per coefficient per RNS limb, no seed compression",
-		"timer":          "Go time.Now/time.Since (monotonic clock)",
+		"timer":          "Go time.Now/time.Since (monotonic clock); runtime.GC() before each timed region, outside it, so the driver's untimed garbage is not collected inside a region",
 		"allocation":     "base ops time Lattigo's allocating variants (output allocated inside the timed region); <op>_into variants write into an output allocated before it",
 		"security_check": "Lattigo has no built-in security check; allow_insecure has no effect",
 	}

@@ -112,11 +112,7 @@ class Runner:
 
     def _execute(self) -> None:
         try:
-            blocks = self._by_params()
-            jobs = [j for g in self.plan.groups for j in g.jobs]
-            if jobs and all(j.policy.interleave == "run" and j.policy.processes == 1 for j in jobs):
-                blocks = [[g for b in blocks for g in b]]  # every job's rounds spread over the whole run
-            for key_groups in blocks:
+            for key_groups in self._by_params():
                 skipped = [g for g in key_groups if not self._wanted(g)]
                 for job in (j for g in skipped for j in g.jobs):
                     self.on_record(job, [])  # nothing to record: the library has no such scheme
@@ -130,11 +126,10 @@ class Runner:
             self.close()
 
     def _rounds(self, key_groups: list[Group]) -> None:
-        """Every library's jobs for one parameter set (or for the whole run), in driver processes
-        (each after the first a fresh process with fresh keys) and, inside each, interleaved
-        rounds: op by op, every library's job takes its slice of samples before any takes its next,
-        so the machine's drift reaches every library alike; the spread between processes goes
-        into the interval."""
+        """Every library's jobs for one parameter set, in driver processes (each after the first a
+        fresh process with fresh keys) and, inside each, interleaved rounds: op by op, every
+        library's job takes its slice of samples before any takes its next, so the machine's drift
+        reaches every library alike; the spread between slices goes into the interval."""
         processes = max((j.policy.processes for g in key_groups for j in g.jobs), default=1)
         rounds = max((j.policy.rounds for g in key_groups for j in g.jobs), default=1)
         ops = list(dict.fromkeys(j.op for g in key_groups for j in g.jobs))

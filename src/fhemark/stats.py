@@ -15,7 +15,9 @@ CI_METHOD = "order statistics (distribution-free, binomial coverage >= 95%)"
 RUN_METHOD = ("widened to a 95% prediction interval for another run's median: Student t on the log medians of "
               "its slices (driver process x round, spread over the run's duration), so the machine's drift "
               "between slices is inside it")
-MIN_SLICES = 3  # fewer give no spread to predict from
+# Fewer slices give a prediction too wide to use (t_{k-1} sqrt(2/k) is 3.5 standard deviations at
+# k = 3, 1.5 at k = 6): below this the interval is the order-statistic one alone, and says so.
+MIN_SLICES = 6
 
 # Two-sided 95% quantiles of Student's t by degrees of freedom (a table: no SciPy dependency);
 # between listed values the next lower one is used, which is wider, never narrower.

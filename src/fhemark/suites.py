@@ -45,12 +45,6 @@ class Policy(BaseModel):
     # one op interleaved slice by slice (A B C A B C ...), so a slow minute of the machine hits
     # every library alike; the ratios between libraries get intervals from the paired rounds.
     rounds: int = Field(1, ge=1, le=50)
-    # What the rounds span: the jobs of one parameter set ("params"), or every job of the run
-    # ("run"), so that each job's rounds are spread over the run's whole duration and a slow
-    # minute of the machine shows in every job's interval, not only in the jobs it happened to
-    # hit. "run" keeps every setup alive until the end and stores results only in the last
-    # round; with several processes, rounds always span one parameter set.
-    interleave: Literal["params", "run"] = "params"
     timeout_s: float = Field(600.0, gt=0, le=WEEK_S)  # per driver request
     memory_limit_mb: int = Field(20000, gt=0, le=2**24)
     min_precision_bits: float = Field(10.0, ge=0, le=60)  # CKKS results below this fail the check

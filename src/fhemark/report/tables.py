@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..apps.cost import predict
 from ..catalog import CATALOG
 from ..stats import MIN_CI_SAMPLES, paired_ratio
 
@@ -222,7 +223,7 @@ def depth_table(recs: list[dict]) -> Table | None:
 def workload_table(recs: list[dict]) -> Table | None:
     """Study 4: each workload per library and method, with the study's cost model
     next to the measured gate counts and depths, and the amortized time per input bit."""
-    recs = [r for r in latest(recs) if r.get("workload")]
+    recs = [r for r in latest(recs) if r.get("workload") and not _app(r)]
     if not recs:
         return None
     rows, devs = [], Deviations()
@@ -242,6 +243,46 @@ def workload_table(recs: list[dict]) -> Table | None:
                  "gates (bootstrapped) / additions", "multiplicative depth", "bootstrapped depth",
                  "study's cost model", "time", "noise budget left (bits)", "time per input bit"], rows,
                  "depths are measured on the netlist that ran; word-wise methods add whole integers", devs.lines())
+
+
+def _app(rec: dict) -> bool:
+    return "variant" in (rec.get("workload") or {})
+
+
+def app_tables(recs: list[dict]) -> list[Table]:
+    """One table per application workload: every library, scheme and variant, the measured time
+    next to the sum-of-operations model from the same run, and what is left of the ciphertext."""
+    recs = latest(recs)
+    apps = [r for r in recs if _app(r)]
+    tables = []
+    for op in sorted({r["op"] for r in apps}, key=lambda o: (o.split("_")[0], int(o.rsplit("_", 1)[1]))):
+        rows, devs = [], Deviations()
+        for r in sorted((r for r in apps if r["op"] == op), key=lambda r: (r["scheme"], _param_key(r), r["library"])):
+            w = r["workload"]
+            pred = predict(r, recs) if r["status"] == "ok" else None
+            model = "-" if pred is None else fmt_time(pred.ns) if pred.ns else f"no model: {', '.join(pred.missing)} not run"
+            ratio = f"{r['median_ns'] / pred.ns:.2f}" if pred is not None and pred.ns and r.get("median_ns") else "-"
+            steps = ", ".join(f"{n} {p}" for p, n in sorted(pred.steps.items())) if pred else "-"
+            left = r.get("levels") or {}
+            quality = (f"{r['precision_bits']:.1f} bits" if r.get("precision_bits") is not None else
+                       f"noise budget {r['noise_budget_bits']:g} bits" if r.get("noise_budget_bits") is not None else
+                       "exact" if r["status"] == "ok" else "-")
+            rows.append([f"{r['library']} / {r['scheme'].upper()}", _param_key(r), w.get("variant", "-"), cell(r, devs),
+                         model, ratio, steps, ", ".join(str(v) for v in left.values()) or "-", quality,
+                         _bytes(r.get("sizes_bytes", {}).get("output:" + next(iter(left), "")))])
+        title = next((r["title"] for r in apps if r["op"] == op), op)
+        tables.append(Table(f"Workload {op}: {title}", ["library / scheme", "params", "variant", "time",
+                            "model (sum of single ops)", "measured / model", "timed steps", "levels left",
+                            "quality", "result ciphertext"], rows,
+                            "model: each timed step costs the median of the same single operation (rotations: "
+                            "rotate_1) measured in the same run at the top level, so steps after a rescale are "
+                            "over-predicted; quality: CKKS precision (bits, -log2 max error) or BFV/BGV exact",
+                            devs.lines()))
+    return tables
+
+
+def _bytes(n: int | None) -> str:
+    return "-" if not n else f"{n / 2**20:.2f} MiB" if n >= 2**20 else f"{n / 2**10:.1f} KiB"
 
 
 def expansion_table(recs: list[dict]) -> Table | None:
@@ -329,7 +370,7 @@ def key_table(recs: list[dict]) -> Table:
 
 def all_tables(recs: list[dict]) -> list[Table]:
     """Every table the records call for, in report order."""
-    tables = op_tables(recs)
+    tables = op_tables(recs) + app_tables(recs)
     tables += [t for t in (ratio_table(recs), stage_table(recs), depth_table(recs), expansion_table(recs), workload_table(recs))
                if t is not None]
     return tables + [facts_table(recs), key_table(recs)]
