@@ -50,6 +50,16 @@ def test_the_other_workloads_compute_what_their_names_say():
     assert known("matvec_256") and not known("matvec_100") and not known("dot_1")
 
 
+def test_similarity_scores_are_the_cosine_of_query_and_every_record():
+    from fhemark.apps.workloads import _unit, similarity, similarity_layout
+    rng = np.random.default_rng(9)
+    db, q = _unit(rng.normal(size=(200, 16))), _unit(rng.normal(size=16))
+    circ, outs = similarity("ckks", 200, 16, CKKS)  # 2048 slots: 128 records per plaintext, two plaintexts
+    got = circ.reference(CKKS, similarity_layout(CKKS, db, q), *outs)
+    scores = np.concatenate([got[f"z{j}"][::16] for j in range(len(outs))])[:200]
+    assert len(outs) == 2 and np.allclose(scores, db @ q) and np.all(np.abs(scores) <= 1 + 1e-9)
+
+
 def test_workloads_are_timed_as_their_steps_and_consume_the_levels_they_claim():
     prog = lookup("dot_16", "ckks").program("ckks")
     assert [s["op"] for s in prog.steps if s["out"] in prog.timed] == \
@@ -75,13 +85,13 @@ def test_every_library_runs_the_workloads_checked(library, tmp_path, driver_pool
                           "ops": ["dot_8", "matvec_8", "tally_16", "poly_2"]},
                          {"libraries": [library], "schemes": ["ckks"],
                           "params": [{"N": 2048, "q_bits": [40, 30], "p_bits": [40], "scale_bits": 30}],
-                          "ops": ["dot_8", "matvec_16", "mean_16"]}])
+                          "ops": ["dot_8", "matvec_16", "mean_16", "similarity_40x16"]}])
     plan = build(suite, [library], allow_insecure=True)
     store = Store(tmp_path / "a.db")
     run_id = store.start_run("apps-test", "h", True, {}, {})
     Runner(plan, store, run_id, {"threads": 1}).execute()
     recs = list(store.records(run_id))
-    assert len(recs) == 11
+    assert len(recs) == 12
     bad = [(r["scheme"], r["op"], r["status"], r["error"]) for r in recs if r["status"] != "ok"]
     assert not bad
     assert all(r["check_passed"] and r["median_ns"] > 0 and r["workload"]["variant"] == "portable" for r in recs)
@@ -93,7 +103,7 @@ def test_the_cost_model_adds_up_single_ops_from_the_same_run_only():
 
     def rec(op, ns, run="r1", lib="seal"):
         return {"op": op, "median_ns": ns, "run_id": run, "library": lib, "scheme": "ckks", "params": {"name": "c8192"},
-                "status": "ok", "title": op, "workload": {"variant": "portable"} if op.startswith("dot") else None,
+                "slots": 4096, "status": "ok", "title": op, "workload": {"variant": "portable"} if op.startswith("dot") else None,
                 "ci95_ns": [ns * 0.9, ns * 1.1], "samples_ns": [ns] * 6, "job_key": f"{run}{lib}{op}"}
     singles = [rec("mul_relin", 3000.0), rec("rescale", 500.0), rec("rotate_1", 2000.0), rec("add", 100.0)]
     dot = rec("dot_16", 20000.0)
@@ -105,3 +115,21 @@ def test_the_cost_model_adds_up_single_ops_from_the_same_run_only():
     (table,) = app_tables([dot] + singles)
     row = table.rows[0]
     assert row[4] == "11.9 µs" and row[5] == f"{20000 / 11900:.2f}"
+
+
+def test_integer_multiplication_runs_on_radix_integers_checked(tmp_path, driver_pool):
+    from fhemark.errors import UserError
+    driver_pool("tfhe-rs")
+
+    def suite(op):
+        return Suite(name="zmul-test", policy={"min_samples": 1, "max_samples": 1, "warmup": 0, "budget_s": 0.1},
+                     cases=[{"libraries": ["tfhe-rs"], "schemes": ["tfhe_int"],
+                             "params": [{"preset": "default", "bits": 8}], "ops": [op]}])
+    with pytest.raises(UserError, match="zmul_64.*does not apply"):  # 64-bit products need 64-bit integers
+        build(suite("zmul_64"), ["tfhe-rs"], allow_insecure=True)
+    plan = build(suite("zmul_8"), ["tfhe-rs"], allow_insecure=True)
+    store = Store(tmp_path / "z.db")
+    run_id = store.start_run("zmul-test", "h", True, {}, {})
+    Runner(plan, store, run_id, {"threads": 1}).execute()
+    (rec,) = store.records(run_id)
+    assert rec["status"] == "ok" and rec["check_passed"] and rec["workload"]["workload"] == "zmul"

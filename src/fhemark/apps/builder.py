@@ -94,14 +94,22 @@ class Circuit:
         return cts[0]
 
     # what the workload hands back
-    def program(self, out: str) -> Program:
-        return Program(self.steps + decrypted(out), list(self.timed), noise=[out], sizes=[out], levels=[out])
+    def program(self, *outs: str) -> Program:
+        """Decrypt and decode each result: `z`, or `z0`, `z1`, ... for several."""
+        if len(outs) == 1:
+            return Program(self.steps + decrypted(outs[0]), list(self.timed), noise=[outs[0]], sizes=[outs[0]],
+                           levels=[outs[0]])
+        dec = [s for i, o in enumerate(outs)
+               for s in (step(f"pz{i}", "decrypt", o), step(f"z{i}", "decode", f"pz{i}"))]
+        return Program(self.steps + dec, list(self.timed), outputs=[f"z{i}" for i in range(len(outs))],
+                       noise=[outs[0]], sizes=[outs[0]], levels=[outs[0]])
 
-    def reference(self, plain: Plain, inputs: dict[str, np.ndarray], out: str) -> np.ndarray:
+    def reference(self, plain: Plain, inputs: dict[str, np.ndarray], *outs: str) -> np.ndarray | dict[str, np.ndarray]:
+        """The outputs `program(*outs)` decrypts, computed on cleartext."""
         env: Env = dict(inputs)
         for name, fn in self.replay:
             env[name] = fn(plain, env)
-        return env[out]
+        return env[outs[0]] if len(outs) == 1 else {f"z{i}": env[o] for i, o in enumerate(outs)}
 
     def counts(self) -> dict[str, int]:
         """Timed steps per primitive: what a cost model adds up."""

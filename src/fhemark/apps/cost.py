@@ -8,6 +8,7 @@ from collections import Counter
 from dataclasses import dataclass
 
 from ..catalog import lookup
+from ..semantics import Plain
 
 # The single-op job whose median stands for each primitive a workload steps through.
 MODEL_OP = {"mul_relin": "mul_relin", "mul_plain": "mul_plain", "mul_scalar": "mul_scalar", "rescale": "rescale",
@@ -21,18 +22,20 @@ class Prediction:
     missing: list[str]        # single-op jobs the model needed and the run lacks
 
 
-def steps(op: str, scheme: str) -> dict[str, int]:
-    bench = lookup(op, scheme)
+def steps(rec: dict) -> dict[str, int]:
+    """The timed steps per primitive of the program the record's job ran (its slot layout included)."""
+    bench = lookup(rec["op"], rec["scheme"])
     if bench is None:
         return {}
-    prog = bench.program(scheme)
+    plain = Plain(rec["scheme"], rec["slots"], (rec.get("effective_params") or {}).get("t")) if rec.get("slots") else None
+    prog = bench.build(rec["scheme"], plain)
     return dict(Counter(s["op"] for s in prog.steps if s["out"] in prog.timed))
 
 
 def predict(rec: dict, recs: list[dict]) -> Prediction:
     """Level-unaware: the single ops ran at the top level, where CKKS and BGV ops cost most, so
     steps after a rescale are over-predicted; a ratio below 1 is partly that."""
-    counts = steps(rec["op"], rec["scheme"])
+    counts = steps(rec)
     same = {r["op"]: r for r in recs if r["run_id"] == rec["run_id"] and r["library"] == rec["library"]
             and r["scheme"] == rec["scheme"] and r["params"] == rec["params"] and r["status"] == "ok"
             and r.get("median_ns")}

@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import math
 import re
+from dataclasses import replace
 from typing import Callable
 
 import numpy as np
 
+from ..bitops import static_ops
 from ..ops import INT, RLWE, BenchOp
 from ..semantics import Plain
 from .builder import Circuit
@@ -154,6 +156,68 @@ def _mean_gen(n: int):
     return gen
 
 
+# ---- similarity_<records>x<dim>: an encrypted query scored against a plaintext database ------
+
+def similarity(scheme: str, records: int, dim: int, plain: Plain | None) -> tuple[Circuit, tuple[str, ...]]:
+    """The scoring half of fetch-by-similarity: the query, unit-normalized by the client and
+    repeated along the slots, times each plaintext of packed unit-normalized records, then a
+    rotate-and-sum inside every dim-slot block: slot i * dim of result j holds the cosine score
+    of record j * (slots / dim) + i. One result ciphertext per database plaintext."""
+    per = (plain.slots if plain else 2 * dim) // dim
+    c = Circuit(scheme)
+    q = c.encrypted("q")
+    outs = tuple(c.rotate_sum(c.rescaled(c.mul_plain(q, c.plaintext(f"db{j}"))), dim)
+                 for j in range(math.ceil(records / per)))
+    return c, outs
+
+
+def _unit(rows: np.ndarray) -> np.ndarray:
+    return rows / np.linalg.norm(rows, axis=-1, keepdims=True)
+
+
+def similarity_layout(plain: Plain, db: np.ndarray, q: np.ndarray) -> dict[str, np.ndarray]:
+    """The inputs of `similarity`: q along every slot, the records packed slots / dim per plaintext."""
+    dim = q.size
+    per = plain.slots // dim
+    out = {"q": np.tile(q, per)}
+    for j in range(math.ceil(len(db) / per)):
+        block = np.zeros((per, dim), dtype=db.dtype)
+        part = db[j * per:(j + 1) * per]
+        block[:len(part)] = part
+        out[f"db{j}"] = block.reshape(-1)
+    return out
+
+
+def _similarity_gen(records: int, dim: int):
+    def gen(plain: Plain, rng: np.random.Generator) -> dict[str, np.ndarray]:
+        if plain.exact:
+            return similarity_layout(plain, _uniform(plain, rng, records * dim).reshape(records, dim),
+                                     _uniform(plain, rng, dim))
+        return similarity_layout(plain, _unit(rng.normal(size=(records, dim))), _unit(rng.normal(size=dim)))
+    return gen
+
+
+def _similarity_op(name: str, records: int, dim: int) -> BenchOp:
+    def program(scheme: str):
+        circ, outs = similarity(scheme, records, dim, None)
+        return circ.program(*outs)
+
+    def sized(scheme: str, plain: Plain):
+        circ, outs = similarity(scheme, records, dim, plain)
+        return circ.program(*outs)
+
+    def expect(plain: Plain, vecs: dict, scalars: dict):
+        circ, outs = similarity(plain.scheme, records, dim, plain)
+        return circ.reference(plain, vecs, *outs)
+
+    return BenchOp(name, f"similarity scores of an encrypted query against {records} x {dim} plaintext records "
+                         "(portable)", RLWE, program, expect, inputs=(), group="app", gen=_similarity_gen(records, dim),
+                   rotations=tuple(1 << i for i in range(int(math.log2(dim)))), sized=sized,
+                   applies=lambda ps: ps.N is None or dim <= ps.N // 2,
+                   facts={"workload": "similarity", "size": records, "dim": dim, "variant": "portable",
+                          "method": (similarity.__doc__ or "").split("\n")[0].strip()})
+
+
 # ---- the catalog entries ------------------------------------------------------------------
 
 _SHAPES = {
@@ -170,8 +234,26 @@ _SHAPES = {
 }
 
 
+def zmul(bits: int) -> BenchOp:
+    """Two encrypted `bits`-bit integers multiplied (mod 2^bits): TFHE-rs radix integers, the only
+    library here whose integers are that wide. BFV/BGV cannot: t is below 2^60 in every library, so
+    a 64-bit product wraps modulo t, not 2^64 (and t = 2^64 is no batching modulus)."""
+    mul = next(o for o in static_ops() if o.name == "int_mul")
+    return replace(mul, name=f"zmul_{bits}", title=f"multiply two encrypted {bits}-bit integers (radix)",
+                   group="app", applies=lambda ps: ps.bits == bits,
+                   facts={"workload": "zmul", "size": bits, "variant": "portable",
+                          "method": "the library's integer multiply (TFHE-rs: radix blocks, carries propagated)"})
+
+
 def app(name: str) -> list[BenchOp] | None:
     """The op behind an application name such as matvec_256, or None."""
+    m = re.fullmatch(r"zmul_(8|16|32|64|128)", name)
+    if m:
+        return [zmul(int(m.group(1)))]
+    m = re.fullmatch(r"similarity_(\d+)x(\d+)", name)
+    if m:
+        records, dim = int(m.group(1)), int(m.group(2))
+        return [_similarity_op(name, records, dim)] if _pow2(dim) and 1 <= records <= 1 << 20 else None
     m = re.fullmatch(r"(dot|matvec|poly|tally|mean)_(\d+)", name)
     if not m:
         return None
@@ -181,13 +263,17 @@ def app(name: str) -> list[BenchOp] | None:
         return None
     size = n if kind != "poly" else 1
 
-    def program(scheme: str):
+    def outputs(scheme: str) -> tuple[Circuit, tuple[str, ...]]:
         circ, out = build(scheme, n)
-        return circ.program(out)
+        return circ, (out,)
 
-    def expect(plain: Plain, vecs: dict, scalars: dict) -> np.ndarray:
-        circ, out = build(plain.scheme, n)
-        return circ.reference(plain, vecs, out)
+    def program(scheme: str):
+        circ, outs = outputs(scheme)
+        return circ.program(*outs)
+
+    def expect(plain: Plain, vecs: dict, scalars: dict) -> np.ndarray | dict[str, np.ndarray]:
+        circ, outs = outputs(plain.scheme)
+        return circ.reference(plain, vecs, *outs)
 
     facts = {"workload": kind, "size": n, "variant": "portable",
              "method": (build.__doc__ or "").split("\n")[0].strip() or title.format(n=n)}

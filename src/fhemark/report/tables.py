@@ -3,6 +3,7 @@ rows = library/scheme, columns = parameter set; Study 1's stage table."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from ..apps.cost import predict
@@ -255,7 +256,7 @@ def app_tables(recs: list[dict]) -> list[Table]:
     recs = latest(recs)
     apps = [r for r in recs if _app(r)]
     tables = []
-    for op in sorted({r["op"] for r in apps}, key=lambda o: (o.split("_")[0], int(o.rsplit("_", 1)[1]))):
+    for op in sorted({r["op"] for r in apps}, key=lambda o: (o.split("_")[0], [int(x) for x in re.findall(r"\d+", o)])):
         rows, devs = [], Deviations()
         for r in sorted((r for r in apps if r["op"] == op), key=lambda r: (r["scheme"], _param_key(r), r["library"])):
             w = r["workload"]
