@@ -18,9 +18,8 @@ import (
 //
 // A full collection runs first, outside the clock: the driver's untimed work
 // (decoding inputs, encrypting them, decrypting outputs) leaves garbage, and
-// without this a collection of it lands inside a random region. Measured on
-// the quick suite: Lattigo's round medians spread 0.65-1.68x of the median.
-// The region's own allocations are still timed; their collection, as in any Go
+// without this a collection of it can land inside a random region. The
+// region's own allocations are still timed; their collection, as in any Go
 // program, happens later.
 func timeRegion(calls []func() error) (ns int64, failed int, err error) {
 	if len(calls) > 0 {
