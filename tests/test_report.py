@@ -120,6 +120,15 @@ def test_the_report_states_how_its_intervals_were_made(tmp_path):
     assert "Intervals: order statistics" in md and "3 driver process(es)" in md
 
 
+def test_the_report_states_where_each_runs_wall_time_went(tmp_path):
+    recs = [rec(samples_ns=[2e9, 2e9], copies=1, run_id="r1"), rec(op="sub", samples_ns=[1e9], run_id="r2")]
+    runs = [{"run_id": "r1", "started": 100.0, "finished": 140.0}, {"run_id": "r2", "started": 200.0, "finished": None}]
+    write(recs, tmp_path, "t", {"cpu": {"model": "X"}}, runs)
+    md = (tmp_path / "report.md").read_text()
+    assert "run r1: 4.0 s of 40 s inside timed regions (10%)" in md
+    assert "run r2" not in md  # unfinished: no wall time to divide by
+
+
 def test_ratio_table_pairs_rounds_of_libraries_measured_interleaved():
     from fhemark.report.tables import ratio_table
     rounds = [r for r in range(6) for _ in range(3)]

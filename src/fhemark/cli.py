@@ -256,7 +256,8 @@ def run(suite: str = typer.Option("quick", help="built-in suite name or path to 
     for line in failures:
         err_console.print(Text.assemble(("failed:", "red"), f" {line}"), highlight=False)
     try:
-        files = report_files.write(recs, out, f"fhemark: suite {s.name}, run {run_id}", env)
+        files = report_files.write(recs, out, f"fhemark: suite {s.name}, run {run_id}", env,
+                                   [r for r in store.runs() if r["run_id"] == run_id])
     except UserError as exc:
         raise UserError(f"{exc.problem}; the results are stored in {store.path} (run {run_id})",
                         f"{exc.fix}, e.g. " + shlex.join(["fhemark", "report", "--db", str(store.path), "--run", run_id,
@@ -400,7 +401,7 @@ def report(db: Path = typer.Option(None, help="SQLite store"),
     if not recs:
         _fail(UserError("no results match", "check --run/--suite against `fhemark export`"))
     files = report_files.write(recs, out, f"fhemark report{f': suite {suite}' if suite else ''}",
-                               recs[-1].get("env", {}))
+                               recs[-1].get("env", {}), store.runs())
     console.print(f"wrote {files[0]}, {files[1]} and {len(files) - 2} CSV tables and figures", markup=False)
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from ..errors import UserError
 from . import html, markdown, plots
-from .tables import Table, all_tables
+from .tables import Table, all_tables, timed_seconds
 
 
 def measured_on(env: dict) -> str:
@@ -30,6 +30,19 @@ def method_line(recs: list[dict]) -> str:
             + ("; ".join(methods) if methods else "none recorded")
             + (f"; samples from {', '.join(map(str, procs))} driver process(es) per job" if procs else "")
             + ". Cells marked ‡ time different work than the protocol's boundary (footnotes).")
+
+
+def time_line(recs: list[dict], runs: list[dict]) -> str:
+    """Per run: its wall time and the share of it inside timed regions (the rest is setups, keys,
+    fresh inputs, checks): where a suite's time goes."""
+    parts = []
+    for run in runs:
+        mine = [r for r in recs if r["run_id"] == run["run_id"]]
+        wall = (run.get("finished") or 0) - run["started"]
+        if mine and wall > 0:
+            timed = timed_seconds(mine)
+            parts.append(f"run {run['run_id']}: {timed:.1f} s of {wall:.0f} s inside timed regions ({100 * timed / wall:.0f}%)")
+    return "Time: " + "; ".join(parts) + " (a resumed run's wall time includes its pause)." if parts else ""
 
 
 def _slug(title: str) -> str:
@@ -74,7 +87,7 @@ def check_out(out: Path) -> None:
             return
 
 
-def write(recs: list[dict], out: Path, heading: str, env: dict) -> list[Path]:
+def write(recs: list[dict], out: Path, heading: str, env: dict, runs: list[dict] | None = None) -> list[Path]:
     """report.md, report.html, csv/*.csv, plots/*: the Markdown file first.
 
     Every file is made in a private folder inside `out` and then renamed into place, so a reader never
@@ -89,7 +102,7 @@ def write(recs: list[dict], out: Path, heading: str, env: dict) -> list[Path]:
     try:
         tables = all_tables(recs)
         figures = plots.write(recs, stage / "plots")
-        line = f"{measured_on(env)} {method_line(recs)}"
+        line = " ".join(x for x in (measured_on(env), method_line(recs), time_line(recs, runs or [])) if x)
         md = markdown.write(tables, figures, stage, heading, line)
         page = html.write(tables, figures, stage, heading, line)
         staged = [md, page] + _write_csv(tables, stage) + figures
