@@ -530,6 +530,50 @@ def recommend_cmd(workload: Optional[Path] = typer.Argument(None, help="workload
     raise typer.Exit(0 if any(not c.excluded for c in cands) else 1)
 
 
+@app.command("params")
+def params_cmd(scheme: str = typer.Option(..., help="bfv, bgv, ckks, or any (CKKS with --precision, BFV/BGV with --plain-bits)"),
+               depth: int = typer.Option(..., help="sequential multiplications the computation needs"),
+               precision: Optional[float] = typer.Option(None, help="CKKS: bits of precision after the last multiplication"),
+               plain_bits: Optional[int] = typer.Option(None, help="BFV/BGV: bits of the plaintext modulus t"),
+               slots: int = typer.Option(1, help="values per ciphertext"),
+               security: int = typer.Option(128, help="security bits (128, 192 or 256)"),
+               table: str = typer.Option("hestd2018", help="security table: hestd2018 or guidelines2024"),
+               library: list[str] = typer.Option(None, help="only these libraries (repeatable; default: every RLWE driver)"),
+               repeats: int = typer.Option(3, min=1, max=20, help="fresh-key repetitions a set must pass"),
+               db: Path = typer.Option(None, help="keep the verification runs in this store (default: a temporary one)"),
+               json_out: Path = typer.Option(None, "--json", help="also write the proposals as JSON")) -> None:
+    """Propose the smallest secure parameters per library for a computation, verified by running them."""
+    from . import advisor
+    from .report.text import print_proposals
+    if json_out:
+        _output(json_out, "--json")
+    schemes = {"any": (["ckks"] if precision is not None else []) + (["bfv", "bgv"] if plain_bits is not None else []),
+               "bfv": ["bfv"], "bgv": ["bgv"], "ckks": ["ckks"]}.get(scheme)
+    if not schemes:
+        _fail(UserError(f"--scheme {scheme}: unknown or without a requirement",
+                        "use bfv, bgv or ckks, or any with --precision (CKKS) or --plain-bits (BFV/BGV)"))
+    needs = [advisor.Need(sch, depth, precision, plain_bits, slots, security, table) for sch in schemes]
+    for need in needs:
+        advisor.check_possible(need)
+    built = [lib for lib in available() if lib in (library or available())
+             and set(manifests()[lib].schemes) & {"bfv", "bgv", "ckks"}]
+    if not built:
+        _fail(UserError("no RLWE driver is built here", "run `fhemark setup`, or name a built one with --library"))
+    out = []
+    for need in needs:
+        libs = [lib for lib in built if need.scheme in manifests()[lib].schemes]
+        props = advisor.advise(need, libs, repeats, db, progress=lambda line: err_console.print(line, markup=False,
+                                                                                                 highlight=False))
+        print_proposals(need, props, console)
+        out += [(need, p) for p in props]
+    if json_out:
+        _write_out(json_out, export_mod.strict_json([
+            {"need": vars(n), "library": p.library, "params": p.spec, "rejected": p.rejected, "depth": p.depth,
+             "margin": p.margin, "trajectory": p.trajectory, "effective": p.effective,
+             "latency_ns": {r["op"]: r.get("median_ns") for r in p.records}} for n, p in out]), "--json")
+    raise typer.Exit(0 if all(p.spec for _, p in out) else 1)
+
+
 def main() -> None:
     app()
 

@@ -500,6 +500,7 @@ class Runner:
             return [{**shared, "op": job.op, "title": op.title, "depth": out.depth, "depth_limit": out.depth_limit,
                      "deviations": deviations(program.timed),
                      "noise_by_depth": out.noise_by_depth, "check_passed": out.depth > 0,
+                     "precision_by_depth": out.precision[:out.depth],  # CKKS: after each multiplication that passed
                      "precision_bits": out.precision[out.depth - 1] if out.depth and out.precision else None,
                      "samples_ns": [s["chain"] for s in out.samples], "median_ns": None, "ci95_ns": None}]
         if op.stages is None:  # one timed region, or several that make one operation (their sum)

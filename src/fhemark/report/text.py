@@ -12,6 +12,7 @@ from rich.table import Table as RichTable
 from .tables import Deviations, ci_text, contended, fmt_time, latest, security_disagreements
 
 if TYPE_CHECKING:
+    from ..advisor import Need, Proposal
     from ..compare import Comparison
     from ..recommend import Candidate, Workload
 
@@ -152,3 +153,45 @@ def print_recommendation(cands: list[Candidate], w: Workload, console: Console) 
                   f"[{fmt_time(best.cost_ci[0])}, {fmt_time(best.cost_ci[1])}]"
                   + (f"; indistinguishable on this data (*): {', '.join(ties)}" if ties else "")
                   + f". Evidence: runs {', '.join(sorted({r['run_id'] for r in best.evidence}))}.", highlight=False)
+
+
+def _size(n: int | None) -> str:
+    return "-" if not n else f"{n / 2**20:.1f} MiB" if n >= 2**20 else f"{n / 2**10:.0f} KiB"
+
+
+def print_proposals(need: "Need", props: list["Proposal"], console: Console) -> None:
+    """`fhemark params`: per library the smallest set that passed every repetition, what it measured."""
+    from ..advisor import security_text
+    t = RichTable(title=f"fhemark params: {need.describe()}", title_justify="left")
+    for col in ("library", "N", "q bits", "p", "t / scale", "security", "depth (each run)", "margin",
+                "mul_relin", "rotate_1", "keys (pk, relin, Galois)", "ciphertext", "rejected"):
+        t.add_column(col, justify="left" if col in ("library", "q bits", "security") else "right")
+    for p in props:
+        if p.spec is None:
+            t.add_row(p.library, "-", "-", "-", "-", "-", "-", "-", "-", "-", "-", "-", str(len(p.rejected)))
+            continue
+        ops = {r["op"]: r for r in p.records}
+        sizes = next((r.get("sizes_bytes") or {} for r in p.records if r.get("sizes_bytes")), {})
+        margin = (f"{min(p.margin):+.1f} bits precision" if need.scheme == "ckks" else
+                  f"{min(p.margin):g} bits noise budget") if p.margin else "-"
+        tval = f"2^{p.spec['scale_bits']}" if "scale_bits" in p.spec else f"{p.spec['t_bits']} bits"
+        keys = ", ".join(_size(sizes.get(k)) for k in ("public_key", "relin_keys", "galois_keys"))
+        t.add_row(p.library, str(p.spec["N"]), "+".join(map(str, p.spec["q_bits"])), str(p.spec["p_bits"][0]), tval,
+                  security_text(p.spec), ", ".join(map(str, p.depth)), margin,
+                  *(fmt_time(ops[o]["median_ns"]) if o in ops and ops[o].get("median_ns") else "-"
+                    for o in ("mul_relin", "rotate_1")),
+                  keys, _size(sizes.get("ciphertext")), str(len(p.rejected)))
+    console.print(t)
+    for p in props:
+        if p.trajectory:
+            what = "precision" if need.scheme == "ckks" else "noise budget"
+            console.print(f"{p.library}: {what} after each multiplication: "
+                          + ", ".join(f"{x:.1f}" if isinstance(x, float) else str(x) for x in p.trajectory) + " bits",
+                          highlight=False, markup=False)
+        for why in p.rejected:
+            console.print(f"{p.library}: rejected {why}", highlight=False, markup=False)
+        if p.spec is None:
+            console.print(f"{p.library}: no set found within {len(p.rejected)} candidates", highlight=False, markup=False)
+        elif p.effective and p.effective.get("q_bits") != p.spec["q_bits"]:
+            console.print(f"{p.library}: built q = {p.effective.get('q_bits')} for the asked {p.spec['q_bits']}",
+                          highlight=False, markup=False)

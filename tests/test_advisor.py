@@ -1,0 +1,50 @@
+"""`fhemark params`: proposals come from rules of thumb, acceptance only from measurement."""
+
+import subprocess
+import sys
+
+import pytest
+
+from fhemark import advisor
+from fhemark.advisor import Need, candidates, check_possible
+from fhemark.errors import UserError
+from fhemark.security import estimate
+
+
+def test_candidates_are_secure_fit_the_slots_and_come_smallest_first():
+    for need in (Need("ckks", 5, 20.0, None, 4096), Need("bfv", 3, None, 20, 1), Need("bgv", 2, None, 30, 8192)):
+        seen = list(candidates(need))
+        assert seen
+        for c in seen:
+            log_qp = sum(c["q_bits"]) + sum(c["p_bits"])
+            assert estimate(c["N"], log_qp, need.table).bits >= 128
+            assert (c["N"] // 2 if need.scheme == "ckks" else c["N"]) >= need.slots
+            assert all(17 <= b <= 60 for b in c["q_bits"] + c["p_bits"])
+        keys = [(c["N"], sum(c["q_bits"])) for c in seen]
+        assert keys == sorted(keys)  # smaller rings first, shorter chains first within a ring
+        if need.scheme == "ckks":
+            assert all(len(c["q_bits"]) == need.depth + 1 and c["scale_bits"] >= need.precision for c in seen)
+
+
+def test_an_impossible_requirement_is_one_line_naming_what_and_why():
+    with pytest.raises(UserError, match=r"impossible: CKKS depth 60 .* allows 881 bits at 128-bit security"):
+        check_possible(Need("ckks", 60, 20.0, None, 1))
+    proc = subprocess.run([sys.executable, "-m", "fhemark.cli", "params", "--scheme", "ckks", "--depth", "60",
+                           "--precision", "20"], capture_output=True, text=True)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert proc.stderr.count("\n") == 1 and "impossible" in proc.stderr and "bootstrapping" in proc.stderr
+
+
+def test_a_candidate_that_fails_measurement_is_rejected_and_a_larger_one_accepted(driver_pool, monkeypatch):
+    """Rules of thumb made too optimistic on purpose: the first chain cannot hold the depth, the
+    depth probe says so, and the proposal is the next larger chain that every repetition passes."""
+    driver_pool("seal")
+    monkeypatch.setattr(advisor, "INT_MUL_EXTRA", -25)  # ~10 bits per multiplication: far too few
+    monkeypatch.setattr(advisor, "INT_STEP", 40)
+    need = Need("bfv", 2, None, 17, 1)
+    (prop,) = advisor.advise(need, ["seal"], repeats=2)
+    assert prop.rejected and "depth" in prop.rejected[0]
+    assert prop.spec is not None and len(prop.depth) == 2 and min(prop.depth) >= 2
+    assert all(m > 0 for m in prop.margin) and len(prop.trajectory) >= 2
+    assert {r["op"] for r in prop.records} == {"mul_relin", "rotate_1"}
+    assert all(r["status"] == "ok" for r in prop.records)
