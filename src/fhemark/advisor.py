@@ -3,8 +3,9 @@ by measurement.
 
 Candidates come smallest first from noise-growth rules of thumb (below); none is trusted: each is
 run through the depth probe with fresh keys several times, and a library accepts a candidate only
-when every repetition reaches the required depth (CKKS: with the required precision after the
-last multiplication). A rejected candidate is counted and the next larger one tried, per library.
+when every repetition reaches the required depth with MARGIN_BITS to spare (CKKS: precision at
+least the requirement + 1 bit after the last multiplication; BFV/BGV: 1 bit of noise budget left).
+A rejected candidate is counted and the next larger one tried, per library.
 
 Rules of thumb (the starting points; measurement decides):
 - CKKS: precision after a multiply-rescale is about the scale minus 14 bits at these ring sizes
@@ -43,6 +44,9 @@ INT_MUL_EXTRA = 2     # bits per multiplication beyond log2(t) + log2(N)
 INT_FRESH = 12        # a fresh ciphertext's noise, in bits above log2(t)
 INT_STEP = 20         # a rejected BFV/BGV chain grows by this many bits
 MAX_TRIES = 8         # candidates per library before giving up
+# A set passes with at least this much to spare (CKKS precision above the requirement, BFV/BGV noise
+# budget left): a set that passes by a tenth of a bit fails on the next run's keys.
+MARGIN_BITS = 1.0
 
 
 @dataclass(frozen=True)
@@ -153,7 +157,7 @@ def _verify(need: Need, library: str, spec: dict, repeats: int, db: Path) -> tup
     """'' when every repetition (fresh driver process, fresh keys) reaches the depth; else why not."""
     policy = {"max_depth": need.depth + 1, "timeout_s": 600.0}
     if need.scheme == "ckks":
-        policy["min_precision_bits"] = float(need.precision)
+        policy["min_precision_bits"] = float(need.precision) + MARGIN_BITS
     recs = []
     for i in range(repeats):
         (rec,) = _run(_suite(need, library, spec, ["depth_mul"], {**policy, "seed": 1 + i}), library, db, i)
@@ -162,6 +166,9 @@ def _verify(need: Need, library: str, spec: dict, repeats: int, db: Path) -> tup
             return f"{rec['status']}: {rec.get('error') or ''}".strip(), recs
         if rec["depth"] < need.depth:
             return f"depth {rec['depth']} in repetition {i + 1} ({rec.get('depth_limit') or 'stopped'})", recs
+        noise = (rec.get("noise_by_depth") or [])[need.depth - 1:need.depth]
+        if noise and noise[0] is not None and noise[0] < MARGIN_BITS:
+            return f"{noise[0]:g} bits of noise budget left at depth {need.depth} in repetition {i + 1}", recs
     return "", recs
 
 
