@@ -214,10 +214,12 @@ def depth_table(recs: list[dict]) -> Table | None:
         if r["status"] != "ok":
             rows.append([f"{r['library']} / {r['scheme'].upper()}", _param_key(r), f"FAILED ({r['status']})", "-", "-"])
             continue
-        noise = ", ".join(f"{x:g}" for x in r.get("noise_by_depth") or []) or "-"
+        noise = (", ".join(f"{x:g}" for x in r.get("noise_by_depth") or []) or
+                 ", ".join(f"{x:.1f} prec" for x in r.get("precision_by_depth") or []) or "-")
         rows.append([f"{r['library']} / {r['scheme'].upper()}", _param_key(r), str(r["depth"]), noise,
                      r.get("depth_limit") or "not reached"])
-    return Table("Multiplicative depth (Study 1)", ["library / scheme", "params", "depth", "noise budget after each",
+    return Table("Multiplicative depth (Study 1)", ["library / scheme", "params", "depth",
+                 "noise budget (CKKS: precision) bits after each",
                  "what stopped it"], rows, "x * y^k with relinearization (CKKS: rescale) until the result is wrong")
 
 
