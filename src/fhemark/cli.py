@@ -133,7 +133,7 @@ def _write_out(path: Path, text: str, option: str) -> None:
 
 
 def _again(suite: str, db: Path | None, full: bool, allow_insecure: bool, library: list[str] | None,
-           report: Path | None, yes: bool) -> str:
+           report: Path | None, yes: bool, cluster: str | None = None) -> str:
     """The command that continues this run: the same plan (flags included) and the same store."""
     parts = ["fhemark", "run", "--suite", suite]
     parts += ["--full"] if full else []
@@ -143,6 +143,7 @@ def _again(suite: str, db: Path | None, full: bool, allow_insecure: bool, librar
     parts += ["--db", str(db)] if db else []
     parts += ["--report", str(report)] if report else []
     parts += ["--yes"] if yes else []
+    parts += ["--cluster", cluster] if cluster else []
     return shlex.join(parts + ["--resume"])
 
 
@@ -183,7 +184,10 @@ def run(suite: str = typer.Option("quick", help="built-in suite name or path to 
         yes: bool = typer.Option(False, "--yes", help=f"start a plan above {MAX_JOBS} jobs or "
                                                       f"{MAX_ESTIMATE_S / 3600:.0f} h without asking"),
         build_drivers: bool = typer.Option(True, "--build/--no-build",
-                                           help="build the drivers this suite needs that are not built yet")) -> None:
+                                           help="build the drivers this suite needs that are not built yet"),
+        cluster_spec: Optional[str] = typer.Option(None, "--cluster",
+                                                   help="run on Dask workers: local:N (this machine) or tcp://HOST:PORT "
+                                                        "(a scheduler); one benchmark per host at a time")) -> None:
     """Plan, check, run, store and print a result table; write the report."""
     # Everything that can be refused is refused here, before a job runs or a byte is stored.
     s = load(suite, full)
@@ -197,7 +201,7 @@ def run(suite: str = typer.Option("quick", help="built-in suite name or path to 
     out = report or Path("report") / report_files.safe_name(s.name)
     report_files.check_out(out)
     store = Store(db or default_db())
-    again = _again(suite, db, full, allow_insecure, library, report, yes)
+    again = _again(suite, db, full, allow_insecure, library, report, yes, cluster_spec)
     plan_json = plan.to_json()
     suite_hash = hashlib.sha256(json.dumps(plan_json, sort_keys=True).encode()).hexdigest()[:16]
     jobs = plan.jobs
@@ -230,10 +234,15 @@ def run(suite: str = typer.Option("quick", help="built-in suite name or path to 
                     failures.append(f"{job.library} {job.scheme} N={job.params.N} {job.op}: "
                                     f"{r['status']}: {r['error']}")
 
-        runner = Runner(plan, store, run_id, env, skip, on_record)
+        client = None
         started = time.monotonic()
         try:
-            runner.execute()
+            if cluster_spec:
+                from . import cluster
+                client = cluster.connect(cluster_spec)
+                cluster.execute(plan, client, run_id, store, skip, on_record)
+            else:
+                Runner(plan, store, run_id, env, skip, on_record).execute()
         except KeyboardInterrupt:
             store.close()
             err_console.print(f"interrupted: results so far are in {store.path}; continue with: {again}",
@@ -242,6 +251,12 @@ def run(suite: str = typer.Option("quick", help="built-in suite name or path to 
         except UserError as exc:  # the store failed (full disk, read-only): what was stored before stays
             store.close()
             raise UserError(exc.problem, f"{exc.fix}; then continue with: {again}")
+        finally:
+            if client is not None:
+                cluster_obj = getattr(client, "cluster", None)
+                client.close()
+                if cluster_obj is not None:  # a LocalCluster this run started
+                    cluster_obj.close()
     store.finish_run(run_id)
     wall = time.monotonic() - started
     recs = list(store.records(run_id))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import platform
+import socket
 import subprocess
 from pathlib import Path
 
@@ -54,6 +55,7 @@ def environment(threads: int, root: Path | None) -> dict:
     mem = _read("/proc/meminfo") or ""
     total_kb = next((int(line.split()[1]) for line in mem.splitlines() if line.startswith("MemTotal")), None)
     return {
+        "host": socket.gethostname(),  # which machine measured it: distributed sweeps mix several
         "fhemark_version": __version__,
         "git_revision": git_revision(root),
         "cpu": _cpu(),
