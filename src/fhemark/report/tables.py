@@ -340,10 +340,11 @@ def facts_table(recs: list[dict]) -> Table:
                      "-" if r.get("peak_rss_bytes") is None else f"{r['peak_rss_bytes'] / 2**20:.0f}",
                      "-" if r.get("driver_overhead_ns") is None else f"{r['driver_overhead_ns']:.0f}"
                      + (f" (binding call {b:.0f})" if (b := (r.get("library_build") or {}).get("binding_call_ns")) else ""),
-                     f"{r.get('security_bits')} ({r.get('security_table')})", _activity(r)])
+                     f"{r.get('security_bits')} ({r.get('security_table')})", _activity(r),
+                     (r.get("env") or {}).get("host") or "-"])
     return Table("Noise, precision, sizes, memory", ["library / scheme", "N", "op", "noise budget (bits)",
                  "precision (bits)", "output bytes", "peak RSS (MiB)", "driver overhead (ns)", "security",
-                 "other load (cores) / steal"], rows,
+                 "other load (cores) / steal", "measured on (host)"], rows,
                  "other load: CPU used by other processes during the job, in cores; steal: share taken by the hypervisor")
 
 
