@@ -46,8 +46,76 @@ def test_the_other_workloads_compute_what_their_names_say():
     c = [int(x[f"c{i}"][0]) for i in range(4)]
     want = [sum(c[i] * int(v) ** i for i in range(4)) % BFV.t for v in x["x"][:5]]
     assert list(op.expect(BFV, x, {})[:5]) == want
-    assert lookup("poly_3", "ckks") is None and lookup("mean_8", "bfv") is None  # not offered there
+    assert lookup("mean_8", "bfv") is None and lookup("logreg_16", "bgv") is None  # not offered there
     assert known("matvec_256") and not known("matvec_100") and not known("dot_1")
+    assert known("logreg_16") and not known("logreg_12") and known("poly_1") and lookup("poly_1", "bfv") is None
+
+
+@pytest.mark.parametrize("deg", [1, 3, 7])
+def test_ckks_poly_is_numpys_polynomial_of_the_inputs(deg):
+    op = lookup(f"poly_{deg}", "ckks")
+    x = op.gen(CKKS, np.random.default_rng(deg))
+    coeffs = [x[f"c{i}"][0] for i in range(deg + 1)]
+    assert all(np.all(x[f"c{i}"] == c) and abs(c) <= 1 / (i + 1) for i, c in enumerate(coeffs))
+    assert np.allclose(op.expect(CKKS, x, {}), np.polyval(coeffs[::-1], x["x"]))
+    assert np.all(np.abs(x["x"]) <= 1) and np.max(np.abs(op.expect(CKKS, x, {}))) < 4
+
+
+def test_the_sigmoid_cubic_is_the_least_squares_fit_on_its_range():
+    from fhemark.apps.workloads import SIGMOID3, SIGMOID_RANGE
+    z = np.linspace(-SIGMOID_RANGE, SIGMOID_RANGE, 100001)
+    fit = np.polyfit(z, 1 / (1 + np.exp(-z)), 3)[::-1]  # lowest degree first
+    assert np.allclose(fit, SIGMOID3, atol=5e-6)
+
+
+@pytest.mark.parametrize("n", [4, 16, 128])
+def test_logreg_is_the_sigmoid_cubic_of_every_records_score(n):
+    from fhemark.apps.workloads import SIGMOID3, logreg_layout
+    rng = np.random.default_rng(n)
+    per = CKKS.slots // n
+    records, w, b = rng.uniform(-1, 1, (per, n)), rng.uniform(-1, 1, n) / np.sqrt(n), 0.25
+    op = lookup(f"logreg_{n}", "ckks")
+    got = op.expect(CKKS, logreg_layout(CKKS, records, w, b), {})
+    z = records @ w + b
+    assert np.allclose(got[::n], SIGMOID3[0] + SIGMOID3[1] * z + SIGMOID3[3] * z ** 3)
+    gen = op.gen(CKKS, rng)  # the generator's scores stay inside the fit's range
+    zs = gen["x"].reshape(per, n) @ gen["w"][:n] + gen["b"][0]
+    assert np.max(np.abs(zs)) < 8 and np.all(gen["w"] == np.tile(gen["w"][:n], per))
+
+
+def test_circuit_levels_mod_switches_and_plaintexts_like_a_ciphertext():
+    from fhemark.apps.builder import Circuit
+    c = Circuit("ckks")
+    x = c.encrypted("x")
+    y = c.rescaled(c.mul(x, x))
+    y2 = c.rescaled(c.mul(y, c.down_to(x, y)))
+    assert (c.level_of(x), c.level_of(y), c.level_of(y2), c.levels) == (0, 1, 2, 2)
+    x2 = c.down_to(x, y2)  # reuses the level-1 copy made for y: one mod_switch per level
+    assert c.level_of(x2) == 2 and c.counts()["mod_switch"] == 2 and c.down_to(x, x) == x
+    with pytest.raises(ValueError):
+        c.down_to(y2, x)
+    pt = c.plaintext_like("k", y2)
+    assert c.steps[-1] == {"out": pt, "op": "encode", "args": ["k"], "attrs": {"like": y2}}
+    assert pt not in c.timed  # server plaintexts: encoded untimed
+    got = c.reference(CKKS, {"x": np.full(4, 0.5), "k": np.full(4, 0.25)}, c.add_plain(y2, pt))
+    assert np.allclose(got, 0.5 ** 3 + 0.25)
+    b = Circuit("bfv")  # no scales: an ordinary plaintext, and nothing to switch
+    assert b.plaintext_like("k", b.encrypted("x")) == "pk" and "attrs" not in b.steps[-1]
+
+
+def test_horner_consumes_one_level_per_degree():
+    prog = lookup("poly_7", "ckks").program("ckks")
+    ops = [s["op"] for s in prog.steps if s["out"] in prog.timed]
+    counts = {o: ops.count(o) for o in set(ops)}
+    assert counts == {"mul_plain": 1, "mul_relin": 6, "rescale": 7, "mod_switch": 6, "add_plain": 7}
+    likes = [s for s in prog.steps if s["op"] == "encode" and "like" in s.get("attrs", {})]
+    assert len(likes) == 8 and not {s["out"] for s in likes} & set(prog.timed)
+    logreg = lookup("logreg_16", "ckks").program("ckks")
+    ops = [s["op"] for s in logreg.steps if s["out"] in logreg.timed]
+    assert ops.count("rescale") == 4 and ops.count("rotate") == 4 and ops.count("add_plain") == 3  # b, g1, g0
+    bfv = [s["op"] for s in lookup("poly_3", "bfv").program("bfv").steps]  # BFV/BGV Horner unchanged
+    assert bfv == ["encode", "encrypt_pk", "encode", "mul_plain", "encode", "add_plain", "mul_relin", "encode",
+                   "add_plain", "mul_relin", "encode", "add_plain", "decrypt", "decode"]
 
 
 def test_similarity_scores_are_the_cosine_of_query_and_every_record():
@@ -85,16 +153,75 @@ def test_every_library_runs_the_workloads_checked(library, tmp_path, driver_pool
                           "ops": ["dot_8", "matvec_8", "tally_16", "poly_2"]},
                          {"libraries": [library], "schemes": ["ckks"],
                           "params": [{"N": 2048, "q_bits": [40, 30], "p_bits": [40], "scale_bits": 30}],
-                          "ops": ["dot_8", "matvec_16", "mean_16", "similarity_40x16"]}])
+                          "ops": ["dot_8", "matvec_16", "mean_16", "similarity_40x16"]},
+                         # Depth 4: Horner's constants encoded like the accumulator (encode's `like`).
+                         {"libraries": [library], "schemes": ["ckks"], "params": [DEEP],
+                          "ops": ["poly_4", "logreg_16"]}])
     plan = build(suite, [library], allow_insecure=True)
     store = Store(tmp_path / "a.db")
     run_id = store.start_run("apps-test", "h", True, {}, {})
     Runner(plan, store, run_id, {"threads": 1}).execute()
     recs = list(store.records(run_id))
-    assert len(recs) == 12
+    assert len(recs) == 14
     bad = [(r["scheme"], r["op"], r["status"], r["error"]) for r in recs if r["status"] != "ok"]
     assert not bad
     assert all(r["check_passed"] and r["median_ns"] > 0 and r["workload"]["variant"] == "portable" for r in recs)
+
+
+DEEP = {"N": 4096, "q_bits": [40, 30, 30, 30, 30], "p_bits": [40], "scale_bits": 30}  # 4 levels, insecure
+
+
+def _ckks_libraries():
+    return [lib for lib, m in manifests().items() if "ckks" in m.schemes]
+
+
+def _run_once(driver, program, inputs: dict[str, np.ndarray]) -> dict:
+    from fhemark.messages import Sample, Vector
+    if "apps-deep" not in driver.setups:
+        driver.request("setup", setup_id="apps-deep", scheme="ckks", params=DEEP, rotations=[1, 2, 4, 8],
+                       rotations_pow2=False, allow_insecure=True)
+        driver.setups.add("apps-deep")
+    sample = Sample(inputs={k: Vector.of(np.asarray(v, dtype=np.float64)) for k, v in inputs.items()}, scalars={})
+    return driver.request("run", setup_id="apps-deep", program=program, samples=[sample])
+
+
+@pytest.mark.parametrize("library", _ckks_libraries())
+def test_encrypted_logreg_classifies_as_the_sigmoid_does(library, driver_pool):
+    """The quality metric of logreg: classification agreement between the decrypted predictions
+    (>= 0.5) and the true sigmoid (z >= 0) over every record. It is computed here, not recorded
+    with the op: a record's workload facts are fixed when the op is made, before any sample."""
+    from fhemark.apps.workloads import logreg_agreement
+    driver = driver_pool(library)
+    plain = Plain("ckks", DEEP["N"] // 2)
+    op = lookup("logreg_16", "ckks")
+    inputs = op.gen(plain, np.random.default_rng(5))
+    res = _run_once(driver, op.program("ckks").wire(), inputs)
+    from fhemark.messages import Vector
+    got = Vector(**res["samples"][0]["outputs"]["z"]).array()
+    assert np.max(np.abs(got - op.expect(plain, inputs, {}))) < 2 ** -10
+    assert logreg_agreement(plain, inputs, got, 16) >= 0.99
+    assert res["levels"]["t21"] == 0  # four levels consumed of four
+
+
+@pytest.mark.parametrize("library", _ckks_libraries())
+def test_encode_like_a_value_that_is_no_ciphertext_is_a_clear_error(library, driver_pool):
+    from fhemark.errors import DriverError
+    from fhemark.ops import step
+    driver = driver_pool(library)
+    head = [step("px", "encode", "x"), step("cx", "encrypt_pk", "px")]
+    tail = [step("ca", "add_plain", "cx", "pk2"), step("pz", "decrypt", "ca"), step("z", "decode", "pz")]
+    for like, says in (("nope", "names no value"), ("px", "not a ciphertext"), ("pk", "not a ciphertext")):
+        program = {"steps": head + [step("pk2", "encode", "x", like=like)] + tail, "timed": [
+            {"name": "ca", "steps": ["ca"]}], "outputs": ["z"], "noise": [], "sizes": [], "levels": []}
+        with pytest.raises(DriverError, match=f"like.*{says}") as err:
+            _run_once(driver, program, {"x": np.zeros(8)})
+        assert err.value.kind == "internal"
+    # and the driver still answers
+    program = {"steps": head + [step("pk2", "encode", "x", like="cx")] + tail,
+               "timed": [{"name": "ca", "steps": ["ca"]}], "outputs": ["z"], "noise": [], "sizes": [], "levels": []}
+    out = _run_once(driver, program, {"x": np.full(8, 0.5)})["samples"][0]["outputs"]["z"]
+    from fhemark.messages import Vector
+    assert np.allclose(Vector(**out).array()[:8], 1.0, atol=1e-3)
 
 
 def test_the_cost_model_adds_up_single_ops_from_the_same_run_only():

@@ -538,3 +538,75 @@ func TestKeyedRotations(t *testing.T) {
 		}
 	}
 }
+
+// TestEncodeLike checks encode's `like` attr: a CKKS plaintext at a rescaled ciphertext's level
+// and exact scale adds to it exactly; a name that is no ciphertext is a clear error.
+func TestEncodeLike(t *testing.T) {
+	d := newDriver()
+	c := setupSmall(t, d, "s-ckks", "ckks")
+	n := c.slots
+	x, k := make([]float64, n), make([]float64, n)
+	for i := range x {
+		x[i] = float64(i%17)/16 - 0.5
+		k[i] = float64(i%5)/4 - 0.5
+	}
+	prog := func(like string, timeLike bool) *program {
+		p := &program{
+			Steps: []step{
+				{Out: "px", Op: "encode", Args: []string{"x"}},
+				{Out: "cx", Op: "encrypt_sk", Args: []string{"px"}},
+				{Out: "m", Op: "mul_relin", Args: []string{"cx", "cx"}},
+				{Out: "r", Op: "rescale", Args: []string{"m"}},
+				{Out: "pk2", Op: "encode", Args: []string{"k"}, Attrs: map[string]any{"like": like}},
+				{Out: "s", Op: "add_plain", Args: []string{"r", "pk2"}},
+				{Out: "pz", Op: "decrypt", Args: []string{"s"}},
+				{Out: "z", Op: "decode", Args: []string{"pz"}},
+			},
+			Timed:   []region{{Name: "s", Steps: []string{"s"}}},
+			Outputs: []string{"z"},
+		}
+		if timeLike {
+			p.Timed = []region{{Name: "rk", Steps: []string{"r", "pk2"}}}
+		}
+		return p
+	}
+	run := func(p *program) (any, error) {
+		return d.run(&request{V: 2, Type: "run", SetupID: "s-ckks", Program: p,
+			Samples: []sampleIn{{Inputs: map[string]wireVector{"x": encodeF64(x), "k": encodeF64(k)}}}})
+	}
+	res, err := run(prog("r", false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, fs, err := decodeVector(res.(map[string]any)["samples"].([]sampleOut)[0].Outputs["z"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range x {
+		want := x[i]*x[i] + k[i]
+		if e := fs[i] - want; e > 1e-3 || e < -1e-3 {
+			t.Fatalf("x^2 + k: slot %d = %v, want %v", i, fs[i], want)
+		}
+	}
+	for _, tc := range []struct{ like, want string }{
+		{"nope", "names no value"}, {"px", "not a ciphertext"}, {"pk", "not a ciphertext"},
+	} {
+		_, err := run(prog(tc.like, false))
+		de, ok := err.(*driverError)
+		if !ok || de.Kind != errInternal || !strings.Contains(de.Message, tc.want) {
+			t.Errorf("like %q: got %v, want internal error containing %q", tc.like, err, tc.want)
+		}
+	}
+	if _, err := run(prog("r", true)); err == nil || !strings.Contains(err.Error(), "reads \"r\"") {
+		t.Errorf("like a value of the same region: %v", err)
+	}
+	setupSmall(t, d, "s-bgv", "bgv")
+	_, err = d.run(&request{V: 2, Type: "run", SetupID: "s-bgv", Program: &program{
+		Steps: []step{{Out: "px", Op: "encode", Args: []string{"x"}}, {Out: "cx", Op: "encrypt_sk", Args: []string{"px"}},
+			{Out: "p2", Op: "encode", Args: []string{"x"}, Attrs: map[string]any{"like": "cx"}}},
+		Timed: []region{{Name: "cx", Steps: []string{"cx"}}},
+	}, Samples: []sampleIn{{Inputs: map[string]wireVector{"x": encodeU64AsI64([]uint64{1, 2})}}}})
+	if de, ok := err.(*driverError); !ok || de.Kind != errUnsupported {
+		t.Errorf("like on BGV: got %v, want unsupported", err)
+	}
+}

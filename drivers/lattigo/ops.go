@@ -265,6 +265,33 @@ func (c *fheContext) decryptorFor(k *keyVal) *rlwe.Decryptor {
 
 // ---- operations ----
 
+// likeAttr resolves encode's `like` attr: the ciphertext (a value of this program) whose
+// level and exact scale a CKKS plaintext takes; nil without the attr.
+func (x *execState) likeAttr(s *step) (*rlwe.Ciphertext, error) {
+	raw, ok := s.Attrs["like"]
+	if !ok || raw == nil {
+		return nil, nil
+	}
+	if x.c.isBGVFamily() {
+		return nil, newErr(errUnsupported, "encode's like attr is CKKS only (a %s plaintext has no scale)", x.c.scheme)
+	}
+	if _, both := x.attr(s, "level"); both {
+		return nil, newErr(errInternal, "step %q: encode: give level or like, not both", s.Out)
+	}
+	name, isStr := raw.(string)
+	if !isStr {
+		return nil, newErr(errInternal, "step %q: encode: like %v is not a value's name", s.Out, raw)
+	}
+	v, found := x.env[name]
+	if !found {
+		return nil, newErr(errInternal, "step %q: encode: like %q names no value of the program", s.Out, name)
+	}
+	if v.kind != "ct" {
+		return nil, newErr(errInternal, "step %q: encode: like %q names a %s, not a ciphertext", s.Out, name, describeKeyKind(v))
+	}
+	return v.ct, nil
+}
+
 func opEncode(x *execState, s *step, args []*value, out *value, into bool) (func() error, error) {
 	c := x.c
 	level := c.params.MaxLevel()
@@ -275,10 +302,25 @@ func opEncode(x *execState, s *step, args []*value, out *value, into bool) (func
 		}
 		level = int(l)
 	}
+	like, err := x.likeAttr(s)
+	if err != nil {
+		return nil, err
+	}
+	if like != nil {
+		level = like.Level()
+	}
+	// newPt makes the plaintext at the level, with the scale of `like` where given.
+	newPt := func() *rlwe.Plaintext {
+		p := c.newPlaintext(level)
+		if like != nil {
+			p.Scale = like.Scale
+		}
+		return p
+	}
 	out.kind = "pt"
 	var pt *rlwe.Plaintext
 	if into {
-		pt = c.newPlaintext(level)
+		pt = newPt()
 	}
 	if c.isBGVFamily() {
 		vals := padU64(args[0].u, c.slots)
@@ -295,7 +337,7 @@ func opEncode(x *execState, s *step, args []*value, out *value, into bool) (func
 	return func() error {
 		p := pt
 		if p == nil {
-			p = c.newPlaintext(level)
+			p = newPt()
 		}
 		out.pt = p
 		return c.ckEnc.Encode(vals, p)

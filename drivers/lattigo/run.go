@@ -70,11 +70,11 @@ type regionSpan struct {
 	n     int
 }
 
-// reads lists the names a step reads: its args and its key-valued attrs
-// (`key`, `from`, `to`; a `$name` is looked up in each sample's scalars).
+// reads lists the names a step reads: its args and its value-naming attrs
+// (`key`, `from`, `to`, `like`; a `$name` is looked up in each sample's scalars).
 func (st *step) reads(samples []sampleIn) []string {
 	out := append([]string(nil), st.Args...)
-	for _, a := range []string{"key", "from", "to"} {
+	for _, a := range []string{"key", "from", "to", "like"} {
 		ref, ok := st.Attrs[a].(string)
 		if !ok {
 			continue

@@ -20,7 +20,7 @@ import time
 import traceback
 from functools import partial
 
-DRIVER_VERSION = "0.2.0"
+DRIVER_VERSION = "0.3.0"
 PROTOCOL = 2
 
 # OpenMP reads OMP_NUM_THREADS when the runtime starts: set it before import.
@@ -83,10 +83,10 @@ def read_run(req, known_ops, scheme_name):
 
 
 def step_reads(st):
-    """Names a step reads: its args and its key/from/to attrs (a `$scalar` is only known per sample)."""
+    """Names a step reads: its args and its key/from/to/like attrs (a `$scalar` is only known per sample)."""
     attrs = st.get("attrs") or {}
     names = list(st.get("args") or [])
-    for k in ("key", "from", "to"):
+    for k in ("key", "from", "to", "like"):
         v = attrs.get(k)
         if isinstance(v, str) and not v.startswith("$"):
             names.append(v)
@@ -776,6 +776,26 @@ class Program:
             raise DriverError("internal", "%r is a %s key, %s needed" % (name, k.kind, kind))
         return k
 
+    def like_attr(self, env, step, level):
+        """encode's `like` attr: the ciphertext (a value of this program) whose level and scale a
+        CKKS plaintext takes; None without the attr."""
+        name = (step.get("attrs") or {}).get("like")
+        if name is None:
+            return None
+        if self.s.scheme != "ckks":
+            raise DriverError("unsupported", "encode's like attr is CKKS only (a %s plaintext has no scale)"
+                              % self.s.scheme)
+        if level is not None:
+            raise DriverError("internal", "encode: give level or like, not both")
+        try:
+            ct = self.val(env, name) if isinstance(name, str) else None
+        except DriverError:
+            ct = None
+        if not isinstance(ct, ofhe.Ciphertext):
+            what = "no value of the program" if ct is None else "a %s, not a ciphertext" % type(ct).__name__
+            raise DriverError("internal", "encode: like %r names %s" % (name, what))
+        return ct
+
     def install_relin(self, k):
         """Make k the relinearization key OpenFHE uses for its secret key.
 
@@ -825,6 +845,7 @@ class Program:
         if op == "encode":
             need(1)
             level = self.attr(step, "level", scalars)
+            like = self.like_attr(env, step, level)
             vec = np.asarray(args[0])
             n = s.slots
             if vec.ndim != 1 or len(vec) > n:
@@ -832,6 +853,10 @@ class Program:
             if scheme == "ckks":
                 x = np.zeros(n, dtype=np.float64)
                 x[:len(vec)] = vec
+                if like is not None:  # at the ciphertext's level and noise-scale degree
+                    lvl = int(like.GetLevel())
+                    return (partial(cc.MakeCKKSPackedPlaintext, x, int(like.GetNoiseScaleDeg()), lvl, None, n),
+                            None, s.L + 1 - lvl)
                 lvl = 0 if level is None else s.L - int(level)
                 return partial(cc.MakeCKKSPackedPlaintext, x, 1, lvl, None, n), None, s.L + 1 - lvl
             x = np.zeros(n, dtype=np.int64)

@@ -21,7 +21,7 @@ import traceback
 import numpy as np
 import seal
 
-DRIVER_VERSION = "0.3.0"
+DRIVER_VERSION = "0.4.0"
 PROTOCOL = 2
 _DT = {"i64": "<i8", "f64": "<f8", "u64": "<u8"}
 SCHEMES = {"bfv": seal.scheme_type.bfv, "bgv": seal.scheme_type.bgv, "ckks": seal.scheme_type.ckks}
@@ -136,13 +136,35 @@ class Setup:
             out.update(galois_keys=len(self.gk.to_string()), galois_key_count=self.gk.size())
         return out
 
-    def encode_call(self, v: np.ndarray):
-        """Pad (untimed) and return the encoding call (to time)."""
+    def encode_call(self, v: np.ndarray, like=None, level=None):
+        """Pad (untimed) and return the encoding call (to time). CKKS: at the top level and scale
+        2^scale_bits; with `like` (a ciphertext) at its level and exact scale; with `level` at
+        that level. seal-python's encode has no parms_id argument: below the top level the
+        plaintext is encoded at the top and mod-switched down (mod_switch_to drops primes of the
+        NTT-form plaintext: the same integers as an encoding at that level)."""
         padded = np.zeros(self.slots, dtype=np.float64 if self.scheme == "ckks" else np.uint64)
         padded[: len(v)] = v
-        if self.scheme == "ckks":
-            return lambda: self.encoder.encode(padded, self.scale)
-        return lambda: self.encoder.encode(padded)
+        if self.scheme != "ckks":
+            return lambda: self.encoder.encode(padded)
+        enc, ev = self.encoder, self.evaluator
+        if like is not None:
+            scale, parms = like.scale(), like.parms_id()
+            if parms == self.ctx.first_parms_id():
+                return lambda: enc.encode(padded, scale)
+            return lambda: ev.mod_switch_to(enc.encode(padded, scale), parms)
+        if level is not None and int(level) != self.ctx.first_context_data().chain_index():
+            parms = self.parms_at(int(level))
+            return lambda: ev.mod_switch_to(enc.encode(padded, self.scale), parms)
+        return lambda: enc.encode(padded, self.scale)
+
+    def parms_at(self, level: int):
+        """The parms_id of the data level with `level` primes above the lowest (SEAL's chain index)."""
+        data = self.ctx.first_context_data()
+        while data is not None and data.chain_index() != level:
+            data = data.next_context_data()
+        if data is None:
+            raise Failure("internal", f"encode: no level {level} (levels 0..{self.ctx.first_context_data().chain_index()})")
+        return data.parms_id()
 
     def level(self, obj) -> int:
         return self.ctx.get_context_data(obj.parms_id()).chain_index()
@@ -199,6 +221,22 @@ def prepare_into(s: Setup, op: str, args: list, attrs: dict, vals: dict):
     return lambda: (f(*a), a[0])[1]
 
 
+def like_of(s: Setup, attrs: dict, vals: dict):
+    """encode's `like` attr: the ciphertext whose level and exact scale a CKKS plaintext takes."""
+    name = attrs.get("like")
+    if name is None:
+        return None
+    if s.scheme != "ckks":
+        raise Failure("unsupported", f"encode's like attr is CKKS only (a {s.scheme} plaintext has no scale)")
+    if "level" in attrs:
+        raise Failure("internal", "encode: give level or like, not both")
+    ct = vals.get(name) if isinstance(name, str) else None
+    if not isinstance(ct, seal.Ciphertext):
+        what = "no value of the program" if ct is None else f"a {type(ct).__name__}, not a ciphertext"
+        raise Failure("internal", f"encode: like {name!r} names {what}")
+    return ct
+
+
 def scalar_plaintext(s: Setup, scalar):
     """SEAL has no scalar product: the scalar becomes a constant plaintext, made untimed."""
     if s.scheme == "ckks":
@@ -212,7 +250,7 @@ def prepare_call(s: Setup, op: str, args: list, attrs: dict, vals: dict):
     if op == "encode":
         if not s.batching:
             raise Failure("unsupported", "batch encoding needs a batching t: use encode_coeffs")
-        return s.encode_call(a[0])
+        return s.encode_call(a[0], like_of(s, attrs, vals), attrs.get("level"))
     if op == "encode_coeffs":
         return lambda: coeff_plaintext(a[0], s.t)
     if op == "decode_coeffs":
@@ -335,7 +373,8 @@ def regions_of(program: dict) -> dict[str, tuple[str, list[str]]]:
         inside = set(names)
         for i in idx:
             st = program["steps"][i]
-            reads = set(st.get("args", [])) | {v for k, v in st.get("attrs", {}).items() if k in ("key", "from", "to")}
+            reads = set(st.get("args", [])) | {v for k, v in st.get("attrs", {}).items()
+                                                if k in ("key", "from", "to", "like")}
             if reads & inside:
                 raise Failure("internal", f"timed region '{name}': step '{st['out']}' reads {sorted(reads & inside)} "
                                           f"made in the same region")

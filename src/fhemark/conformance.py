@@ -12,8 +12,10 @@ from pathlib import Path
 
 import numpy as np
 
+from .apps.builder import Circuit
 from .locations import project_root
 from .catalog import CATALOG, INTO, MICRO, lookup
+from .ops import BenchOp
 from .params import ParamSpec, _validated, resolve
 from .semantics import Plain
 
@@ -82,6 +84,18 @@ def _case(name: str, scheme: str, op, plain: Plain, params, rng: np.random.Gener
             "scalars": scalars, "expected": expected, "tolerance": 0 if plain.exact else CKKS_TOLERANCE}
 
 
+def _encode_like() -> BenchOp:
+    """encode's `like` attr: c encoded at the level and exact scale of x * y after its rescale
+    (Delta^2 / q, one level down), then added to it: what Horner's rule does at every step. One
+    copy only: a copy's `like` would have to be renamed with it, and Program.replicate renames
+    only key/from/to."""
+    circ = Circuit("ckks")
+    prod = circ.rescaled(circ.mul(circ.encrypted("x"), circ.encrypted("y")))
+    out = circ.add_plain(prod, circ.plaintext_like("c", prod))
+    return BenchOp("encode_like", "encode like a ciphertext, then add it", ("ckks",),
+                   lambda scheme: circ.program(out), lambda p, v, s: circ.reference(p, v, out), inputs=("x", "y", "c"))
+
+
 def generate() -> dict:
     cases = []
     for scheme, spec in CASE_PARAMS.items():
@@ -95,6 +109,9 @@ def generate() -> dict:
             cases.append(_case(f"{scheme}/{name}", scheme, op, plain, params, rng, True))
             if op.repeatable(op.program(scheme)):
                 cases.append(_case(f"{scheme}/{name}", scheme, op, plain, params, rng, True, COPIES))
+    params = _validated(CASE_PARAMS["ckks"], "ckks", "conformance")
+    cases.append(_case("ckks/encode_like", "ckks", _encode_like(), Plain("ckks", params.slots("ckks")), params,
+                       np.random.default_rng(20261124), True))
     for scheme, (spec, modulus, workloads) in BITS_CASES.items():
         params = resolve(spec, scheme)
         plain = Plain(scheme, 4, modulus)

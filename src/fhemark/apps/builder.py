@@ -23,8 +23,10 @@ class Circuit:
     steps: list[dict] = field(default_factory=list)
     timed: list[str] = field(default_factory=list)
     replay: list[tuple[str, Callable[[Plain, Env], np.ndarray]]] = field(default_factory=list)
-    levels: int = 0  # CKKS rescales (levels consumed) on the deepest path so far
+    levels: int = 0  # levels consumed (rescales, mod switches) on the deepest path so far
     _count: int = 0
+    _depth: dict[str, int] = field(default_factory=dict)  # value -> levels consumed on its way
+    _lowered: dict[tuple[str, int], str] = field(default_factory=dict)  # (value, depth) -> its mod-switched copy
 
     @property
     def ckks(self) -> bool:
@@ -39,7 +41,14 @@ class Circuit:
         self.steps.append(step(out, prim, *args, **attrs))
         self.timed.append(out)
         self.replay.append((out, fn))
+        depth = max((self.level_of(a) for a in args), default=0) + (prim in ("rescale", "mod_switch"))
+        self._depth[out] = depth
+        self.levels = max(self.levels, depth)
         return out
+
+    def level_of(self, ct: str) -> int:
+        """Levels `ct` has consumed below the top (0: a fresh ciphertext)."""
+        return self._depth.get(ct, 0)
 
     # inputs: untimed, as a client prepares them
     def encrypted(self, name: str) -> str:
@@ -53,12 +62,41 @@ class Circuit:
         self.replay.append((f"p{name}", lambda p, e: e[name]))
         return f"p{name}"
 
+    def plaintext_like(self, name: str, ct: str) -> str:
+        """A server-side plaintext to combine with `ct` (add_plain, mul_plain), encoded untimed
+        once `ct` exists. CKKS: at ct's level and exact scale (encode's `like` attr), so that it
+        adds to ct exactly: after a rescale a ciphertext's scale is Delta^2 / q_i, not Delta, and
+        SEAL refuses to add terms whose scales differ. Other schemes: `plaintext(name)`."""
+        if not self.ckks:
+            return self.plaintext(name)
+        self.steps.append(step(f"p{name}", "encode", name, like=ct))
+        self.replay.append((f"p{name}", lambda p, e: e[name]))
+        return f"p{name}"
+
     # the timed work
     def rescaled(self, ct: str) -> str:
         """CKKS: divide out the scale a product added (one level); other schemes: as is."""
         if not self.ckks:
             return ct
         return self._op("rescale", (ct,), lambda p, e: e[ct])
+
+    def mod_switch(self, ct: str) -> str:
+        """Drop one level, values unchanged (CKKS: scale unchanged)."""
+        return self._op("mod_switch", (ct,), lambda p, e: e[ct])
+
+    def down_to(self, ct: str, like: str) -> str:
+        """`ct` mod-switched down to `like`'s level (as is where it is there already): one
+        mod_switch per level, each made once and reused (Horner needs x at every level)."""
+        target = self.level_of(like)
+        if self.level_of(ct) > target:
+            raise ValueError(f"{ct} is below {like}'s level: a mod switch cannot raise it")
+        cur = ct
+        for depth in range(self.level_of(ct) + 1, target + 1):
+            key = (ct, depth)
+            if key not in self._lowered:
+                self._lowered[key] = self.mod_switch(cur)
+            cur = self._lowered[key]
+        return cur
 
     def mul(self, a: str, b: str) -> str:
         return self._op("mul_relin", (a, b), lambda p, e: p.mul(e[a], e[b]))
@@ -86,6 +124,22 @@ class Circuit:
             a = self.add(a, self.rotate(a, k))
             k *= 2
         return a
+
+    def horner(self, x: str, coeffs: list[str | None]) -> str:
+        """p(x) = sum_i c_i x^i by Horner's rule, (((c_d x + c_{d-1}) x + c_{d-2}) x + ...) + c_0:
+        `coeffs[i]` names the plaintext input of c_i (None: a coefficient known to be zero, whose
+        addition is left out; c_d must be given). Every constant is a plaintext encoded like the
+        ciphertext it meets, and x is mod-switched down to the accumulator's level before each
+        product. d products in sequence: CKKS consumes d levels."""
+        if coeffs[-1] is None or len(coeffs) < 2:
+            raise ValueError("Horner needs a leading coefficient and degree >= 1")
+        acc = self.rescaled(self.mul_plain(x, self.plaintext_like(coeffs[-1], x)))
+        for i in range(len(coeffs) - 2, -1, -1):
+            if coeffs[i] is not None:
+                acc = self.add_plain(acc, self.plaintext_like(coeffs[i], acc))
+            if i:
+                acc = self.rescaled(self.mul(acc, self.down_to(x, acc)))
+        return acc
 
     def sum(self, cts: list[str]) -> str:
         """A balanced tree of additions."""

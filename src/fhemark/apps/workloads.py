@@ -1,6 +1,7 @@
 """Application workloads (HomomorphicEncryption.org's benchmarking suite, HEBench), each written
 once with the `Circuit` builder and run unchanged on every library: the portable variant, the
-fair comparison. Names carry their size: dot_<n>, matvec_<d>, poly_<deg>, tally_<n>, mean_<n>."""
+fair comparison. Names carry their size: dot_<n>, matvec_<d>, poly_<deg>, tally_<n>, mean_<n>,
+logreg_<n>, similarity_<records>x<dim>, zmul_<bits>."""
 
 from __future__ import annotations
 
@@ -130,6 +131,98 @@ def _poly_gen(deg: int):
     return gen
 
 
+# ---- poly_<deg> on CKKS: a real polynomial, Horner's rule ---------------------------------------
+
+def poly_ckks(scheme: str, deg: int) -> tuple[Circuit, str]:
+    """p(x) = c_deg x^deg + ... + c_0 on real slots, Horner's rule, fresh coefficients each sample:
+    one plaintext multiplication, deg - 1 ciphertext multiplications, deg rescales (depth deg)
+    and deg plaintext additions, each constant encoded at the accumulator's level and exact scale
+    (encode's `like`), x mod-switched down to the accumulator's level before each product.
+    Horner consumes deg levels, not the optimal ceil(log2(deg + 1)) of a power tree
+    (Paterson-Stockmeyer, baby-step giant-step): a tree adds terms x^i c_i reached by different
+    paths of rescales, whose scales differ (Delta^2 / q_i over different primes), and SEAL adds
+    only terms of equal scale; Horner has one term per addition, made exactly like its constant."""
+    c = Circuit(scheme)
+    return c, c.horner(c.encrypted("x"), [f"c{i}" for i in range(deg + 1)])
+
+
+def _poly_ckks_gen(deg: int):
+    """x uniform in [-1, 1]; c_i uniform in [-1, 1] / (i + 1), one value in every slot: |p(x)| <=
+    H_{deg+1} (2.7 at degree 7), small enough for the precision the check asks."""
+    def gen(plain: Plain, rng: np.random.Generator) -> dict[str, np.ndarray]:
+        out = {"x": rng.uniform(-1.0, 1.0, size=plain.slots)}
+        out.update({f"c{i}": np.full(plain.slots, rng.uniform(-1.0, 1.0) / (i + 1)) for i in range(deg + 1)})
+        return out
+    return gen
+
+
+# ---- logreg_<n>: logistic-regression inference on encrypted records (CKKS) ---------------------
+
+# The least-squares cubic fit of sigmoid(z) = 1 / (1 + e^-z) on [-8, 8] (uniform weight):
+# 0.5 + 1.20096 (z/8) - 0.81562 (z/8)^3, the g3 of Kim, Song, Kim, Lee, Cheon, "Secure logistic
+# regression based on homomorphic encryption: design and evaluation", JMIR Med. Inform. 6(2), 2018;
+# numpy.polyfit over [-8, 8] gives the same (tests/test_apps.py). (The often quoted
+# 0.5 + 0.197 z - 0.004 z^3 fits [-5, 5] instead.) Lowest degree first; 0.0 is left out.
+SIGMOID3 = (0.5, 0.15012, 0.0, -0.001593)
+SIGMOID_RANGE = 8.0
+
+
+def sigmoid3(z: np.ndarray) -> np.ndarray:
+    """The cubic that logreg evaluates in place of the sigmoid."""
+    return np.polynomial.polynomial.polyval(z, SIGMOID3)
+
+
+def logreg(scheme: str, n: int) -> tuple[Circuit, str]:
+    """Logistic-regression inference: slots / n records of n features each, packed one record per
+    n-slot block of one ciphertext; the server holds plaintext weights w (repeated in every block)
+    and a bias b: z = rotate_sum(x * w, n) + b (record i's score lands in slot i n), then the cubic
+    least-squares fit of the sigmoid on [-8, 8], 0.5 + 0.15012 z - 0.001593 z^3 (Kim et al. 2018),
+    by the same Horner evaluation as poly_<deg> (its zero z^2 term left out). Depth 4: the weights'
+    product and three of the cubic's. Every slot is decrypted and checked; the other slots of a
+    block hold the sigmoid of partial sums."""
+    c = Circuit(scheme)
+    prod = c.rescaled(c.mul_plain(c.encrypted("x"), c.plaintext("w")))
+    s = c.rotate_sum(prod, n)
+    z = c.add_plain(s, c.plaintext_like("b", s))
+    return c, c.horner(z, [f"g{i}" if a else None for i, a in enumerate(SIGMOID3)])
+
+
+def logreg_layout(plain: Plain, records: np.ndarray, w: np.ndarray, b: float) -> dict[str, np.ndarray]:
+    """The inputs of `logreg` for a (slots / n) x n record matrix, weights w and bias b: records
+    one per n-slot block (zero-padded), w repeated in every block, b and the sigmoid's
+    coefficients in every slot."""
+    n = w.size
+    x = np.zeros(plain.slots)
+    x[:records.size] = records.reshape(-1)
+    out = {"x": x, "w": np.tile(w, plain.slots // n), "b": np.full(plain.slots, float(b))}
+    out.update({f"g{i}": np.full(plain.slots, a) for i, a in enumerate(SIGMOID3) if a})
+    return out
+
+
+def logreg_scores(plain: Plain, inputs: dict[str, np.ndarray], n: int) -> np.ndarray:
+    """Every record's score z = x . w + b, computed directly from the inputs."""
+    per = plain.slots // n
+    return inputs["x"].reshape(per, n) @ inputs["w"][:n] + inputs["b"][0]
+
+
+def logreg_agreement(plain: Plain, inputs: dict[str, np.ndarray], got: np.ndarray, n: int) -> float:
+    """Classification agreement: the fraction of records whose decrypted prediction (slot i n) is
+    >= 0.5 exactly where the true sigmoid(z) is (z >= 0). Not in the op's recorded facts: those
+    are fixed when the op is made, before any sample is decrypted, and the runner's check keeps
+    only precision; tests/test_apps.py computes it on every library's decrypted output."""
+    return float(np.mean((got[::n] >= 0.5) == (logreg_scores(plain, inputs, n) >= 0.0)))
+
+
+def _logreg_gen(n: int):
+    """Features uniform in [-1, 1]; weights uniform in [-4, 4] / sqrt(n) and bias in [-0.5, 0.5]:
+    the score's standard deviation is 4/3 whatever n, so |z| stays well inside the fit's [-8, 8]."""
+    def gen(plain: Plain, rng: np.random.Generator) -> dict[str, np.ndarray]:
+        per = plain.slots // n
+        return logreg_layout(plain, rng.uniform(-1.0, 1.0, size=(per, n)),
+                             rng.uniform(-4.0, 4.0, size=n) / math.sqrt(n), rng.uniform(-0.5, 0.5))
+    return gen
+
+
 # ---- tally_<n> (BFV/BGV) and mean_<n> (CKKS): statistics over encrypted records ---------------
 
 def tally(scheme: str, n: int) -> tuple[Circuit, str]:
@@ -245,24 +338,24 @@ def zmul(bits: int) -> BenchOp:
                           "method": "the library's integer multiply (TFHE-rs: radix blocks, carries propagated)"})
 
 
-def app(name: str) -> list[BenchOp] | None:
-    """The op behind an application name such as matvec_256, or None."""
-    m = re.fullmatch(r"zmul_(8|16|32|64|128)", name)
-    if m:
-        return [zmul(int(m.group(1)))]
-    m = re.fullmatch(r"similarity_(\d+)x(\d+)", name)
-    if m:
-        records, dim = int(m.group(1)), int(m.group(2))
-        return [_similarity_op(name, records, dim)] if _pow2(dim) and 1 <= records <= 1 << 20 else None
-    m = re.fullmatch(r"(dot|matvec|poly|tally|mean)_(\d+)", name)
-    if not m:
-        return None
-    kind, n = m.group(1), int(m.group(2))
-    build, schemes, gen, valid, title, rots = _SHAPES[kind]
-    if not valid(n) or n > 1 << 15:
-        return None
-    size = n if kind != "poly" else 1
+def _levels(ps) -> int:
+    """The levels a CKKS parameter set offers (a library's preset: unknown here, taken as enough)."""
+    return len(ps.q_bits) - 1 if ps.q_bits else 1 << 10
 
+
+# CKKS twins of names whose BFV/BGV form is in _SHAPES, and CKKS-only workloads:
+# name: (builder, input generator, size check, title, rotation steps, depth)
+_CKKS_SHAPES = {
+    "poly": (poly_ckks, _poly_ckks_gen, lambda k: 1 <= k <= 32, "real polynomial of degree {n} (Horner, depth {n})",
+             lambda k: [], lambda k: k),
+    "logreg": (logreg, _logreg_gen, lambda n: _pow2(n),
+               "logistic-regression inference, {n} features per record (cubic sigmoid)",
+               lambda n: [1 << i for i in range(int(math.log2(n)))], lambda n: 1 + 3),
+}
+
+
+def _bench(name: str, kind: str, n: int, build, schemes: tuple[str, ...], gen, title: str, rots: list[int],
+           applies: Callable, **facts) -> BenchOp:
     def outputs(scheme: str) -> tuple[Circuit, tuple[str, ...]]:
         circ, out = build(scheme, n)
         return circ, (out,)
@@ -276,7 +369,38 @@ def app(name: str) -> list[BenchOp] | None:
         return circ.reference(plain, vecs, *outs)
 
     facts = {"workload": kind, "size": n, "variant": "portable",
-             "method": (build.__doc__ or "").split("\n")[0].strip() or title.format(n=n)}
-    return [BenchOp(name, title.format(n=n) + " (portable)", schemes, program, expect, inputs=(),
-                    rotations=tuple(rots(n)), group="app", gen=gen(n), facts=facts,
-                    applies=lambda ps, size=size: ps.N is None or size <= ps.N // 2)]
+             "method": (build.__doc__ or "").split("\n")[0].strip() or title, **facts}
+    return BenchOp(name, title + " (portable)", schemes, program, expect, inputs=(), rotations=tuple(rots),
+                   group="app", gen=gen(n), facts=facts, applies=applies)
+
+
+def app(name: str) -> list[BenchOp] | None:
+    """The ops behind an application name such as matvec_256 (one per scheme family), or None."""
+    m = re.fullmatch(r"zmul_(8|16|32|64|128)", name)
+    if m:
+        return [zmul(int(m.group(1)))]
+    m = re.fullmatch(r"similarity_(\d+)x(\d+)", name)
+    if m:
+        records, dim = int(m.group(1)), int(m.group(2))
+        return [_similarity_op(name, records, dim)] if _pow2(dim) and 1 <= records <= 1 << 20 else None
+    m = re.fullmatch(r"(dot|matvec|poly|tally|mean|logreg)_(\d+)", name)
+    if not m:
+        return None
+    kind, n = m.group(1), int(m.group(2))
+    if n > 1 << 15:
+        return None
+    ops = []
+    if kind in _SHAPES:
+        build, schemes, gen, valid, title, rots = _SHAPES[kind]
+        size = n if kind != "poly" else 1
+        if valid(n):
+            ops.append(_bench(name, kind, n, build, schemes, gen, title.format(n=n), rots(n),
+                              lambda ps, size=size: ps.N is None or size <= ps.N // 2))
+    if kind in _CKKS_SHAPES:
+        build, gen, valid, title, rots, depth = _CKKS_SHAPES[kind]
+        d, size = depth(n), n if kind == "logreg" else 1
+        if valid(n):
+            ops.append(_bench(name, kind, n, build, ("ckks",), gen, title.format(n=n), rots(n),
+                              lambda ps, size=size, d=d: (ps.N is None or size <= ps.N // 2) and _levels(ps) >= d,
+                              depth=d))
+    return ops or None
