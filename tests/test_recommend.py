@@ -97,3 +97,19 @@ def test_a_candidate_timed_on_different_work_is_marked_and_never_tied_with_the_b
     odd = cands["lattigo BGV c8192"]
     assert odd.deviations == {"mul_relin/mul_scalar": dev["mul_scalar"]}
     assert not odd.within_best  # its interval overlaps, but it timed other work
+
+
+def test_an_application_workload_uses_its_measurement_and_falls_back_to_the_model_saying_so():
+    """matvec_4 on CKKS: 4 plaintext products, 3 additions, 2 rotations, 1 rescale. SEAL ran the
+    workload itself: its measurement counts. Lattigo did not: the sum of its single ops stands in,
+    and the candidate says so. OpenFHE lacks rescale: no model, excluded with the reason."""
+    singles = {"mul_plain": 100.0, "add": 10.0, "rotate_1": 1000.0, "rescale": 50.0}
+    store = [rec(lib, "ckks", op, ns) for lib in ("seal", "lattigo") for op, ns in singles.items()]
+    store += [rec("openfhe", "ckks", op, ns) for op, ns in singles.items() if op != "rescale"]
+    store.append(rec("seal", "ckks", "matvec_4", 9000.0))
+    got = by_label(recommend(store, Workload(ops={"matvec_4": 1})))
+    seal, lattigo, openfhe = got["seal CKKS c8192"], got["lattigo CKKS c8192"], got["openfhe CKKS c8192"]
+    assert seal.cost == 9000.0 and not seal.modelled
+    assert lattigo.modelled == ["matvec_4"] and lattigo.cost == pytest.approx(4 * 100 + 3 * 10 + 2 * 1000 + 50)
+    assert lattigo.cost_ci[0] < lattigo.cost < lattigo.cost_ci[1]
+    assert openfhe.excluded == "matvec_4 not measured"

@@ -36,7 +36,7 @@ def decrypted(ct: str, **attrs: Any) -> list[dict]:
 
 
 STANDARD_KEYS = frozenset({"sk", "pk", "rlk", "gk"})
-_REF_ATTRS = ("key", "from", "to")  # attrs that name another value of the program
+_REF_ATTRS = ("key", "from", "to", "like")  # attrs that name another value of the program
 
 
 @dataclass(frozen=True)
@@ -365,7 +365,7 @@ def _catalog() -> dict[str, BenchOp]:
                 lambda p, v, s: p.mul(v["x"], v["x"])),
         BenchOp("relinearize", "relinearize", RLWE, _ct_op("relinearize", before="mul"), _xy_prod, inputs=xy),
         BenchOp("rescale", "rescale", ("ckks",), _ct_op("rescale", before="mul_relin"), _xy_prod, inputs=xy),
-        BenchOp("mod_switch", "modulus switch", INT, _ct_op("mod_switch", two=False), _x),
+        BenchOp("mod_switch", "modulus switch", RLWE, _ct_op("mod_switch", two=False), _x),
         BenchOp("key_switch", "key switch (to another secret key)", RLWE, _key_switch, _x),
         BenchOp("bootstrap", "bootstrap (CKKS)", ("ckks",), _bootstrap, _x, group="bootstrap"),
         BenchOp("rotate_1", "rotate by one step (BFV/BGV: rows)", RLWE, _rotate(1),

@@ -95,6 +95,8 @@ class Candidate:
     cost: float = 0.0
     cost_ci: tuple[float, float] = (0.0, 0.0)
     within_best: bool = False
+    singles: dict[str, dict] = field(default_factory=dict)  # every measured op: what a cost model adds up
+    modelled: list[str] = field(default_factory=list)  # workloads costed by the sum of their single ops
 
     @property
     def label(self) -> str:
@@ -156,6 +158,36 @@ def _judge(c: Candidate, w: Workload) -> str:
     return ""
 
 
+def _model_missing_workloads(c: Candidate, w: Workload) -> None:
+    """An application workload (matvec_256, ...) this candidate never ran is costed by the sum of
+    its steps' single-op medians, when the store has them all; the measured workload, where it
+    exists, is always used instead, and the candidate says which ones were modelled."""
+    from .apps import app
+    from .apps.cost import predict
+    for op in w.ops:
+        if op in c.by_op or not app(op) or not c.singles:
+            continue
+        singles = [r for r in c.singles.values() if r["status"] == "ok" and r.get("median_ns")]
+        if not singles:
+            continue
+        rec = {**singles[0], "op": op, "run_id": None}
+        mid = predict(rec, singles, same_run=False)
+        if mid.ns is None:
+            continue
+        lo, hi = (predict(rec, [{**r, "bound": _bounds(r)[i]} for r in singles], same_run=False, key="bound").ns
+                  for i in (0, 1))
+        used = [r for r in singles if r["op"] in _model_ops(mid.steps)]
+        c.by_op[op] = {**rec, "median_ns": mid.ns, "ci95_ns": [lo, hi], "modelled": True,
+                       "precision_bits": None, "noise_budget_bits": None,  # not measured on the workload
+                       "deviations": {k: v for r in used for k, v in (r.get("deviations") or {}).items()}}
+        c.modelled.append(op)
+
+
+def _model_ops(steps: dict[str, int]) -> set[str]:
+    from .apps.cost import MODEL_OP
+    return {MODEL_OP.get(p, p) for p in steps}
+
+
 def _bounds(r: dict) -> tuple[float, float]:
     """The median's 95% interval; with too few samples for one (n < 6), the samples' range."""
     return tuple(r["ci95_ns"]) if r.get("ci95_ns") else (r.get("min_ns") or r["median_ns"], r.get("max_ns") or r["median_ns"])
@@ -173,13 +205,16 @@ def recommend(recs: list[dict], w: Workload) -> list[Candidate]:
         c = cands.setdefault(key, Candidate(r["library"], r["scheme"], _params_label(r), r.get("threads") or 1))
         if r["op"] == "depth_mul":
             c.depth_rec = r
-        elif r["op"] in w.ops:
+            continue
+        c.singles.setdefault(r["op"], r)
+        if r["op"] in w.ops:
             prev = c.by_op.get(r["op"])
             # One record per op: the one over all slots (vector_length unset) wins over a swept length.
             if prev is None or (prev.get("vector_length") and not r.get("vector_length")):
                 c.by_op[r["op"]] = r
     out = list(cands.values())
     for c in out:
+        _model_missing_workloads(c, w)
         c.excluded = _judge(c, w)
         if c.excluded:
             continue

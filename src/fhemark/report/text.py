@@ -136,6 +136,11 @@ def print_recommendation(cands: list[Candidate], w: Workload, console: Console) 
     console.print(t)
     for note in devs.lines():
         console.print(f"{escape(note)} (this candidate's cost times different work: compare with care)", highlight=False)
+    for c in usable:
+        if c.modelled:
+            console.print(f"{escape(c.label)}: {', '.join(c.modelled)} not measured: costed by the sum of its steps' "
+                          "single-operation medians (the report's workload tables show how far that model is "
+                          "from a measured run)", highlight=False)
     for c in cands:
         if c.excluded:
             console.print(f"[dim]excluded:[/] {c.label}: {c.excluded}", highlight=False)
