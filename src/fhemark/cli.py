@@ -346,7 +346,7 @@ def list_(what: ListWhat) -> None:
         console.print("workloads (Study 4), by name: multiadd_<n>x<bits> (sum of n integers), compare_<bits> (X < Y):"
                       " tfhe_bool netlists, tfhe_int native ops, BFV/BGV word-wise additions")
         console.print("applications, by size: dot_<n> (inner product), matvec_<d> (plaintext matrix x encrypted vector),"
-                      " tally_<n> (BFV/BGV), mean_<n> (CKKS), poly_<deg> (BFV/BGV, Horner), similarity_<records>x<dim>,"
+                      " tally_<n> (BFV/BGV), mean_<n> (CKKS), poly_<deg> (Horner), logreg_<n> (CKKS), similarity_<records>x<dim>,"
                       " zmul_<bits> (tfhe_int); n, d, dim powers of two")
 
 

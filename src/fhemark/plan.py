@@ -117,7 +117,7 @@ def _check_ops(case_ops, where: str) -> None:
         if not known(name):
             raise UserError(f"{where}.ops: unknown operation '{name}'",
                             "run `fhemark list ops` for the names (workloads: multiadd_<n>x<bits>, compare_<bits>, "
-                            "dot_<n>, matvec_<d>, poly_<deg>, tally_<n>, mean_<n>)")
+                            "dot_<n>, matvec_<d>, poly_<deg>, logreg_<n>, tally_<n>, mean_<n>, similarity_<r>x<d>, zmul_<bits>)")
 
 
 def _unplanned(name: str, schemes: list[str], where: str) -> UserError:
