@@ -7,7 +7,7 @@ VENV   ?= .venv
 BIN     = $(VENV)/bin
 SUITE  ?= quick
 
-.PHONY: run test setup drivers clean
+.PHONY: run test setup drivers chromium clean
 
 # The first command builds only the drivers the suite uses (TFHE-rs is built the first time a
 # suite asks for it); `make setup` builds every driver whose toolchain is here.
@@ -15,8 +15,19 @@ run: $(BIN)/.installed
 	$(BIN)/fhemark setup --suite $(SUITE)
 	$(BIN)/fhemark run --suite $(SUITE)
 
-test: setup
+test: setup chromium
 	$(BIN)/python -m pytest
+
+# tests/test_report_browser.py opens a report in Debian's headless Chromium, driven by its chromedriver.
+# Installed when missing and apt-get can run (as root); otherwise one line says why, and that test
+# skips with the same reason.
+chromium:
+	@if command -v chromium >/dev/null && command -v chromedriver >/dev/null; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	  echo "installing Debian's chromium and chromium-driver for the browser test"; \
+	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null) \
+	    || echo "chromium: apt-get install failed: the browser test will skip"; \
+	else echo "chromium: not installed, and apt-get cannot install it here (needs root): the browser test will skip"; fi
 
 setup: $(BIN)/.installed drivers
 

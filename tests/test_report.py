@@ -1,5 +1,7 @@
 """Reports lay stored records out as the studies did."""
 
+import pytest
+
 from fhemark.report import write
 from fhemark.report.tables import depth_table, expansion_table, op_tables, stage_table
 
@@ -47,7 +49,7 @@ def test_report_files(tmp_path):
     assert "add (ciphertext + ciphertext)" in text and "multiply + relinearize" in text
     assert all(f.exists() for f in files) and any(f.suffix == ".csv" for f in files)
     page = (tmp_path / "report.html").read_text()
-    assert page.startswith("<!doctype html>") and "multiply + relinearize" in page and "<table>" in page
+    assert page.startswith("<!doctype html>") and "multiply + relinearize" in page and "<table class='sortable'>" in page
     # One figure per scheme and parameter set, inlined in the page.
     assert [f.name for f in files if f.suffix == ".png"] == ["ops-bfv-n4096.png"] and "<svg" in page
 
@@ -139,3 +141,78 @@ def test_ratio_table_pairs_rounds_of_libraries_measured_interleaved():
     (row,) = table.rows
     assert table.columns[2:] == ["lattigo", "seal"]
     assert row[2].startswith("3.00x [3.00, 3.00]") and row[3].startswith("1 (fastest)")
+
+
+def _paired(library, median, op="add", scheme="bfv", run_id="r", **extra):
+    """A record measured in 6 interleaved rounds whose samples drift alike for every library."""
+    rounds = [r for r in range(6) for _ in range(3)]
+    return rec(op=op, library=library, scheme=scheme, median=median, run_id=run_id, sample_round=rounds,
+               samples_ns=[median * (1 + 0.1 * r) for r in rounds], **extra)
+
+
+def _overview_recs():
+    dec = "also decodes: Decrypt returns a decoded plaintext"
+    return [_paired("seal", 100.0), _paired("lattigo", 300.0),
+            _paired("seal", 200.0, op="decrypt"), _paired("openfhe", 100.0, op="decrypt", deviations={"decrypt": dec}),
+            _paired("seal", 50.0, scheme="ckks"), _paired("lattigo", 40.0, scheme="ckks", run_id="r2"),
+            rec(scheme="bgv", median=10.0, run_id="r")]  # one library: its times, no ratios
+
+
+def test_the_overview_ranks_libraries_per_setup_with_intervals_and_deviation_marks():
+    from fhemark.report.overview import build
+    ov = build(_overview_recs())
+    assert [(s.title, s.compared) for s in ov.setups] == [("BFV n4096", True), ("BGV n4096", False), ("CKKS n4096", True)]
+    bfv = {(c.op, c.library): c for c in ov.setups[0].cells}
+    assert bfv["add", "seal"].fastest and bfv["add", "lattigo"].ratio == 3.0
+    assert bfv["add", "lattigo"].ci == pytest.approx((3.0, 3.0))
+    assert bfv["decrypt", "openfhe"].fastest and bfv["decrypt", "openfhe"].deviation == " ‡1"
+    assert ov.footnotes == ["‡1 openfhe decrypt: also decodes: Decrypt returns a decoded plaintext"]
+    # Different runs have no paired rounds: the interval is the quotient of the two medians' intervals.
+    seal_ckks = next(c for c in ov.setups[2].cells if c.library == "seal")
+    assert seal_ckks.how.startswith("unpaired") and seal_ckks.ci == pytest.approx((45.0 / 44.0, 55.0 / 36.0))
+    rows = {row[0]: dict(zip(ov.glance.columns, row)) for row in ov.glance.rows}
+    assert rows["BFV n4096"]["seal"] == "1.41x · fastest 1/2 (1 clearly)"  # sqrt(1 x 2)
+    assert rows["BFV n4096"]["openfhe"] == "1.00x · fastest 1/1 (1 clearly)"
+    assert rows["BFV n4096"]["caveats"] == "‡ 1 cells: different work"
+    assert rows["BGV n4096"]["seal"] == "ran alone" and rows["BGV n4096"]["lattigo"] == ""
+    assert rows["BFV n4096"]["parameters"] == "N = 4096, log QP = 109: same in every library"
+
+
+def test_every_setup_gets_an_interactive_figure_that_marks_deviating_cells():
+    from fhemark.report.interactive import _colours, figure
+    from fhemark.report.overview import build
+    ov = build(_overview_recs())
+    bfv = figure(ov.setups[0], ov, _colours(ov)).to_dict()
+    odd = [t for t in bfv["data"] if t["text"] and any(t["text"])]
+    assert len(odd) == 1 and odd[0]["name"] == "openfhe" and list(odd[0]["text"]) == ["‡1"]
+    assert odd[0]["marker"]["symbol"] == "diamond-open" and "also decodes" in odd[0]["hovertext"][0]
+    assert odd[0]["showlegend"] is True  # openfhe ran nothing else: its only trace carries its legend entry
+    assert "decrypt ‡" in bfv["layout"]["yaxis"]["ticktext"] and bfv["layout"]["xaxis"]["type"] == "log"
+    lattigo = next(t for t in bfv["data"] if t["name"] == "lattigo")
+    assert list(lattigo["x"]) == [3.0] and "run r, job lattigobfv4096addNone" in lattigo["hovertext"][0]
+    bgv = figure(ov.setups[1], ov, _colours(ov)).to_dict()  # one library: its median times in ms
+    assert list(bgv["data"][0]["x"]) == [10.0 / 1e6] and "only seal ran" in bgv["layout"]["xaxis"]["title"]["text"]
+
+
+def test_the_overview_comes_before_the_detailed_tables_in_both_reports(tmp_path):
+    from fhemark.report.interactive import plotly_js
+    write(_overview_recs(), tmp_path, "t", {"cpu": {"model": "X"}})
+    page = (tmp_path / "report.html").read_text()
+    glance, first_table = page.index("At a glance"), page.index("<h3 id='t0'>")
+    assert glance < page.index("id='overview-0'") < page.index("<li>‡1 openfhe decrypt: also decodes") < first_table
+    assert [f"id='overview-{i}'" in page for i in range(4)] == [True, True, True, False]
+    assert page.count(plotly_js()[:300]) == 1  # plotly.js inlined once: the page works offline
+    assert "<script src=" not in page and page.count("<table class='sortable'>") == page.count("<table")
+    md = (tmp_path / "report.md").read_text()
+    assert md.index("## Overview") < md.index("At a glance") < md.index("## Detailed tables") < md.index("### add")
+    assert "![ratio-bfv-n4096](plots/ratio-bfv-n4096.png)" in md and "ratio-bgv" not in md
+    assert (tmp_path / "plots" / "ratio-ckks-n4096.svg").exists()
+
+
+def test_the_overview_states_each_setups_security_once():
+    from fhemark.report.overview import build
+    both = {"hestd2018": {"bits": 116}, "guidelines2024": {"bits": 113}}
+    ov = build([rec(security=both, security_bits=116, security_table="hestd2018", insecure=True),
+                rec(library="lattigo", security=both, security_bits=116, security_table="hestd2018", insecure=True)])
+    (row,) = ov.glance.rows
+    assert row[2] == "† below the requested level: 116 (hestd2018), 113 (guidelines2024) bits"

@@ -11,7 +11,7 @@ import tempfile
 from pathlib import Path
 
 from ..errors import UserError
-from . import html, markdown, plots
+from . import html, markdown, overview, plots
 from .tables import Table, all_tables, timed_seconds
 
 
@@ -101,10 +101,11 @@ def write(recs: list[dict], out: Path, heading: str, env: dict, runs: list[dict]
         raise UserError(f"report folder {out}: cannot create it ({exc.strerror or exc})", "pass --report with another folder")
     try:
         tables = all_tables(recs)
-        figures = plots.write(recs, stage / "plots")
+        first = overview.build(recs)
+        figures = plots.write(recs, stage / "plots", first)
         line = " ".join(x for x in (measured_on(env), method_line(recs), time_line(recs, runs or [])) if x)
-        md = markdown.write(tables, figures, stage, heading, line)
-        page = html.write(tables, figures, stage, heading, line)
+        md = markdown.write(tables, figures, stage, heading, line, first)
+        page = html.write(tables, figures, stage, heading, line, first)
         staged = [md, page] + _write_csv(tables, stage) + figures
         for f in staged[2:] + staged[:2]:  # the pages last: when they appear, what they link to is there
             target = out / f.relative_to(stage)

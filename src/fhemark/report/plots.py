@@ -1,11 +1,12 @@
-"""Figures a paper can use: each operation per library for every parameter set, and Study 4's
-time against n and nb on log scales."""
+"""Figures a paper can use: the overview's ratios to the fastest library, each operation per library
+for every parameter set, and Study 4's time against n and nb on log scales."""
 
 from __future__ import annotations
 
 import re
 from pathlib import Path
 
+from .overview import Overview
 from .tables import latest
 
 
@@ -102,8 +103,46 @@ def _op_figures(recs: list[dict], out: Path) -> list[Path]:
     return written
 
 
-def write(recs: list[dict], out: Path) -> list[Path]:
-    written = _op_figures(recs, out)
+def _ratio_figures(ov: Overview, out: Path) -> list[Path]:
+    """The HTML overview's figures, static: per setup with 2+ libraries, each op's ratio to the fastest."""
+    compared = [s for s in ov.setups if s.compared]
+    if not compared or len(compared) > MAX_OP_FIGURES:
+        return []
+    plt = _pyplot()
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    for s in compared:
+        height = 0.8 / len(s.libraries)
+        fig, ax = plt.subplots(figsize=(7, 0.1 * len(s.ops) * len(s.libraries) + 1.6))
+        for i, lib in enumerate(s.libraries):
+            mine = [c for c in s.cells if c.library == lib]
+            ys = [s.ops.index(c.op) + i * height for c in mine]
+            xs = [c.ratio for c in mine]
+            spans = [c.ci or (c.ratio, c.ratio) for c in mine]
+            err = [[x - lo for x, (lo, _) in zip(xs, spans)], [hi - x for x, (_, hi) in zip(xs, spans)]]
+            colour = ax.errorbar(xs, ys, xerr=err, fmt="o", markersize=4, capsize=2, label=lib)[0].get_color()
+            for c, x, y in zip(mine, xs, ys):
+                if c.deviation:  # an open diamond and its footnote number: this cell times different work
+                    ax.plot([x], [y], "D", markersize=7, mfc="none", color=colour)
+                    ax.annotate(c.deviation.strip(), (x, y), xytext=(5, -2), textcoords="offset points", fontsize=6)
+        deviating = s.deviating_ops()
+        ax.set_yticks([j + height * (len(s.libraries) - 1) / 2 for j in range(len(s.ops))],
+                      [op + (" ‡" if op in deviating else "") for op in s.ops], fontsize=7)
+        ax.set_ylim(len(s.ops) - 0.1, -0.3)
+        ax.set_xscale("log")
+        ax.axvline(1, color="#888", linewidth=0.8, linestyle=":")
+        ax.set_xlabel("time / the fastest library's time (log scale), 95% interval")
+        ax.set_title(f"{s.title}: ratio to the fastest library per operation", fontsize=9)
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=7)
+        fig.tight_layout()
+        written += _save(fig, out, f"ratio-{s.scheme}-{s.params}".replace("/", "_"))
+        plt.close(fig)
+    return written
+
+
+def write(recs: list[dict], out: Path, overview: Overview | None = None) -> list[Path]:
+    written = (_ratio_figures(overview, out) if overview is not None else []) + _op_figures(recs, out)
     figures = [("multiadd", r"multiadd_(\d+)x(\d+)", "number of integers n", "sum of n integers"),
                ("compare", r"compare_(\d+)", "bits per integer nb", "comparison of two nb-bit integers")]
     todo = [(name, _series(recs, pat), xl, title) for name, pat, xl, title in figures]

@@ -1,0 +1,230 @@
+"""The report's first screen as data: per scheme and parameter set, every operation of every
+library as a ratio to the fastest library, with its interval and its caveats; plus which setups
+were compared on equal terms. HTML and Markdown draw it; nothing here plots."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from html import escape as _escape
+
+from ..catalog import CATALOG
+from ..stats import paired_ratio
+from .tables import DEVIATION_MARK, Deviations, Table, contended, fmt_time, latest, security_disagreements
+
+
+def escape(text: str) -> str:
+    """For Plotly's text, which reads <, > and & as markup but not HTML's quote entities."""
+    return _escape(text, quote=False)
+
+
+@dataclass
+class Cell:
+    library: str
+    op: str
+    rec: dict
+    ratio: float                            # median / the fastest library's median on the same op
+    ci: tuple[float, float] | None          # 95% interval of the ratio; None: too few rounds, or the fastest
+    how: str                                # how the interval was made, in words
+    fastest: bool
+    marks: str                              # the tables' † ≠ ~ marks
+    deviation: str                          # " ‡1,2" (overview footnotes) or ""
+
+    @property
+    def clearly_slower(self) -> bool:
+        return self.ci is not None and self.ci[0] > 1
+
+
+@dataclass
+class Setup:
+    scheme: str
+    params: str
+    libraries: list[str]
+    ops: list[str]                          # operation labels, catalog order
+    cells: list[Cell]
+
+    @property
+    def title(self) -> str:
+        return f"{self.scheme.upper()} {self.params}"
+
+    @property
+    def compared(self) -> bool:
+        """Two or more libraries: a ratio to the fastest means something."""
+        return len(self.libraries) > 1
+
+    def deviating_ops(self) -> set[str]:
+        return {c.op for c in self.cells if c.deviation}
+
+
+@dataclass
+class Overview:
+    setups: list[Setup]
+    glance: Table                           # per setup: parameter equivalence, security, caveats, who is fastest
+    footnotes: list[str] = field(default_factory=list)  # "‡1 seal encode: ..."
+
+
+def param_key(rec: dict) -> str:
+    p = rec["params"]
+    return p.get("name") or f"N={p['N']}"
+
+
+def _op_label(rec: dict) -> str:
+    label = rec["op"]
+    if rec.get("vector_length"):
+        label += f" / {rec['vector_length']} values"
+    variant = (rec.get("workload") or {}).get("variant")
+    if variant and variant != "portable":
+        label += f" ({variant})"
+    return label
+
+
+def _comparable(rec: dict) -> bool:
+    """A timed result of one whole operation: pipeline stages and depth probes have their own tables."""
+    return (rec["status"] == "ok" and rec.get("median_ns") is not None and "depth" not in rec
+            and not rec["op"].startswith(("pipeline_", "depth_")))
+
+
+def _op_order(label: str) -> tuple:
+    op = label.split(" ")[0]
+    order = list(CATALOG)
+    return (order.index(op) if op in order else len(order), label)
+
+
+def _marks(rec: dict) -> str:
+    return (("†" if rec.get("insecure") else "") + ("≠" if rec.get("params_match") is False else "")
+            + ("~" if contended(rec) else ""))
+
+
+def _ratio(rec: dict, fastest: dict) -> tuple[float, tuple[float, float] | None, str]:
+    if rec is fastest:
+        return 1.0, None, "the fastest"
+    if (rec.get("run_id") == fastest.get("run_id") and rec.get("sample_round") and fastest.get("sample_round")
+            and rec.get("samples_ns") and fastest.get("samples_ns")):
+        pr = paired_ratio(rec["samples_ns"], rec["sample_round"], fastest["samples_ns"], fastest["sample_round"])
+        how = f"paired rounds ({pr.rounds})" if pr.ci95 else f"no interval: {pr.rounds} paired rounds"
+        return pr.ratio, pr.ci95, how
+    # Different runs (or no rounds): the quotient of the two medians' intervals, wider than a paired one.
+    ratio = rec["median_ns"] / fastest["median_ns"]
+    a, b = rec.get("ci95_ns"), fastest.get("ci95_ns")
+    if a and b and b[0] > 0:
+        return ratio, (a[0] / b[1], a[1] / b[0]), "unpaired (different runs): quotient of the medians' intervals"
+    return ratio, None, "no interval: too few samples"
+
+
+def setups(recs: list[dict], devs: Deviations | None = None) -> list[Setup]:
+    """Per (scheme, parameter set): each op's libraries, each as a ratio to the fastest on that op."""
+    devs = devs if devs is not None else Deviations()
+    groups: dict[tuple[str, str], dict[str, dict[str, dict]]] = {}
+    for r in sorted((r for r in latest(recs) if _comparable(r)), key=lambda r: r.get("timestamp") or 0):
+        groups.setdefault((r["scheme"], param_key(r)), {}).setdefault(_op_label(r), {})[r["library"]] = r
+    out = []
+    for (scheme, params), by_op in sorted(groups.items()):
+        ops = sorted(by_op, key=_op_order)
+        cells = []
+        for op in ops:
+            per = by_op[op]
+            fastest = min(per.values(), key=lambda r: r["median_ns"])
+            for lib in sorted(per):
+                r = per[lib]
+                ratio, ci, how = _ratio(r, fastest)
+                cells.append(Cell(lib, op, r, ratio, ci, how, r is fastest, _marks(r), devs.mark(r)))
+        out.append(Setup(scheme, params, sorted({c.library for c in cells}), ops, cells))
+    return out
+
+
+def _equivalence(recs: list[dict]) -> str:
+    off = sorted({(r["library"], "; ".join(map(str, r.get("params_mismatch") or [])) or "differs")
+                  for r in recs if r.get("params_match") is False})
+    if not off:
+        return "same in every library"
+    return "≠ " + "; ".join(f"{lib}: {why}" for lib, why in off)
+
+
+def _security(recs: list[dict]) -> str:
+    seen = sorted({(r.get("security_bits"), r.get("security_table")) for r in recs if r.get("security_bits") is not None},
+                  key=str)
+    text = ", ".join(f"{bits} bits ({table})" for bits, table in seen) or "not estimated"
+    if disagree := security_disagreements(recs):  # "security of n8192: 128 (hestd2018), 125 (guidelines2024) bits"
+        text = disagree.split(": ", 1)[1]
+    return ("† below the requested level: " if any(r.get("insecure") for r in recs) else "") + text
+
+
+def _standing(s: Setup, lib: str) -> str:
+    """"1.34x · fastest 19/29 (10 clearly)": the geometric mean of the library's ratios to the
+    fastest, then how often it was the fastest."""
+    if not s.compared:
+        return "ran alone" if lib in s.libraries else ""
+    shared = {op for op in s.ops if sum(c.op == op for c in s.cells) > 1}
+    mine = [c for c in s.cells if c.library == lib and c.op in shared]
+    if not mine:
+        return ""
+    wins = [c for c in mine if c.fastest]
+    clear = sum(all(o.clearly_slower for o in s.cells if o.op == c.op and o is not c) for c in wins)
+    gmean = math.exp(sum(math.log(c.ratio) for c in mine) / len(mine))
+    return f"{gmean:.2f}x · fastest {len(wins)}/{len(mine)} ({clear} clearly)"
+
+
+def _glance(recs: list[dict], found: list[Setup]) -> Table:
+    libs = sorted({lib for s in found for lib in s.libraries})
+    rows = []
+    for s in found:
+        mine = [r for r in latest(recs) if r["scheme"] == s.scheme and param_key(r) == s.params]
+        p = mine[0]["params"]
+        failed = sum(r["status"] not in ("ok", "unsupported") for r in mine)
+        caveats = [f"{DEVIATION_MARK} {n} cells: different work" if (n := sum(bool(c.deviation) for c in s.cells)) else "",
+                   f"~ {n} cells under load" if (n := sum("~" in c.marks for c in s.cells)) else "",
+                   f"{failed} failed or refused" if failed else ""]
+        rows.append([s.title, f"N = {p['N']}, log QP = {_num(p.get('log_qp'))}: {_equivalence(mine)}", _security(mine),
+                     "; ".join(c for c in caveats if c) or "none"] + [_standing(s, lib) for lib in libs])
+    return Table("At a glance: setups compared, who is fastest", ["scheme / params", "parameters", "security", "caveats"]
+                 + libs, rows,
+                 "per library: geometric mean of its time / the fastest library's time over the ops it shares "
+                 "(1.00x: fastest on every op), then on how many ops it was the fastest; clearly: every other library's "
+                 "95% interval lies above 1. ≠ a library could not use the same parameters. One figure per row below")
+
+
+def build(recs: list[dict]) -> Overview:
+    devs = Deviations()
+    found = setups(recs, devs)
+    return Overview(found, _glance(recs, found), devs.lines())
+
+
+_MARKS = {"†": "† below the requested security", "≠": "≠ parameters differ", "~": "~ measured while other processes took CPU"}
+
+
+def hover(cell: Cell, footnotes: dict[str, str], compared: bool = True) -> str:
+    """What a reader sees on a point: the figure's number, how sure it is, and whose run it came from."""
+    r = cell.rec
+    n = len(r.get("samples_ns") or [])
+    lines = [f"<b>{escape(cell.library)}</b> {escape(cell.op)}"]
+    if compared:
+        lines.append("the fastest" if cell.fastest else f"{cell.ratio:.2f}x the fastest"
+                     + (f" [{cell.ci[0]:.2f}, {cell.ci[1]:.2f}]" if cell.ci else "") + f"; {cell.how}")
+    ci = r.get("ci95_ns")
+    lines += [f"median {fmt_time(r['median_ns'])}" + (f" [{fmt_time(ci[0])}, {fmt_time(ci[1])}]" if ci else " (no interval)")
+              + f", {n} samples" + (f" x {r['copies']} copies" if (r.get("copies") or 1) > 1 else ""),
+              escape(f"run {r.get('run_id', '?')}, job {r.get('job_key', '?')}")]
+    lines += [_MARKS[m] for m in cell.marks]
+    for mark in cell.deviation.strip().removeprefix(DEVIATION_MARK).split(","):
+        if mark:
+            lines.append(_wrap(escape(footnotes.get(mark, f"{DEVIATION_MARK}{mark}"))))
+    return "<br>".join(lines)
+
+
+def _wrap(text: str, width: int = 70) -> str:
+    out, line = [], ""
+    for word in text.split():
+        if line and len(line) + len(word) > width:
+            out.append(line)
+            line = ""
+        line += (" " if line else "") + word
+    return "<br>".join(out + [line])
+
+
+def footnote_texts(lines: list[str]) -> dict[str, str]:
+    """"‡3 seal encode: ..." -> {"3": "‡3 seal encode: ..."}"""
+    return {line.split(" ", 1)[0].removeprefix(DEVIATION_MARK): line for line in lines}
+
+
+def _num(x) -> str:
+    return f"{x:.0f}" if isinstance(x, (int, float)) else "?"
