@@ -1,12 +1,15 @@
 """Application workloads: each algorithm computes what it claims (against numpy, not against
 itself), and every library runs it with every decrypted result checked."""
 
+import json
+
 import numpy as np
 import pytest
 
 from fhemark.apps.workloads import baby_giant, matvec, matvec_layout
 from fhemark.catalog import known, lookup
 from fhemark.drivers import manifests
+from fhemark.locations import project_root
 from fhemark.plan import build
 from fhemark.run import Runner
 from fhemark.semantics import Plain
@@ -139,8 +142,16 @@ def test_workloads_are_timed_as_their_steps_and_consume_the_levels_they_claim():
     assert not {s["out"] for s in encodes} & set(horner.timed)  # server plaintexts: encoded untimed
 
 
+def _offers(library: str, scheme: str, ops: set[str]) -> bool:
+    """From the checked-in capability snapshot: the library offers these ops on the scheme, and can
+    run the small insecure rings these tests use (TenSEAL cannot: SEAL's 128-bit check is always on)."""
+    path = project_root() / "protocol" / "capabilities" / f"{library}.json"
+    sch = json.loads(path.read_text())["schemes"].get(scheme) if path.exists() else None
+    return sch is not None and ops <= set(sch["ops"]) and sch.get("insecure_params") is not False
+
+
 def _libraries():
-    return [lib for lib, m in manifests().items() if "ckks" in m.schemes or "bfv" in m.schemes]
+    return [lib for lib, m in manifests().items() if _offers(lib, "ckks", set()) or _offers(lib, "bfv", set())]
 
 
 @pytest.mark.parametrize("library", _libraries())
@@ -163,16 +174,22 @@ def test_every_library_runs_the_workloads_checked(library, tmp_path, driver_pool
     Runner(plan, store, run_id, {"threads": 1}).execute()
     recs = list(store.records(run_id))
     assert len(recs) == 14
-    bad = [(r["scheme"], r["op"], r["status"], r["error"]) for r in recs if r["status"] != "ok"]
+    # A library whose API lacks a primitive (TenSEAL: rotation by a chosen step) says so; the
+    # three general-purpose libraries run every workload.
+    lacking = [r for r in recs if r["status"] == "unsupported" and " has no " in (r["error"] or "")]
+    assert library not in ("seal", "lattigo", "openfhe") or not lacking
+    bad = [(r["scheme"], r["op"], r["status"], r["error"]) for r in recs if r["status"] != "ok" and r not in lacking]
     assert not bad
-    assert all(r["check_passed"] and r["median_ns"] > 0 and r["workload"]["variant"] == "portable" for r in recs)
+    assert all(r["check_passed"] and r["median_ns"] > 0 and r["workload"]["variant"] == "portable"
+               for r in recs if r not in lacking)
 
 
 DEEP = {"N": 4096, "q_bits": [40, 30, 30, 30, 30], "p_bits": [40], "scale_bits": 30}  # 4 levels, insecure
 
 
 def _ckks_libraries():
-    return [lib for lib, m in manifests().items() if "ckks" in m.schemes]
+    """Those that control CKKS levels (mod_switch) and rotate: what the deep workloads need."""
+    return [lib for lib in manifests() if _offers(lib, "ckks", {"mod_switch", "rotate", "rescale"})]
 
 
 def _run_once(driver, program, inputs: dict[str, np.ndarray]) -> dict:

@@ -16,6 +16,7 @@ from fhemark.locations import project_root
 from fhemark.messages import Sample, Vector
 
 CASES = conformance.load()
+SECURE = conformance.load(secure=True)
 LIBRARIES = sorted(manifests())
 SNAPSHOTS = project_root() / "protocol" / "capabilities"
 
@@ -25,17 +26,23 @@ def snapshot(library: str) -> dict:
     return json.loads(path.read_text()) if path.exists() else {"schemes": {}}
 
 
-def _promised(library: str, case: dict) -> bool:
+def _promised(library: str, case: dict, secure: bool) -> bool:
+    """The driver offers every op of the case, and the case's file is the one for it: a scheme
+    whose library cannot run insecure parameters takes the secure cases, every other the insecure."""
     scheme = snapshot(library)["schemes"].get(case["scheme"])
-    return scheme is not None and {s["op"] for s in case["program"]["steps"]} <= set(scheme["ops"])
+    return (scheme is not None and {s["op"] for s in case["program"]["steps"]} <= set(scheme["ops"])
+            and secure == (scheme.get("insecure_params") is False))
 
 
-PAIRS = [(lib, c) for lib in LIBRARIES for c in CASES["cases"] if _promised(lib, c)]
+PAIRS = [(lib, c, secure) for lib in LIBRARIES for secure, file in ((False, CASES), (True, SECURE))
+         for c in file["cases"] if _promised(lib, c, secure)]
 
 
 def test_cases_file_is_generated_from_the_catalog():
     assert CASES == json.loads(json.dumps(conformance.generate())), \
         "protocol/conformance/cases.json is stale: run python -m fhemark.conformance"
+    assert SECURE == json.loads(json.dumps(conformance.generate_secure())), \
+        "protocol/conformance/cases-secure.json is stale: run python -m fhemark.conformance"
 
 
 @pytest.mark.parametrize("library", LIBRARIES)
@@ -47,18 +54,20 @@ def test_capabilities_match_the_checked_in_snapshot(driver_pool, library):
                                        f"if intended: python -m fhemark.conformance --snapshot {library}")
 
 
-def _setup(driver, case):
+def _setup(driver, case, secure):
     setup_id = f"conf-{case['scheme']}-{json.dumps(case['params'], sort_keys=True)}"
     if setup_id not in driver.setups:
-        driver.request("setup", setup_id=setup_id, scheme=case["scheme"], params=case["params"], **CASES["setup"])
+        driver.request("setup", setup_id=setup_id, scheme=case["scheme"], params=case["params"],
+                       **(SECURE if secure else CASES)["setup"])
         driver.setups.add(setup_id)
     return setup_id
 
 
-@pytest.mark.parametrize("library,case", PAIRS, ids=[f"{lib}-{c['name']}" for lib, c in PAIRS])
-def test_driver_conforms(driver_pool, library, case):
+@pytest.mark.parametrize("library,case,secure", PAIRS,
+                         ids=[f"{lib}-{c['name']}{'-secure' if sec else ''}" for lib, c, sec in PAIRS])
+def test_driver_conforms(driver_pool, library, case, secure):
     driver = driver_pool(library)
-    setup_id = _setup(driver, case)
+    setup_id = _setup(driver, case, secure)
     dtype = np.int64 if case["tolerance"] == 0 else np.float64
     sample = Sample(inputs={n: Vector.of(np.array(v, dtype=dtype)) for n, v in case["inputs"].items()},
                     scalars=case["scalars"])
@@ -80,7 +89,7 @@ def test_driver_conforms(driver_pool, library, case):
 def test_every_driver_has_a_snapshot_and_every_case_a_driver():
     for library in LIBRARIES:
         assert (SNAPSHOTS / f"{library}.json").exists(), f"no capability snapshot for {library}"
-    covered = {c["name"] for _, c in PAIRS}
+    covered = {c["name"] for _, c, secure in PAIRS if not secure}
     orphans = [c["name"] for c in CASES["cases"] if c["name"] not in covered]
     assert not orphans, f"cases no driver promises to pass: {orphans[:10]}"
 

@@ -25,6 +25,13 @@ CASE_PARAMS = {
     "bgv": ParamSpec(N=2048, q_bits=[36, 36], p_bits=[37], t=12289),
     "ckks": ParamSpec(N=2048, q_bits=[45, 30, 30], p_bits=[45], scale_bits=30),
 }
+# The same cases at a secure common chain (the c8192 preset's), for drivers whose library cannot be
+# told to accept insecure parameters (TenSEAL builds SEAL with its 128-bit check, always).
+SECURE_CASE_PARAMS = {
+    "bfv": ParamSpec(N=8192, q_bits=[45, 45, 45], p_bits=[60], t=786433),
+    "bgv": ParamSpec(N=8192, q_bits=[45, 45, 45], p_bits=[60], t=786433),
+    "ckks": ParamSpec(N=8192, q_bits=[50, 40, 40], p_bits=[60], scale_bits=40),
+}
 INPUT_LENGTH = 8
 CKKS_TOLERANCE = 1e-3
 # Bit schemes: the library's default set; small integers and circuits.
@@ -35,8 +42,8 @@ BITS_CASES = {
 }
 
 
-def path() -> Path:
-    return project_root() / "protocol" / "conformance" / "cases.json"
+def path(secure: bool = False) -> Path:
+    return project_root() / "protocol" / "conformance" / ("cases-secure.json" if secure else "cases.json")
 
 
 def _sparse(v: np.ndarray) -> dict:
@@ -96,9 +103,9 @@ def _encode_like() -> BenchOp:
                    lambda scheme: circ.program(out), lambda p, v, s: circ.reference(p, v, out), inputs=("x", "y", "c"))
 
 
-def generate() -> dict:
+def _rlwe_cases(params_by_scheme: dict[str, ParamSpec]) -> list[dict]:
     cases = []
-    for scheme, spec in CASE_PARAMS.items():
+    for scheme, spec in params_by_scheme.items():
         params = _validated(spec, scheme, "conformance")
         plain = Plain(scheme, params.slots(scheme), params.t)
         rng = np.random.default_rng(20261122)
@@ -109,9 +116,22 @@ def generate() -> dict:
             cases.append(_case(f"{scheme}/{name}", scheme, op, plain, params, rng, True))
             if op.repeatable(op.program(scheme)):
                 cases.append(_case(f"{scheme}/{name}", scheme, op, plain, params, rng, True, COPIES))
-    params = _validated(CASE_PARAMS["ckks"], "ckks", "conformance")
+    params = _validated(params_by_scheme["ckks"], "ckks", "conformance")
     cases.append(_case("ckks/encode_like", "ckks", _encode_like(), Plain("ckks", params.slots("ckks")), params,
                        np.random.default_rng(20261124), True))
+    return cases
+
+
+def generate_secure() -> dict:
+    """The RLWE cases at SECURE_CASE_PARAMS, for drivers that refuse insecure parameters."""
+    return {"version": 2, "note": "the RLWE cases at a secure common chain (c8192), for libraries that cannot run "
+                                  "insecure parameters; a name ending in #3 runs three copies of the op in one timed region",
+            "setup": {"rotations": [1], "rotations_pow2": True, "allow_insecure": False},
+            "cases": _rlwe_cases(SECURE_CASE_PARAMS)}
+
+
+def generate() -> dict:
+    cases = _rlwe_cases(CASE_PARAMS)
     for scheme, (spec, modulus, workloads) in BITS_CASES.items():
         params = resolve(spec, scheme)
         plain = Plain(scheme, 4, modulus)
@@ -127,14 +147,15 @@ def generate() -> dict:
             "setup": {"rotations": [1], "rotations_pow2": True, "allow_insecure": True}, "cases": cases}
 
 
-def load() -> dict:
-    return json.loads(path().read_text())
+def load(secure: bool = False) -> dict:
+    return json.loads(path(secure).read_text())
 
 
 def capability_snapshot(caps: dict) -> dict:
     """What a driver promises, in the form checked in under protocol/capabilities/."""
     return {"protocol": caps["protocol"], "library": caps["library"],
-            "schemes": {name: {"ops": sorted(sc["ops"]), "deviations": dict(sorted(sc.get("deviations", {}).items()))}
+            "schemes": {name: {"ops": sorted(sc["ops"]), "deviations": dict(sorted(sc.get("deviations", {}).items())),
+                               **({"insecure_params": False} if sc.get("limits", {}).get("insecure") is False else {})}
                         for name, sc in sorted(caps["schemes"].items())}}
 
 
@@ -159,7 +180,8 @@ if __name__ == "__main__":
         for lib in sys.argv[2:]:
             print(write_snapshot(lib))
         sys.exit(0)
-    text = json.dumps(generate(), indent=1) + "\n"
+    texts = {path(secure): json.dumps(gen(), indent=1) + "\n" for secure, gen in ((False, generate), (True, generate_secure))}
     if len(sys.argv) > 1 and sys.argv[1] == "--check":
-        sys.exit(0 if path().read_text() == text else 1)
-    path().write_text(text)
+        sys.exit(0 if all(p.exists() and p.read_text() == t for p, t in texts.items()) else 1)
+    for p, t in texts.items():
+        p.write_text(t)

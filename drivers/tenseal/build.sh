@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# Build the TenSEAL driver's environment: a CPython 3.11 venv in the fhemark cache, outside the
+# clone, with pinned tenseal and numpy, so its pins never meet fhemark's own dependencies.
+# PyPI's tenseal 0.3.18 ships manylinux wheels for CPython 3.11+; the driver runs on 3.11.
+# Exits 0 with one line when no CPython 3.11 exists: the driver is then unavailable.
+set -euo pipefail
+
+TENSEAL_VERSION="0.3.18"   # PyPI tenseal (Apache-2.0), OpenMined's tensors on Microsoft SEAL
+NUMPY_VERSION="2.4.6"      # tenseal requires numpy without a bound; 2.4.6 has CPython 3.11 wheels and is tested here
+
+CACHE="${FHEMARK_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/fhemark}"
+VENV="$CACHE/venv-tenseal"
+
+is_py311() {
+    [ -n "${1:-}" ] && [ -x "$1" ] && "$1" -c 'import sys; sys.exit(0 if sys.version_info[:2] == (3, 11) else 1)' 2>/dev/null
+}
+
+PY=""
+if [ -n "${FHEMARK_PYTHON311:-}" ]; then
+    if is_py311 "$FHEMARK_PYTHON311"; then PY="$FHEMARK_PYTHON311"; fi
+fi
+if [ -z "$PY" ] && command -v python3.11 >/dev/null 2>&1; then
+    cand="$(command -v python3.11)"
+    if is_py311 "$cand"; then PY="$cand"; fi
+fi
+if [ -z "$PY" ] && command -v pyenv >/dev/null 2>&1; then
+    root="$(pyenv root 2>/dev/null || true)"
+    for cand in $(ls -d "$root"/versions/3.11.*/bin/python3.11 2>/dev/null | sort -V -r); do
+        if is_py311 "$cand"; then PY="$cand"; break; fi
+    done
+fi
+if [ -z "$PY" ]; then
+    echo "tenseal driver skipped: no CPython 3.11 found; install it (e.g. pyenv install 3.11) or set FHEMARK_PYTHON311"
+    exit 0
+fi
+
+# Reuse a venv that already has the pinned tenseal and numpy.
+if [ -x "$VENV/bin/python" ] && "$VENV/bin/python" - "$TENSEAL_VERSION" "$NUMPY_VERSION" <<'PYEOF' 2>/dev/null
+import sys
+from importlib import metadata
+sys.exit(0 if (metadata.version("tenseal"), metadata.version("numpy")) == tuple(sys.argv[1:3]) else 1)
+PYEOF
+then
+    echo "tenseal driver: $VENV ready (tenseal $TENSEAL_VERSION, numpy $NUMPY_VERSION)"
+    exit 0
+fi
+
+mkdir -p "$CACHE"
+if [ -x "$VENV/bin/python" ] && ! is_py311 "$VENV/bin/python"; then
+    rm -rf "$VENV"
+fi
+if ! { [ -x "$VENV/bin/python" ] || "$PY" -m venv "$VENV" >&2; }; then
+    echo "tenseal driver skipped: $PY cannot create a venv (install python3.11-venv)"
+    rm -rf "$VENV"
+    exit 0
+fi
+echo "tenseal driver: installing tenseal==$TENSEAL_VERSION numpy==$NUMPY_VERSION into $VENV"
+if ! "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check \
+        "tenseal==$TENSEAL_VERSION" "numpy==$NUMPY_VERSION" >&2 \
+   || ! "$VENV/bin/python" -c 'import tenseal, tenseal.sealapi, numpy' >&2; then
+    echo "tenseal driver skipped: pip could not install tenseal==$TENSEAL_VERSION into $VENV (offline? see the messages above)"
+    rm -rf "$VENV"
+    exit 0
+fi
+echo "tenseal driver: built $VENV (tenseal $TENSEAL_VERSION, numpy $NUMPY_VERSION, $("$PY" -V 2>&1))"

@@ -1,0 +1,606 @@
+"""fhemark driver for TenSEAL (OpenMined's tensor library on Microsoft SEAL), protocol v2.
+
+Thin by design, like the SEAL driver it follows: it builds contexts, runs the programs it is
+sent and times the steps it is told to time. Every primitive is split into an untimed
+preparation and a timed call, so that only TenSEAL's call sits between the two clock reads.
+
+TenSEAL's own types are vectors (CKKSVector, BFVVector) bound to a context that holds the keys.
+Its calls bundle what the protocol keeps apart: ckks_vector/bfv_vector encode and encrypt in
+one call, decrypt also decodes, add_plain/mul_plain take values and encode them inside. Those
+ops are declared per op in `deviations`. Its automatic relinearization and rescaling are
+context flags (`auto_relin`, `auto_rescale`): the driver keeps auto_rescale off and turns
+auto_relin on only for mul_relin/square_relin, so mul, mul_relin, square and square_relin time
+exactly the canonical work. What TenSEAL's vectors cannot do (a rotation by a chosen step,
+relinearize or rescale on their own, mod_switch, key switching, a public key for an existing
+secret key, BGV) is not listed, so fhemark records it `unsupported`.
+
+The driver calls TenSEAL's C++ objects (`tenseal._ts_cpp`) directly: the Python classes in
+`tenseal.tensors` only check types and re-wrap the result (and turn a list operand into a
+PlainTensor and back into a list), which is not library work.
+"""
+
+from __future__ import annotations
+
+import base64
+import gc
+import json
+import math
+import os
+import platform
+import sys
+import time
+import traceback
+
+import numpy as np
+import tenseal as ts
+import tenseal.sealapi as sa  # TenSEAL's bundled SEAL API: registers seal::Modulus (primes read back), SEAL's parameter check
+
+C = ts._ts_cpp
+DRIVER_VERSION = "0.1.0"
+PROTOCOL = 2
+N_THREADS = 1  # every TenSEAL context is made with n_threads=1
+_DT = {"i64": "<i8", "f64": "<f8", "u64": "<u8"}
+SCHEMES = {"bfv": C.SCHEME_TYPE.BFV, "ckks": C.SCHEME_TYPE.CKKS}
+_SEAL_SCHEMES = {"bfv": sa.SCHEME_TYPE.BFV, "ckks": sa.SCHEME_TYPE.CKKS}
+
+COMMON = ["encode", "decode", "encrypt_pk", "encrypt_sk", "decrypt", "add", "sub", "add_plain", "mul", "mul_relin",
+          "mul_plain", "mul_scalar", "square", "square_relin", "keygen_secret", "keygen_relin", "keygen_galois"]
+# `<op>_into`: TenSEAL's in-place forms (add_, mul_, square_, ...), writing into the first operand.
+_INTO = ["add", "sub", "add_plain", "mul", "mul_relin", "mul_plain", "mul_scalar", "square", "square_relin"]
+INTO = {"bfv": _INTO, "ckks": _INTO}
+OPS = {scheme: COMMON + [f"{op}_into" for op in into] for scheme, into in INTO.items()}
+# Multiplications whose relinearization is TenSEAL's context flag auto_relin: op -> the flag's value.
+RELIN = {"mul": False, "mul_relin": True, "square": False, "square_relin": True}
+
+# What differs from PROTOCOL.md's canonical boundaries (shown under every table cell of the op).
+_ENCODE = ("no encoding work: TenSEAL has no encode-only call (ckks_vector/bfv_vector encode inside encrypt, "
+           "add_plain/mul_plain encode their operand inside the op); the region holds no library call, only the "
+           "hand-over of the padded values as the Python list TenSEAL's calls take")
+_DECODE = "no decoding work: TenSEAL's decrypt already decoded the slots into a Python list; the region holds no library call"
+_DECRYPT = ("also decodes: TenSEAL's decrypt is one call: it builds a seal::Decryptor from the secret key (a copy of s) on "
+            "every call, Decryptor::decrypt, {decoder}::decode, copies the slots into a new std::vector, and pybind11 "
+            "converts that into a Python list")
+_ENCRYPT = ("also encodes: TenSEAL's {cls}(context, values) ({ctor}) is one call: pybind11 converts the Python list "
+            "into a std::vector<{ctype}>, then {encoder}::encode{scale}, then Encryptor::{how}")
+_PLAIN_OP = ("also encodes the plain operand: TenSEAL's {op} takes values, not a plaintext: pybind11 converts the Python "
+             "list into a std::vector<{ctype}>, TenSEAL copies it into a PlainTensor, {encoder}::encode{scale}, then "
+             "Evaluator::{seal_op}{where}")
+_MUL_SCALAR = {
+    "ckks": ("TenSEAL's scalar product mul_plain(double) encodes the scalar inside the call (CKKSEncoder::encode of "
+             "one double at the vector's scale: a constant plaintext), then Evaluator::multiply_plain{where}"),
+    "bfv": ("TenSEAL's scalar product mul_plain(int) encodes the scalar inside the call (the scalar repeated into every "
+            "slot, BatchEncoder::encode), then Evaluator::multiply_plain{where}"),
+}
+_SQUARE_BFV = ("TenSEAL's BFVVector binding has no square: mul(x, x), the general product (Evaluator::multiply on a "
+               "copy, not Evaluator::square){relin}")
+_INTO_BFV = ("BFVVector's in-place op copies the second operand first (other->copy()): a ciphertext is allocated and "
+             "copied inside the region")
+_KEYGEN_SECRET = ("TenSEAL makes a secret key only with a whole context: TenSEALContext.new(..., ENCRYPTION_TYPE."
+                  "SYMMETRIC, n_threads=1) also builds the SEALContext (NTT tables and RNS precomputation for every "
+                  "level), the Evaluator and encoder factory, a one-thread pool, an Encryptor and a Decryptor, and the "
+                  "relinearization keys")
+_KEYGEN = ("TenSEALContext.generate_{what}_keys(): also constructs a seal::KeyGenerator from the context's secret key "
+           "and copies the new keys into the context (make_shared<{cls}>){extra}")
+
+
+def _deviations(scheme: str) -> dict[str, str]:
+    ckks = scheme == "ckks"
+    ctype, encoder = ("double", "CKKSEncoder") if ckks else ("int64_t", "BatchEncoder")
+    scale = " at the context's global scale" if ckks else ""
+    vscale = " at the vector's scale" if ckks else ""
+    cls, ctor = ("CKKSVector", "ts.ckks_vector") if ckks else ("BFVVector", "ts.bfv_vector")
+    norescale = " (auto_rescale off: not rescaled)" if ckks else ""
+    dev = {
+        "encode": _ENCODE, "decode": _DECODE,
+        "decrypt": _DECRYPT.format(decoder=encoder),
+        "encrypt_pk": _ENCRYPT.format(cls=cls, ctor=ctor, ctype=ctype, encoder=encoder, scale=scale,
+                                      how="encrypt with the public key"),
+        "encrypt_sk": _ENCRYPT.format(cls=cls, ctor=ctor, ctype=ctype, encoder=encoder, scale=scale,
+                                      how="encrypt_symmetric with the secret key (a context of ENCRYPTION_TYPE."
+                                          "SYMMETRIC holding the setup's secret key)"),
+        "keygen_secret": _KEYGEN_SECRET,
+        "keygen_relin": _KEYGEN.format(what="relin", cls="RelinKeys", extra=""),
+        "keygen_galois": _KEYGEN.format(what="galois", cls="GaloisKeys",
+                                        extra="; SEAL's default set only (steps \"pow2\"): the call takes no steps"),
+    }
+    for into in ("", "_into"):
+        where = " in place on the first operand" if into else " on a copy of the ciphertext"
+        dev["add_plain" + into] = _PLAIN_OP.format(op="add_plain" + ("_" if into else ""), ctype=ctype,
+                                                   encoder=encoder, scale=vscale, seal_op="add_plain_inplace",
+                                                   where=where)
+        dev["mul_plain" + into] = _PLAIN_OP.format(op="mul_plain" + ("_" if into else ""), ctype=ctype,
+                                                   encoder=encoder, scale=vscale, seal_op="multiply_plain_inplace",
+                                                   where=where + norescale)
+        dev["mul_scalar" + into] = _MUL_SCALAR[scheme].format(where=where + norescale)
+    if not ckks:
+        dev["square"] = _SQUARE_BFV.format(relin="")
+        dev["square_relin"] = _SQUARE_BFV.format(relin=", then relinearized (auto_relin on)")
+        for op in ("add", "sub", "mul", "mul_relin"):
+            dev[op + "_into"] = _INTO_BFV
+        dev["square_into"] = _SQUARE_BFV.format(relin="").replace("mul(x, x)", "mul_(x) in place") + "; " + _INTO_BFV
+        dev["square_relin_into"] = (_SQUARE_BFV.format(relin=", then relinearized (auto_relin on)")
+                                    .replace("mul(x, x)", "mul_(x) in place") + "; " + _INTO_BFV)
+    return dev
+
+
+DEVIATIONS = {scheme: _deviations(scheme) for scheme in OPS}
+
+
+class Failure(Exception):
+    def __init__(self, kind: str, message: str):
+        super().__init__(message)
+        self.kind = kind
+
+
+def vec_in(v: dict) -> np.ndarray:
+    return np.frombuffer(base64.b64decode(v["b64"]), dtype=_DT[v["dtype"]])
+
+
+def vec_out(a: np.ndarray) -> dict:
+    kind = "f64" if a.dtype.kind == "f" else "i64"
+    return {"dtype": kind, "b64": base64.b64encode(np.ascontiguousarray(a, dtype=_DT[kind]).tobytes()).decode()}
+
+
+def is_vector(obj) -> bool:
+    return isinstance(obj, (C.CKKSVector, C.BFVVector))
+
+
+def refusal(scheme: str, n: int, t: int, bits: list[int], exc: Exception, allow_insecure: bool) -> Failure:
+    """TenSEAL answers a refused set with SEAL's bare 'encryption parameters are not set correctly':
+    ask TenSEAL's bundled SEAL API why, so insecure and invalid sets are told apart."""
+    try:
+        parms = sa.EncryptionParameters(_SEAL_SCHEMES[scheme])
+        parms.set_poly_modulus_degree(n)
+        parms.set_coeff_modulus(sa.CoeffModulus.Create(n, bits))
+        if scheme == "bfv":
+            parms.set_plain_modulus(t)
+        check = sa.SEALContext(parms, True, sa.SEC_LEVEL_TYPE.TC128)
+        name, msg = check.parameters_error_name(), check.parameters_error_message()
+    except Exception as exc2:  # CoeffModulus::Create refuses the bit sizes
+        return Failure("invalid_params", f"TenSEAL refused the moduli: {exc}; SEAL: {exc2}".replace("\n", " "))
+    if "insecure" in name:
+        why = ("; allow_insecure cannot help: TenSEAL always builds its SEALContext with SEAL's 128-bit check (tc128) "
+               "and has no switch to turn it off") if allow_insecure else ""
+        return Failure("insecure_params", f"TenSEAL: {exc}: SEAL says {msg} ({name}){why}")
+    return Failure("invalid_params", f"TenSEAL: {exc}: SEAL says {msg} ({name})")
+
+
+def symmetric_twin(ctx):
+    """A context of ENCRYPTION_TYPE.SYMMETRIC holding the same secret key, for encrypt_sk.
+
+    TenSEAL fixes a context's encryption type (public key or secret key) when it is made, and a new
+    context has a new secret key. Its own serialization carries the secret key: the asymmetric
+    context's protobuf with field 4 (encryption_type) set to 1 (symmetric) loads as a symmetric
+    context with that key (a protobuf parser takes the last value of a field, so appending the
+    field is enough). Ciphertexts it makes decrypt under the setup's secret key."""
+    raw = ctx.serialize(False, True, False, False)  # public key, secret key, Galois keys, relin keys
+    twin = C.TenSEALContext.deserialize(raw + b"\x20\x01", N_THREADS)
+    twin.auto_rescale = False
+    return twin
+
+
+class Setup:
+    """A TenSEAL context with its standard keys, kept for later run requests."""
+
+    def __init__(self, scheme: str, params: dict, rotations: list[int], pow2: bool, allow_insecure: bool):
+        if scheme not in SCHEMES:
+            raise Failure("unsupported", f"TenSEAL driver has no scheme '{scheme}' (TenSEAL offers BFV and CKKS)")
+        if params.get("preset"):
+            raise Failure("unsupported", f"TenSEAL driver has no parameter preset '{params['preset']}'")
+        if len(params.get("p_bits") or []) != 1:
+            raise Failure("invalid_params", "TenSEAL (SEAL) uses exactly one special prime: give p_bits with one entry")
+        if scheme == "bfv" and not params.get("batching", True):
+            raise Failure("unsupported", "TenSEAL's BFVVector always batches: no coefficient encoding, t must allow batching")
+        self.scheme = scheme
+        self.n = int(params["N"])
+        self.bits = [int(b) for b in list(params["q_bits"]) + list(params["p_bits"])]
+        self.t = int(params["t"]) if scheme == "bfv" else None
+        try:
+            self.ctx = C.TenSEALContext.new(SCHEMES[scheme], self.n, self.t or 0, self.bits,
+                                            C.ENCRYPTION_TYPE.ASYMMETRIC, N_THREADS)
+        except (ValueError, RuntimeError, TypeError) as exc:
+            raise refusal(scheme, self.n, self.t or 0, self.bits, exc, allow_insecure)
+        seal_ctx = self.ctx.seal_context()
+        if scheme == "bfv" and not seal_ctx.first_context_data().qualifiers().using_batching:
+            raise Failure("invalid_params", "TenSEAL/SEAL: t does not allow batching (t must be a prime = 1 mod 2N)")
+        self.scale = 2.0 ** params["scale_bits"] if scheme == "ckks" else None
+        self.ctx.auto_rescale = False
+        if self.scale is not None:
+            self.ctx.global_scale = self.scale
+        self.sym = symmetric_twin(self.ctx)
+        self.slots = self.n // 2 if scheme == "ckks" else self.n
+        self.top = seal_ctx.first_context_data().chain_index()
+        if rotations or pow2:  # TenSEAL's only Galois key set: every +/- 2^i step and the row swap / conjugation
+            self.ctx.generate_galois_keys()
+
+    def new_vector(self, ctx, values: list):
+        return (C.CKKSVector if self.scheme == "ckks" else C.BFVVector)(ctx, values)
+
+    def effective(self, params: dict) -> dict:
+        primes = [m.value() for m in self.ctx.seal_context().key_context_data().parms().coeff_modulus()]
+        q, p = primes[:-1], primes[-1:]
+        scale_bits = math.log2(self.ctx.global_scale) if self.scheme == "ckks" else None
+        t = self.ctx.seal_context().key_context_data().parms().plain_modulus().value() if self.t else None
+        return {"N": self.n, "q_bits": [x.bit_length() for x in q], "p_bits": [x.bit_length() for x in p],
+                "log_q": sum(math.log2(x) for x in q), "log_qp": sum(math.log2(x) for x in primes),
+                "t": t, "scale_bits": scale_bits, "slots": self.slots,
+                "levels": len(q) - 1, "dnum": len(q), "secret": "ternary", "sigma": 3.2}
+
+    def sizes(self) -> dict:
+        """TenSEAL's serialize(): a key's size is the context serialized with it minus without it
+        (SEAL's save of the key, SEAL's default compression, plus its protobuf field header)."""
+        ser = self.ctx.serialize
+        base = len(ser(False, False, False, False))
+        out = {"public_key": len(ser(True, False, False, False)) - base,
+               "secret_key": len(ser(False, True, False, False)) - base,
+               "relin_keys": len(ser(False, False, False, True)) - base,
+               "ciphertext": len(self.new_vector(self.ctx, self.plain(np.zeros(1))).serialize())}
+        if self.ctx.has_galois_keys():
+            out.update(galois_keys=len(ser(False, False, True, False)) - base, galois_key_count=self.ctx.galois_keys().size())
+        return out
+
+    def plain(self, v: np.ndarray) -> list:
+        """Values -> the Python list TenSEAL's calls take (untimed): padded to every slot (a shorter
+        vector would be replicated by TenSEAL's encrypt and decrypted to its own length only);
+        BFV values centred into (-t/2, t/2], the signed form BatchEncoder's int64 encode takes."""
+        if len(v) > self.slots:
+            raise Failure("internal", f"input of {len(v)} values for {self.slots} slots")
+        if self.scheme == "ckks":
+            padded = np.zeros(self.slots, dtype=np.float64)
+            padded[: len(v)] = v
+            return padded.tolist()
+        padded = np.zeros(self.slots, dtype=np.int64)
+        padded[: len(v)] = np.asarray(v, dtype=np.int64) % self.t
+        return np.where(padded > self.t // 2, padded - self.t, padded).tolist()
+
+    def scalar(self, value):
+        if self.scheme == "ckks":
+            return float(value)
+        k = int(value) % self.t
+        return k - self.t if k > self.t // 2 else k
+
+    def level(self, vec) -> int:
+        ct = vec.ciphertext()[0]
+        return vec.context().seal_context().get_context_data(ct.parms_id()).chain_index()
+
+    def noise(self, vec) -> int:
+        return vec.context().decryptor().invariant_noise_budget(vec.ciphertext()[0])
+
+
+class Prepared:
+    """One step made ready: the call to time, the untimed step that turns its result into the
+    step's value, and the context flag its multiplication needs (auto_relin), set before the clock."""
+
+    __slots__ = ("call", "post", "ctx", "relin")
+
+    def __init__(self, call, post=None, ctx=None, relin=None):
+        self.call, self.post, self.ctx, self.relin = call, post, ctx, relin
+
+    def arm(self) -> None:
+        if self.ctx is not None:
+            self.ctx.auto_relin = self.relin
+
+
+def key_of(vals: dict, attrs: dict, what: str):
+    name = attrs.get("key")
+    if name is None:
+        return None
+    obj = vals.get(name) if isinstance(name, str) else None
+    if not isinstance(obj, C.TenSEALContext):
+        raise Failure("internal", f"{what}: key {name!r} is no key of the program (TenSEAL keys live in a context)")
+    return obj
+
+
+def operand(vals: dict, name: str, what: str):
+    obj = vals.get(name)
+    if not is_vector(obj):
+        kind = "no value of the program" if obj is None else f"a {type(obj).__name__}, not a ciphertext"
+        raise Failure("internal", f"{what}: {name!r} is {kind}")
+    return obj
+
+
+def prepare(s: Setup, op: str, args: list, attrs: dict, vals: dict) -> Prepared:
+    """Do the untimed part of one primitive and return what the region runs."""
+    if op not in OPS[s.scheme]:
+        raise Failure("unsupported", f"TenSEAL driver has no '{op}' for {s.scheme}")
+    into = op.endswith("_into")
+    base = op[: -len("_into")] if into else op
+    if base == "encode":
+        if "like" in attrs or ("level" in attrs and int(attrs["level"]) != s.top):
+            raise Failure("unsupported", "TenSEAL has no plaintext below the top level or at another ciphertext's "
+                                         "scale: add_plain/mul_plain encode their values at the vector's own scale")
+        values = s.plain(vals[args[0]])
+        return Prepared(lambda: values)
+    if base == "decode":
+        values = vals[args[0]]
+        if not isinstance(values, list):
+            raise Failure("internal", f"decode: {args[0]!r} is no decrypted or encoded value")
+        if s.scheme == "ckks":
+            return Prepared(lambda: values, lambda out: np.asarray(out, dtype=np.float64))
+        t = s.t
+        return Prepared(lambda: values, lambda out: np.asarray(out, dtype=np.int64) % t)
+    if base in ("encrypt_pk", "encrypt_sk"):
+        values = vals[args[0]]
+        if not isinstance(values, list):
+            raise Failure("internal", f"{op}: {args[0]!r} is no encoded value")
+        key = key_of(vals, attrs, op)
+        ctx = key if key is not None else (s.ctx if base == "encrypt_pk" else s.sym)
+        cls = C.CKKSVector if s.scheme == "ckks" else C.BFVVector
+        # A secret-key encryption made by the setup's symmetric twin is handed to the setup's context
+        # (untimed): the same secret key, and the context whose keys and flags later ops use.
+        post = (lambda v: (v.link_context(s.ctx), v)[1]) if ctx is s.sym else None
+        return Prepared(lambda: cls(ctx, values), post)
+    if base == "decrypt":
+        x = operand(vals, args[0], op)
+        key = key_of(vals, attrs, op)
+        # decrypt(sk), the call TenSEAL's decrypt() makes with its context's key: here the setup's secret
+        # key (or the key attr's), whatever context the vector is linked to
+        sk = (key if key is not None else s.ctx).secret_key()
+        return Prepared(lambda: x.decrypt(sk))
+    if base.startswith("keygen_"):
+        return prepare_keygen(s, base, attrs, vals)
+    return prepare_arith(s, base, into, args, attrs, vals)
+
+
+def prepare_keygen(s: Setup, op: str, attrs: dict, vals: dict) -> Prepared:
+    key = key_of(vals, attrs, op)
+    scale = s.scale
+
+    def settle(ctx):
+        ctx.auto_rescale = False
+        if scale is not None:
+            ctx.global_scale = scale
+        return ctx
+
+    if op == "keygen_secret":
+        scheme, n, t, bits = SCHEMES[s.scheme], s.n, s.t or 0, list(s.bits)
+        sym = C.ENCRYPTION_TYPE.SYMMETRIC
+        return Prepared(lambda: C.TenSEALContext.new(scheme, n, t, bits, sym, N_THREADS), settle)
+    if op == "keygen_galois":
+        steps = attrs.get("steps", "pow2")
+        if steps != "pow2":
+            raise Failure("unsupported", "TenSEAL's generate_galois_keys makes only SEAL's default set (every +/- 2^i "
+                                         "step and the row swap / conjugation): it takes no list of steps")
+    # The new keys go into a copy of the context (TenSEAL's copy: its own serialization, untimed), so
+    # the setup keeps its keys and a later step names the copy with {"key": ...} to use the new ones.
+    holder = (key if key is not None else s.ctx).copy()
+    settle(holder)
+    gen = holder.generate_relin_keys if op == "keygen_relin" else holder.generate_galois_keys
+    return Prepared(gen, lambda _: holder)
+
+
+def prepare_arith(s: Setup, op: str, into: bool, args: list, attrs: dict, vals: dict) -> Prepared:
+    x = operand(vals, args[0], op)
+    key = key_of(vals, attrs, op) if op in RELIN else None
+    if key is not None:  # use another context's relinearization keys: copies of the operands linked to it
+        x = x.copy()
+        x.link_context(key)
+    ctx = key if key is not None else x.context()
+    if op in ("add", "sub", "mul", "mul_relin"):
+        y = operand(vals, args[1], op)
+        if key is not None:
+            y = y.copy()
+            y.link_context(key)
+        f = getattr(x, {"add": "add", "sub": "sub", "mul": "mul", "mul_relin": "mul"}[op] + ("_" if into else ""))
+        if op in RELIN:
+            return Prepared(lambda: f(y), ctx=ctx, relin=RELIN[op])
+        return Prepared(lambda: f(y))
+    if op in ("square", "square_relin"):
+        if s.scheme == "bfv":  # the binding has no BFVVector.square: the general product x * x (mul_ copies
+            # its second operand before multiplying in place, so mul_(x) reads an unaliased copy of x)
+            f = x.mul_ if into else x.mul
+            return Prepared(lambda: f(x), ctx=ctx, relin=RELIN[op])
+        return Prepared(x.square_ if into else x.square, ctx=ctx, relin=RELIN[op])
+    if op in ("add_plain", "mul_plain"):
+        values = vals[args[1]]
+        if not isinstance(values, list):
+            raise Failure("internal", f"{op}: {args[1]!r} is no encoded value")
+        f = getattr(x, op + ("_" if into else ""))
+        return Prepared(lambda: f(values))
+    if op == "mul_scalar":
+        k = s.scalar(attrs["scalar"])
+        f = x.mul_plain_ if into else x.mul_plain
+        return Prepared(lambda: f(k))
+    raise Failure("unsupported", f"TenSEAL driver has no '{op}'")
+
+
+def resolve(attrs: dict, scalars: dict) -> dict:
+    return {k: scalars[v[1:]] if isinstance(v, str) and v.startswith("$") else v for k, v in attrs.items()}
+
+
+def time_region(calls: list) -> tuple[list, int]:
+    """One timed region: the prepared library calls between two reads of the monotonic clock,
+    with Python's cyclic garbage collector held off (as timeit does): the driver's own untimed
+    objects must not be collected inside the region. The results are returned, so freeing them
+    is not timed."""
+    gc_on = gc.isenabled()
+    gc.disable()
+    try:
+        t0 = time.perf_counter_ns()
+        outs = [c() for c in calls]
+        t1 = time.perf_counter_ns()
+    finally:
+        if gc_on:
+            gc.enable()
+    return outs, t1 - t0
+
+
+def overhead_ns() -> int:
+    return int(np.median([time_region([])[1] for _ in range(101)]))
+
+
+def regions_of(program: dict) -> dict[str, tuple[str, list[str]]]:
+    """First step of each timed region -> (region name, its steps), after checking the rules of
+    PROTOCOL.md: known, consecutive, independent steps, each in one region."""
+    order = {st["out"]: i for i, st in enumerate(program["steps"])}
+    seen: set[str] = set()
+    out = {}
+    for region in program["timed"]:
+        name, names = region.get("name"), list(region.get("steps") or [])
+        if not name or not names or name in {r for r, _ in out.values()}:
+            raise Failure("internal", f"timed region {region!r}: needs a unique name and at least one step")
+        for n in names:
+            if n not in order:
+                raise Failure("internal", f"timed region '{name}': '{n}' is no step's out")
+            if n in seen:
+                raise Failure("internal", f"timed region '{name}': step '{n}' is in two regions")
+            seen.add(n)
+        idx = [order[n] for n in names]
+        if idx != list(range(idx[0], idx[0] + len(idx))):
+            raise Failure("internal", f"timed region '{name}': its steps are not consecutive")
+        inside = set(names)
+        for i in idx:
+            st = program["steps"][i]
+            reads = set(st.get("args", [])) | {v for k, v in st.get("attrs", {}).items()
+                                                if k in ("key", "from", "to", "like")}
+            if reads & inside:
+                raise Failure("internal", f"timed region '{name}': step '{st['out']}' reads {sorted(reads & inside)} "
+                                          f"made in the same region")
+        out[names[0]] = (name, names)
+    return out
+
+
+def arm_region(name: str, prepared: list[Prepared]) -> None:
+    """Set every step's auto_relin flag before the clock. The flag belongs to a context, so one
+    region cannot hold a multiplication with and one without relinearization on the same context."""
+    wanted: dict[int, bool] = {}
+    for p in prepared:
+        if p.ctx is None:
+            continue
+        if wanted.setdefault(id(p.ctx), p.relin) != p.relin:  # pybind11 returns one Python object per live context
+            raise Failure("unsupported", f"timed region '{name}': TenSEAL's relinearization is one flag per context "
+                                         f"(auto_relin): a region cannot mix multiplications with and without it")
+    for p in prepared:
+        p.arm()
+
+
+def run_sample(s: Setup, program: dict, regions: dict, sample: dict) -> tuple[dict, dict]:
+    vals = {name: vec_in(v) for name, v in sample["inputs"].items()}
+    vals.update(sk=s.sym, pk=s.ctx, rlk=s.ctx, gk=s.ctx)
+    scalars = sample.get("scalars", {})
+    steps = program["steps"]
+    ns: dict[str, int] = {}
+    i = 0
+    while i < len(steps):
+        st = steps[i]
+        if st["out"] not in regions:
+            p = prepare(s, st["op"], st.get("args", []), resolve(st.get("attrs", {}), scalars), vals)
+            p.arm()
+            out = p.call()
+            vals[st["out"]] = p.post(out) if p.post else out
+            i += 1
+            continue
+        name, names = regions[st["out"]]
+        batch = steps[i: i + len(names)]
+        prepared = [prepare(s, b["op"], b.get("args", []), resolve(b.get("attrs", {}), scalars), vals) for b in batch]
+        arm_region(name, prepared)
+        outs, ns[name] = time_region([p.call for p in prepared])
+        for b, p, o in zip(batch, prepared, outs):
+            vals[b["out"]] = p.post(o) if p.post else o
+        i += len(names)
+    return vals, ns
+
+
+def handle_run(setups: dict, req: dict) -> dict:
+    s = setups.get(req["setup_id"])
+    if s is None:
+        raise Failure("internal", f"unknown setup_id '{req['setup_id']}'")
+    program = req["program"]
+    regions = regions_of(program)
+    samples, vals = [], {}
+    for sample in req["samples"]:
+        vals, ns = run_sample(s, program, regions, sample)
+        samples.append({"ns": ns, "outputs": {o: vec_out(np.asarray(vals[o])) for o in program.get("outputs", [])}})
+    # TenSEAL has no plaintext object to serialize: sizes, levels and noise are of its vectors only.
+    vecs = {n: vals[n] for n in set(program.get("sizes", [])) | set(program.get("levels", []))
+            | set(program.get("noise", [])) if is_vector(vals.get(n))}
+    result = {"samples": samples, "overhead_ns": overhead_ns(),
+              "sizes_bytes": {n: len(vecs[n].serialize()) for n in program.get("sizes", []) if n in vecs},
+              "levels": {n: s.level(vecs[n]) for n in program.get("levels", []) if n in vecs}}
+    if s.scheme != "ckks":
+        result["noise_budget_bits"] = {n: s.noise(vecs[n]) for n in program.get("noise", []) if n in vecs}
+    return result
+
+
+_BUILD: dict = {}
+
+
+def seal_facts() -> dict:
+    """TenSEAL does not expose the version of the SEAL it links: read major.minor and the
+    compression mode from the SEAL header inside TenSEAL's own serialization of a small context."""
+    if not _BUILD:
+        try:
+            ctx = C.TenSEALContext.new(C.SCHEME_TYPE.BFV, 2048, 12289, [27, 27], C.ENCRYPTION_TYPE.SYMMETRIC, N_THREADS)
+            raw = ctx.serialize(False, False, False, False)
+            at = raw.find(b"\x5e\xa1\x10")  # SEALHeader: magic 0xA15E, header size 16, major, minor, compr_mode
+            major, minor, compr = raw[at + 3], raw[at + 4], raw[at + 5]
+            names = {0: "none", 1: "zlib", 2: "zstd"}
+            _BUILD.update(seal=f"{major}.{minor} (major.minor from the SEAL serialization header: TenSEAL exposes no "
+                               f"SEAL version)", compression=names.get(compr, str(compr)))
+        except Exception as exc:  # never fail capabilities over a fact
+            _BUILD.update(seal=f"unknown ({exc})", compression="unknown")
+    return _BUILD
+
+
+def capabilities() -> dict:
+    limits = {"log_n_min": 10, "log_n_max": 15, "max_prime_bits": 60, "special_primes": 1, "insecure": False}
+    facts = seal_facts()
+    return {"protocol": PROTOCOL, "library": "tenseal", "library_version": ts.__version__,
+            "driver_version": DRIVER_VERSION,
+            "build": {"binding": f"tenseal {ts.__version__} (PyPI manylinux wheel; its pybind11 module _tenseal_cpp "
+                                 f"called directly, not the tenseal.tensors Python wrappers)",
+                      "seal": facts["seal"], "python": platform.python_version(), "numpy": np.__version__,
+                      "n_threads": N_THREADS,
+                      "compression": facts["compression"],
+                      "sizes": f"TenSEAL's serialize() (protobuf around SEAL's save, SEAL's default compression: "
+                               f"{facts['compression']}; TenSEAL offers no uncompressed form); key sizes: the context "
+                               f"serialized with the key minus without it",
+                      "auto_flags": "auto_rescale off everywhere; auto_relin on only for mul_relin/square_relin, "
+                                    "set before the clock; auto_mod_switch as TenSEAL sets it",
+                      "security": "TenSEAL always builds its SEALContext with SEAL's 128-bit check (tc128): "
+                                  "allow_insecure cannot lift it",
+                      "timing": "time.perf_counter_ns around a region's prepared calls, Python's cyclic gc off"},
+            "threads": N_THREADS,  # SEAL's evaluator is single-threaded; TenSEAL's pool only splits multi-ciphertext work
+            "schemes": {k: {"ops": v, "limits": limits, "deviations": DEVIATIONS[k]} for k, v in OPS.items()}}
+
+
+def main() -> None:
+    setups: dict[str, Setup] = {}
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        rid = None
+        try:
+            req = json.loads(line)
+            rid = req.get("id")
+            kind = req.get("type")
+            if req.get("v") != PROTOCOL:
+                raise Failure("internal", f"protocol version {req.get('v')} not supported (this driver speaks {PROTOCOL})")
+            if kind == "capabilities":
+                result = capabilities()
+            elif kind == "setup":
+                s = Setup(req["scheme"], req["params"], req.get("rotations", []), req.get("rotations_pow2", False),
+                          req.get("allow_insecure", False))
+                setups[req["setup_id"]] = s
+                result = {"effective": s.effective(req["params"]), "sizes_bytes": s.sizes()}
+            elif kind == "run":
+                result = handle_run(setups, req)
+            elif kind == "shutdown":
+                print(json.dumps({"v": PROTOCOL, "id": rid, "ok": True, "result": {}}), flush=True)
+                return
+            else:
+                raise Failure("internal", f"unknown request type '{kind}'")
+            reply = {"v": PROTOCOL, "id": rid, "ok": True, "result": result}
+        except Failure as exc:
+            reply = {"v": PROTOCOL, "id": rid, "ok": False, "error": {"kind": exc.kind, "message": str(exc)}}
+        except Exception as exc:  # never die on a bad request
+            traceback.print_exc(file=sys.stderr)
+            msg = f"{type(exc).__name__}: {exc}".replace("\n", " ")
+            reply = {"v": PROTOCOL, "id": rid, "ok": False, "error": {"kind": "internal", "message": msg}}
+        sys.stdout.write(json.dumps(reply) + "\n")
+        sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    main()
