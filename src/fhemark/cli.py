@@ -405,8 +405,20 @@ def report(db: Path = typer.Option(None, help="SQLite store"),
            out: Path = typer.Option(Path("report"), help="folder for report.md, report.html, csv/ and plots/"),
            run_id: Optional[str] = typer.Option(None, "--run",
                                                 help=f"only this run: {RUN_REF} (default: newest result of every job)"),
-           suite: Optional[str] = typer.Option(None, help="only this suite's runs")) -> None:
+           suite: Optional[str] = typer.Option(None, help="only this suite's runs"),
+           history: bool = typer.Option(False, help="instead: every run of the store(s) case by case in time order, "
+                                                    "with compare's verdicts, as OUT/history/index.html"),
+           add_db: list[Path] = typer.Option(None, "--add-db", help="--history: more stores (e.g. one per machine)")) -> None:
     """Markdown, HTML and CSV tables in the studies' layout, and figures."""
+    if history:
+        from .report import history as history_page
+        try:
+            stores = [_open(db)] + [_open(p) for p in add_db or []]
+        except UserError as exc:
+            _fail(exc)
+        page = history_page.write(stores, out / "history")
+        console.print(f"wrote {page}", markup=False, highlight=False)
+        return
     try:
         store = _open(db)
         recs = [r for r in store.records(store.resolve_run(run_id))
