@@ -218,3 +218,25 @@ def test_the_overview_states_each_setups_security_once():
                 rec(library="lattigo", security=both, security_bits=116, security_table="hestd2018", insecure=True)])
     (row,) = ov.glance.rows
     assert row[2] == "† below the requested level: 116 (hestd2018), 113 (guidelines2024) bits"
+
+
+def test_a_page_per_study_layout_is_written_and_linked_where_the_records_hold_it(tmp_path):
+    from fhemark.report import studies
+    recs = [rec(op=f"pipeline_mul/{stage}", median=m) for stage, m in (("encode", 1e5), ("encrypt", 2e6), ("op", 5e6),
+                                                                        ("decrypt", 1e6), ("decode", 1e5))]
+    recs += [rec(op="mul_relin", n=n, median=m) for n, m in ((4096, 1e6), (8192, 3e6))]           # Study 2: over N
+    recs += [rec(op="add", slots=s, median=1e4 + s) for s in (128, 256)]                            # Study 3: over length
+    recs += [rec(op=f"multiadd_{k}x32", library="tfhe-rs", scheme="tfhe_int", median=k * 1e8) for k in (3, 8)]
+    (stack,) = studies.study1(recs)
+    assert stack["layout"]["barmode"] == "stack" and [t["name"] for t in stack["data"]] == list(studies._STAGES)
+    assert stack["data"][2]["y"] == [5.0]  # the op stage of seal's mul pipeline, in ms
+    (by_n,) = studies.study2(recs)
+    assert by_n["data"][0]["x"] == [4096, 8192] and by_n["layout"]["xaxis"]["type"] == "log"
+    assert [f["layout"]["title"]["text"] for f in studies.study3(recs)] == ["Study 3: add against the vector length"]
+    (sums,) = studies.study4(recs)
+    assert sums["data"][0]["x"] == [3, 8]
+    write(recs, tmp_path, "t", {"cpu": {"model": "X"}})
+    page = (tmp_path / "report.html").read_text()
+    for slug in ("study1", "study2", "study3", "study4"):
+        assert f"href='{slug}.html'" in page and (tmp_path / f"{slug}.html").exists()
+    assert "Plotly.newPlot('f0'" in (tmp_path / "study1.html").read_text()

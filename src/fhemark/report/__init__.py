@@ -11,7 +11,7 @@ import tempfile
 from pathlib import Path
 
 from ..errors import UserError
-from . import html, markdown, overview, plots
+from . import html, markdown, overview, plots, studies
 from .tables import Table, all_tables, timed_seconds
 
 
@@ -105,8 +105,9 @@ def write(recs: list[dict], out: Path, heading: str, env: dict, runs: list[dict]
         figures = plots.write(recs, stage / "plots", first)
         line = " ".join(x for x in (measured_on(env), method_line(recs), time_line(recs, runs or [])) if x)
         md = markdown.write(tables, figures, stage, heading, line, first)
-        page = html.write(tables, figures, stage, heading, line, first)
-        staged = [md, page] + _write_csv(tables, stage) + figures
+        study_pages = studies.write(recs, stage)
+        page = html.write(tables, figures, stage, heading, line, first, [(t, p.name) for t, p in study_pages])
+        staged = [md, page] + _write_csv(tables, stage) + figures + [p for _, p in study_pages]
         for f in staged[2:] + staged[:2]:  # the pages last: when they appear, what they link to is there
             target = out / f.relative_to(stage)
             target.parent.mkdir(parents=True, exist_ok=True)

@@ -105,9 +105,12 @@ def _overview(ov: Overview, measured_on: str) -> str:
 
 
 def write(tables: list[Table], figures: list[Path], out: Path, heading: str, measured_on: str,
-          overview: Overview | None = None) -> Path:
+          overview: Overview | None = None, study_pages: list[tuple[str, str]] | None = None) -> Path:
     body = [f"<h1>{escape(heading)}</h1>"]
     body.append(_overview(overview, measured_on) if overview is not None else f"<p>{escape(measured_on)}</p>")
+    if study_pages:
+        body.append("<nav class='studies'>In the studies' layouts: "
+                    + " · ".join(f"<a href='{escape(href)}'>{escape(title)}</a>" for title, href in study_pages) + "</nav>")
     body.append("<h2 id='tables'>Detailed tables</h2>")
     body.append("<nav>" + " ".join(f"<a href='#t{i}'>{escape(t.title)}</a>" for i, t in enumerate(tables)) + "</nav>")
     body += [_table(f"t{i}", t) for i, t in enumerate(tables)]
