@@ -152,3 +152,26 @@ def test_the_report_renders_in_chromium(chromium, report, capsys):
 def _ns(cell: str) -> float:
     value, unit = cell.split()[:2]
     return float(value) * {"ns": 1, "µs": 1e3, "ms": 1e6, "s": 1e9}[unit]
+
+
+def test_the_history_page_renders_in_chromium(chromium, report):
+    """`fhemark report --history` over the same store: one drawn figure per operation, a point per
+    run of every case, no console error."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    from fhemark.report import history
+    page, recs = report
+    store = Store(page.parent.parent / "r.db", readonly=True)
+    path = history.write([store], page.parent.parent / "history")
+    browser = chromium
+    browser.get_log("browser")  # what earlier pages logged is theirs
+    browser.get(path.as_uri())
+    WebDriverWait(browser, 20).until(lambda b: b.execute_script("return document.querySelectorAll("
+                                                                "'.history-figure .main-svg').length") > 0)
+    ops = {r["op"] for r in recs}
+    figures = browser.find_elements(By.CSS_SELECTOR, ".history-figure")
+    assert len(figures) == len(ops)
+    drawn = browser.execute_script("return document.querySelectorAll('.history-figure .scatterlayer .point').length")
+    assert drawn == len(recs)  # one run: a point per case
+    assert not [e for e in browser.get_log("browser") if e["level"] == "SEVERE"]
