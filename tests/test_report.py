@@ -235,8 +235,12 @@ def test_a_page_per_study_layout_is_written_and_linked_where_the_records_hold_it
     assert [f["layout"]["title"]["text"] for f in studies.study3(recs)] == ["Study 3: add against the vector length"]
     (sums,) = studies.study4(recs)
     assert sums["data"][0]["x"] == [3, 8]
+    recs += [rec(op=f"matvec_{d}", scheme="ckks", median=d * 1e6, workload={"workload": "matvec", "size": d,
+                                                                          "variant": "portable"}) for d in (64, 256)]
+    (apps,) = studies.applications(recs)
+    assert apps["data"][0]["x"] == [64, 256] and "(portable)" in apps["data"][0]["name"]
     write(recs, tmp_path, "t", {"cpu": {"model": "X"}})
     page = (tmp_path / "report.html").read_text()
-    for slug in ("study1", "study2", "study3", "study4"):
+    for slug in ("study1", "study2", "study3", "study4", "applications"):
         assert f"href='{slug}.html'" in page and (tmp_path / f"{slug}.html").exists()
     assert "Plotly.newPlot('f0'" in (tmp_path / "study1.html").read_text()

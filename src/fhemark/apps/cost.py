@@ -39,7 +39,7 @@ def predict(rec: dict, recs: list[dict], same_run: bool = True, key: str = "medi
     single ops from the workload's own run (the report's check); `key`: which figure of each
     single op to add up (e.g. a bound of its interval)."""
     counts = steps(rec)
-    same = {r["op"]: r for r in recs if (not same_run or r["run_id"] == rec["run_id"]) and r["library"] == rec["library"]
+    same = {r["op"]: r for r in recs if (not same_run or r.get("run_id") == rec.get("run_id")) and r["library"] == rec["library"]
             and r["scheme"] == rec["scheme"] and r["params"] == rec["params"] and r["status"] == "ok"
             and r.get(key) is not None}
     total, missing = 0.0, []

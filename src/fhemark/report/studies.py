@@ -105,9 +105,23 @@ def study4(recs: list[dict]) -> list[dict]:
     return figs
 
 
+def applications(recs: list[dict]) -> list[dict]:
+    """Per application workload kind (dot, matvec, ...): a line per library, scheme and parameter set
+    over the workload's size."""
+    by_kind: dict[str, dict[str, list]] = {}
+    for r in _ok(recs):
+        w = r.get("workload") or {}
+        if "variant" in w and w.get("size"):
+            name = f"{r['library']} {r['scheme'].upper()} {r['params'].get('name') or r['params'].get('N')} ({w['variant']})"
+            by_kind.setdefault(w["workload"], {}).setdefault(name, []).append((w["size"], r))
+    return [_fig(f"Application {kind}: latency against size", [_line(n, pts) for n, pts in sorted(lines.items())],
+                 "size (values, matrix dimension, degree, records or bits)", True) for kind, lines in sorted(by_kind.items())]
+
+
 STUDIES = {"study1": ("Study 1: pipeline stages", study1), "study2": ("Study 2: operations against N", study2),
            "study3": ("Study 3: operations against the vector length", study3),
-           "study4": ("Study 4: integer workloads against size", study4)}
+           "study4": ("Study 4: integer workloads against size", study4),
+           "applications": ("Application workloads: latency against size", applications)}
 
 
 def write(recs: list[dict], out: Path) -> list[tuple[str, Path]]:

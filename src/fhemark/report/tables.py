@@ -273,7 +273,7 @@ def app_tables(recs: list[dict]) -> list[Table]:
             rows.append([f"{r['library']} / {r['scheme'].upper()}", _param_key(r), w.get("variant", "-"), cell(r, devs),
                          model, ratio, steps, ", ".join(str(v) for v in left.values()) or "-", quality,
                          _bytes(r.get("sizes_bytes", {}).get("output:" + next(iter(left), "")))])
-        title = next((r["title"] for r in apps if r["op"] == op), op)
+        title = next((r.get("title") or op for r in apps if r["op"] == op), op)
         tables.append(Table(f"Workload {op}: {title}", ["library / scheme", "params", "variant", "time",
                             "model (sum of single ops)", "measured / model", "timed steps", "levels left",
                             "quality", "result ciphertext"], rows,
