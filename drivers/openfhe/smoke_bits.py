@@ -175,7 +175,7 @@ def main():
         return 77
     presets = sys.argv[1:] or ["STD128_GINX", "STD128_LMKCDEY"]
     rng = np.random.default_rng(7)
-    d = Driver()
+    d = Driver(PY, HERE)
     caps = d.req(type="capabilities")["result"]
     check("capabilities bits", "bits" in caps.get("extensions", []) and "tfhe_bool" in caps["schemes"])
     r = d.req(type="setup", setup_id="bad", scheme="tfhe_bool", params={"preset": "NOPE"})

@@ -7,55 +7,18 @@ Exit status 0 when every check passes; 77 when the driver is not built.
 Small, insecure parameters (allow_insecure) to stay fast. Protocol 2: timed regions, k copies
 of a step in one region, `_into` forms, keys used after a timed keygen.
 """
-import base64
 import json
 import os
-import subprocess
 import sys
 
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-CACHE = os.environ.get("FHEMARK_CACHE") or os.path.join(
-    os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "fhemark")
-PY = os.path.join(CACHE, "venv-openfhe", "bin", "python")
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "python_shared"))
+from smoke_client import Driver, dec, enc, venv_python  # noqa: E402
 
+PY = venv_python("openfhe")
 
-class Driver:
-    def __init__(self):
-        env = dict(os.environ, FHEMARK_THREADS=os.environ.get("FHEMARK_THREADS", "1"))
-        self.p = subprocess.Popen([PY, "driver.py"], cwd=HERE, stdin=subprocess.PIPE,
-                                  stdout=subprocess.PIPE, text=True, env=env)
-        self.i = 0
-
-    def req(self, **kw):
-        self.i += 1
-        kw.setdefault("v", 2)
-        kw.update(id=self.i)
-        self.p.stdin.write(json.dumps(kw) + "\n")
-        self.p.stdin.flush()
-        line = self.p.stdout.readline()
-        if not line:
-            raise RuntimeError("driver died")
-        rep = json.loads(line)
-        assert rep["id"] == self.i and rep["v"] == 2, rep
-        return rep
-
-    def close(self):
-        r = self.req(type="shutdown")
-        assert r["ok"], r
-        assert self.p.wait(timeout=30) == 0
-
-
-def enc(a):
-    a = np.asarray(a)
-    if a.dtype.kind in "iu":
-        return {"dtype": "i64", "b64": base64.b64encode(a.astype("<i8").tobytes()).decode()}
-    return {"dtype": "f64", "b64": base64.b64encode(a.astype("<f8").tobytes()).decode()}
-
-
-def dec(o):
-    return np.frombuffer(base64.b64decode(o["b64"]), dtype="<i8" if o["dtype"] == "i64" else "<f8")
 
 
 FAILS = []
@@ -93,7 +56,7 @@ def main():
     if not os.path.exists(PY):
         print("openfhe driver not built (%s missing): run drivers/openfhe/build.sh" % PY)
         return 77
-    d = Driver()
+    d = Driver(PY, HERE)
     cap = d.req(type="capabilities")
     res = cap["result"]
     check("capabilities", cap["ok"] and res["library"] == "openfhe" and res["protocol"] == 2,

@@ -8,22 +8,20 @@ that only the library call itself sits between the two clock reads.
 
 from __future__ import annotations
 
-import base64
-import gc
-import json
 import math
 import os
 import platform
 import sys
-import time
-import traceback
+from pathlib import Path
 
 import numpy as np
 import seal
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "python_shared"))
+from jsonl_driver import (PROTOCOL, Failure, overhead_ns, regions_of, resolve, serve,  # noqa: E402
+                          time_region, vec_in, vec_out)
+
 DRIVER_VERSION = "0.4.0"
-PROTOCOL = 2
-_DT = {"i64": "<i8", "f64": "<f8", "u64": "<u8"}
 SCHEMES = {"bfv": seal.scheme_type.bfv, "bgv": seal.scheme_type.bgv, "ckks": seal.scheme_type.ckks}
 COMMON = ["encode", "decode", "encrypt_pk", "encrypt_sk", "decrypt", "add", "sub", "add_plain", "mul",
           "mul_relin", "square_relin", "mul_plain", "mul_scalar", "square", "relinearize", "keygen_secret", "keygen_public",
@@ -52,20 +50,6 @@ _DEVIATIONS = {
 }
 DEVIATIONS = {scheme: dict(_DEVIATIONS) for scheme in OPS}
 
-
-class Failure(Exception):
-    def __init__(self, kind: str, message: str):
-        super().__init__(message)
-        self.kind = kind
-
-
-def vec_in(v: dict) -> np.ndarray:
-    return np.frombuffer(base64.b64decode(v["b64"]), dtype=_DT[v["dtype"]])
-
-
-def vec_out(a: np.ndarray) -> dict:
-    kind = "f64" if a.dtype.kind == "f" else "i64"
-    return {"dtype": kind, "b64": base64.b64encode(np.ascontiguousarray(a, dtype=_DT[kind]).tobytes()).decode()}
 
 
 class Setup:
@@ -326,61 +310,6 @@ def coeffs_of(pt, n: int, t: int) -> np.ndarray:
     return out
 
 
-def resolve(attrs: dict, scalars: dict) -> dict:
-    return {k: scalars[v[1:]] if isinstance(v, str) and v.startswith("$") else v for k, v in attrs.items()}
-
-
-def time_region(calls: list) -> tuple[list, int]:
-    """One timed region: the prepared library calls between two reads of the monotonic clock,
-    with Python's cyclic garbage collector held off (as timeit does): the driver's own untimed
-    objects must not be collected inside the region. The results are returned, so freeing them
-    is not timed."""
-    gc_on = gc.isenabled()
-    gc.disable()
-    try:
-        t0 = time.perf_counter_ns()
-        outs = [c() for c in calls]
-        t1 = time.perf_counter_ns()
-    finally:
-        if gc_on:
-            gc.enable()
-    return outs, t1 - t0
-
-
-def overhead_ns() -> int:
-    return int(np.median([time_region([])[1] for _ in range(101)]))
-
-
-def regions_of(program: dict) -> dict[str, tuple[str, list[str]]]:
-    """First step of each timed region -> (region name, its steps), after checking the rules of
-    PROTOCOL.md: known, consecutive, independent steps, each in one region."""
-    order = {st["out"]: i for i, st in enumerate(program["steps"])}
-    seen: set[str] = set()
-    out = {}
-    for region in program["timed"]:
-        name, names = region.get("name"), list(region.get("steps") or [])
-        if not name or not names or name in {r for r, _ in out.values()}:
-            raise Failure("internal", f"timed region {region!r}: needs a unique name and at least one step")
-        for n in names:
-            if n not in order:
-                raise Failure("internal", f"timed region '{name}': '{n}' is no step's out")
-            if n in seen:
-                raise Failure("internal", f"timed region '{name}': step '{n}' is in two regions")
-            seen.add(n)
-        idx = [order[n] for n in names]
-        if idx != list(range(idx[0], idx[0] + len(idx))):
-            raise Failure("internal", f"timed region '{name}': its steps are not consecutive")
-        inside = set(names)
-        for i in idx:
-            st = program["steps"][i]
-            reads = set(st.get("args", [])) | {v for k, v in st.get("attrs", {}).items()
-                                                if k in ("key", "from", "to", "like")}
-            if reads & inside:
-                raise Failure("internal", f"timed region '{name}': step '{st['out']}' reads {sorted(reads & inside)} "
-                                          f"made in the same region")
-        out[names[0]] = (name, names)
-    return out
-
 
 def run_sample(s: Setup, program: dict, regions: dict, sample: dict) -> tuple[dict, dict]:
     vals = {name: vec_in(v) for name, v in sample["inputs"].items()}
@@ -446,43 +375,7 @@ def capabilities() -> dict:
             "schemes": {k: {"ops": v, "limits": limits, "deviations": DEVIATIONS[k]} for k, v in OPS.items()}}
 
 
-def main() -> None:
-    setups: dict[str, Setup] = {}
-    for line in sys.stdin:
-        if not line.strip():
-            continue
-        rid = None
-        try:
-            req = json.loads(line)
-            rid = req.get("id")
-            kind = req.get("type")
-            if req.get("v") != PROTOCOL:
-                raise Failure("internal", f"protocol version {req.get('v')} not supported (this driver speaks {PROTOCOL})")
-            if kind == "capabilities":
-                result = capabilities()
-            elif kind == "setup":
-                s = Setup(req["scheme"], req["params"], req.get("rotations", []), req.get("rotations_pow2", False),
-                          req.get("allow_insecure", False))
-                setups[req["setup_id"]] = s
-                result = {"effective": s.effective(req["params"]), "sizes_bytes": s.sizes()}
-            elif kind == "run":
-                result = handle_run(setups, req)
-            elif kind == "shutdown":
-                print(json.dumps({"v": PROTOCOL, "id": rid, "ok": True, "result": {}}), flush=True)
-                return
-            else:
-                raise Failure("internal", f"unknown request type '{kind}'")
-            reply = {"v": PROTOCOL, "id": rid, "ok": True, "result": result}
-        except Failure as exc:
-            reply = {"v": PROTOCOL, "id": rid, "ok": False, "error": {"kind": exc.kind, "message": str(exc)}}
-        except Exception as exc:  # never die on a bad request
-            traceback.print_exc(file=sys.stderr)
-            msg = f"{type(exc).__name__}: {exc}".replace("\n", " ")
-            reply = {"v": PROTOCOL, "id": rid, "ok": False, "error": {"kind": "internal", "message": msg}}
-        sys.stdout.write(json.dumps(reply) + "\n")
-        sys.stdout.flush()
-
 
 if __name__ == "__main__":
     os.environ.setdefault("OMP_NUM_THREADS", "1")
-    main()
+    serve(capabilities, Setup, handle_run)

@@ -21,25 +21,23 @@ PlainTensor and back into a list), which is not library work.
 
 from __future__ import annotations
 
-import base64
-import gc
-import json
 import math
 import os
 import platform
 import sys
-import time
-import traceback
+from pathlib import Path
 
 import numpy as np
 import tenseal as ts
 import tenseal.sealapi as sa  # TenSEAL's bundled SEAL API: registers seal::Modulus (primes read back), SEAL's parameter check
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "python_shared"))
+from jsonl_driver import (PROTOCOL, Failure, overhead_ns, regions_of, resolve, serve,  # noqa: E402
+                          time_region, vec_in, vec_out)
+
 C = ts._ts_cpp
 DRIVER_VERSION = "0.1.0"
-PROTOCOL = 2
 N_THREADS = 1  # every TenSEAL context is made with n_threads=1
-_DT = {"i64": "<i8", "f64": "<f8", "u64": "<u8"}
 SCHEMES = {"bfv": C.SCHEME_TYPE.BFV, "ckks": C.SCHEME_TYPE.CKKS}
 _SEAL_SCHEMES = {"bfv": sa.SCHEME_TYPE.BFV, "ckks": sa.SCHEME_TYPE.CKKS}
 
@@ -125,20 +123,6 @@ def _deviations(scheme: str) -> dict[str, str]:
 
 DEVIATIONS = {scheme: _deviations(scheme) for scheme in OPS}
 
-
-class Failure(Exception):
-    def __init__(self, kind: str, message: str):
-        super().__init__(message)
-        self.kind = kind
-
-
-def vec_in(v: dict) -> np.ndarray:
-    return np.frombuffer(base64.b64decode(v["b64"]), dtype=_DT[v["dtype"]])
-
-
-def vec_out(a: np.ndarray) -> dict:
-    kind = "f64" if a.dtype.kind == "f" else "i64"
-    return {"dtype": kind, "b64": base64.b64encode(np.ascontiguousarray(a, dtype=_DT[kind]).tobytes()).decode()}
 
 
 def is_vector(obj) -> bool:
@@ -404,61 +388,6 @@ def prepare_arith(s: Setup, op: str, into: bool, args: list, attrs: dict, vals: 
     raise Failure("unsupported", f"TenSEAL driver has no '{op}'")
 
 
-def resolve(attrs: dict, scalars: dict) -> dict:
-    return {k: scalars[v[1:]] if isinstance(v, str) and v.startswith("$") else v for k, v in attrs.items()}
-
-
-def time_region(calls: list) -> tuple[list, int]:
-    """One timed region: the prepared library calls between two reads of the monotonic clock,
-    with Python's cyclic garbage collector held off (as timeit does): the driver's own untimed
-    objects must not be collected inside the region. The results are returned, so freeing them
-    is not timed."""
-    gc_on = gc.isenabled()
-    gc.disable()
-    try:
-        t0 = time.perf_counter_ns()
-        outs = [c() for c in calls]
-        t1 = time.perf_counter_ns()
-    finally:
-        if gc_on:
-            gc.enable()
-    return outs, t1 - t0
-
-
-def overhead_ns() -> int:
-    return int(np.median([time_region([])[1] for _ in range(101)]))
-
-
-def regions_of(program: dict) -> dict[str, tuple[str, list[str]]]:
-    """First step of each timed region -> (region name, its steps), after checking the rules of
-    PROTOCOL.md: known, consecutive, independent steps, each in one region."""
-    order = {st["out"]: i for i, st in enumerate(program["steps"])}
-    seen: set[str] = set()
-    out = {}
-    for region in program["timed"]:
-        name, names = region.get("name"), list(region.get("steps") or [])
-        if not name or not names or name in {r for r, _ in out.values()}:
-            raise Failure("internal", f"timed region {region!r}: needs a unique name and at least one step")
-        for n in names:
-            if n not in order:
-                raise Failure("internal", f"timed region '{name}': '{n}' is no step's out")
-            if n in seen:
-                raise Failure("internal", f"timed region '{name}': step '{n}' is in two regions")
-            seen.add(n)
-        idx = [order[n] for n in names]
-        if idx != list(range(idx[0], idx[0] + len(idx))):
-            raise Failure("internal", f"timed region '{name}': its steps are not consecutive")
-        inside = set(names)
-        for i in idx:
-            st = program["steps"][i]
-            reads = set(st.get("args", [])) | {v for k, v in st.get("attrs", {}).items()
-                                                if k in ("key", "from", "to", "like")}
-            if reads & inside:
-                raise Failure("internal", f"timed region '{name}': step '{st['out']}' reads {sorted(reads & inside)} "
-                                          f"made in the same region")
-        out[names[0]] = (name, names)
-    return out
-
 
 def arm_region(name: str, prepared: list[Prepared]) -> None:
     """Set every step's auto_relin flag before the clock. The flag belongs to a context, so one
@@ -564,43 +493,7 @@ def capabilities() -> dict:
             "schemes": {k: {"ops": v, "limits": limits, "deviations": DEVIATIONS[k]} for k, v in OPS.items()}}
 
 
-def main() -> None:
-    setups: dict[str, Setup] = {}
-    for line in sys.stdin:
-        if not line.strip():
-            continue
-        rid = None
-        try:
-            req = json.loads(line)
-            rid = req.get("id")
-            kind = req.get("type")
-            if req.get("v") != PROTOCOL:
-                raise Failure("internal", f"protocol version {req.get('v')} not supported (this driver speaks {PROTOCOL})")
-            if kind == "capabilities":
-                result = capabilities()
-            elif kind == "setup":
-                s = Setup(req["scheme"], req["params"], req.get("rotations", []), req.get("rotations_pow2", False),
-                          req.get("allow_insecure", False))
-                setups[req["setup_id"]] = s
-                result = {"effective": s.effective(req["params"]), "sizes_bytes": s.sizes()}
-            elif kind == "run":
-                result = handle_run(setups, req)
-            elif kind == "shutdown":
-                print(json.dumps({"v": PROTOCOL, "id": rid, "ok": True, "result": {}}), flush=True)
-                return
-            else:
-                raise Failure("internal", f"unknown request type '{kind}'")
-            reply = {"v": PROTOCOL, "id": rid, "ok": True, "result": result}
-        except Failure as exc:
-            reply = {"v": PROTOCOL, "id": rid, "ok": False, "error": {"kind": exc.kind, "message": str(exc)}}
-        except Exception as exc:  # never die on a bad request
-            traceback.print_exc(file=sys.stderr)
-            msg = f"{type(exc).__name__}: {exc}".replace("\n", " ")
-            reply = {"v": PROTOCOL, "id": rid, "ok": False, "error": {"kind": "internal", "message": msg}}
-        sys.stdout.write(json.dumps(reply) + "\n")
-        sys.stdout.flush()
-
 
 if __name__ == "__main__":
     os.environ.setdefault("OMP_NUM_THREADS", "1")
-    main()
+    serve(capabilities, Setup, handle_run)

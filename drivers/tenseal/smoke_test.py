@@ -9,57 +9,21 @@ fhemark's c8192 sets (N = 8192, one 60-bit special prime): about half a minute o
 Protocol 2: timed regions, k copies of a step in one region, `_into` forms, keys used after a
 timed keygen, relinearization on and off (a product without it keeps 3 components).
 """
-import base64
 import json
 import os
-import subprocess
 import sys
 
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-CACHE = os.environ.get("FHEMARK_CACHE") or os.path.join(
-    os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "fhemark")
-PY = os.path.join(CACHE, "venv-tenseal", "bin", "python")
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "python_shared"))
+from smoke_client import Driver, dec, enc, venv_python  # noqa: E402
+
+PY = venv_python("tenseal")
 T = 786433  # a 20-bit prime = 1 mod 2N at N = 8192
 PARAMS = {"bfv": {"N": 8192, "q_bits": [45, 45, 45], "p_bits": [60], "t": T, "scale_bits": None},
           "ckks": {"N": 8192, "q_bits": [50, 40, 40], "p_bits": [60], "t": None, "scale_bits": 40}}
 
-
-class Driver:
-    def __init__(self):
-        self.p = subprocess.Popen([PY, "driver.py"], cwd=HERE, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-                                  env=dict(os.environ, FHEMARK_THREADS="1"))
-        self.i = 0
-
-    def req(self, **kw):
-        self.i += 1
-        kw.setdefault("v", 2)
-        kw.update(id=self.i)
-        self.p.stdin.write(json.dumps(kw) + "\n")
-        self.p.stdin.flush()
-        line = self.p.stdout.readline()
-        if not line:
-            raise RuntimeError("driver died")
-        rep = json.loads(line)
-        assert rep["id"] == self.i and rep["v"] == 2, rep
-        return rep
-
-    def close(self):
-        r = self.req(type="shutdown")
-        assert r["ok"], r
-        assert self.p.wait(timeout=30) == 0
-
-
-def enc(a):
-    a = np.asarray(a)
-    if a.dtype.kind in "iu":
-        return {"dtype": "i64", "b64": base64.b64encode(a.astype("<i8").tobytes()).decode()}
-    return {"dtype": "f64", "b64": base64.b64encode(a.astype("<f8").tobytes()).decode()}
-
-
-def dec(o):
-    return np.frombuffer(base64.b64decode(o["b64"]), dtype="<i8" if o["dtype"] == "i64" else "<f8")
 
 
 FAILS, PASSES = [], []
@@ -85,7 +49,7 @@ def main():
     if not os.path.exists(PY):
         print("tenseal driver not built (%s missing): run drivers/tenseal/build.sh" % PY)
         return 77
-    d = Driver()
+    d = Driver(PY, HERE)
     cap = d.req(type="capabilities")
     res = cap["result"]
     check("capabilities", cap["ok"] and res["library"] == "tenseal" and res["protocol"] == 2 and res["threads"] == 1,

@@ -1,0 +1,130 @@
+"""What every Python driver of fhemark shares, protocol v2 (protocol/PROTOCOL.md): the vector
+encoding, the timed region, the rules a program's timed regions must follow, and the request
+loop. A driver brings its Setup, its run handler and its capabilities; this module knows no
+library. Drivers import it from here (sys.path), each in its own virtual environment."""
+
+from __future__ import annotations
+
+import base64
+import gc
+import json
+import sys
+import time
+import traceback
+from typing import Callable
+
+import numpy as np
+
+PROTOCOL = 2
+_DT = {"i64": "<i8", "f64": "<f8", "u64": "<u8"}
+
+
+class Failure(Exception):
+    def __init__(self, kind: str, message: str):
+        super().__init__(message)
+        self.kind = kind
+
+
+def vec_in(v: dict) -> np.ndarray:
+    return np.frombuffer(base64.b64decode(v["b64"]), dtype=_DT[v["dtype"]])
+
+
+def vec_out(a: np.ndarray) -> dict:
+    kind = "f64" if a.dtype.kind == "f" else "i64"
+    return {"dtype": kind, "b64": base64.b64encode(np.ascontiguousarray(a, dtype=_DT[kind]).tobytes()).decode()}
+
+
+def resolve(attrs: dict, scalars: dict) -> dict:
+    return {k: scalars[v[1:]] if isinstance(v, str) and v.startswith("$") else v for k, v in attrs.items()}
+
+
+def time_region(calls: list) -> tuple[list, int]:
+    """One timed region: the prepared library calls between two reads of the monotonic clock,
+    with Python's cyclic garbage collector held off (as timeit does): the driver's own untimed
+    objects must not be collected inside the region. The results are returned, so freeing them
+    is not timed."""
+    gc_on = gc.isenabled()
+    gc.disable()
+    try:
+        t0 = time.perf_counter_ns()
+        outs = [c() for c in calls]
+        t1 = time.perf_counter_ns()
+    finally:
+        if gc_on:
+            gc.enable()
+    return outs, t1 - t0
+
+
+def overhead_ns() -> int:
+    return int(np.median([time_region([])[1] for _ in range(101)]))
+
+
+def regions_of(program: dict) -> dict[str, tuple[str, list[str]]]:
+    """First step of each timed region -> (region name, its steps), after checking the rules of
+    PROTOCOL.md: known, consecutive, independent steps, each in one region."""
+    order = {st["out"]: i for i, st in enumerate(program["steps"])}
+    seen: set[str] = set()
+    out = {}
+    for region in program["timed"]:
+        name, names = region.get("name"), list(region.get("steps") or [])
+        if not name or not names or name in {r for r, _ in out.values()}:
+            raise Failure("internal", f"timed region {region!r}: needs a unique name and at least one step")
+        for n in names:
+            if n not in order:
+                raise Failure("internal", f"timed region '{name}': '{n}' is no step's out")
+            if n in seen:
+                raise Failure("internal", f"timed region '{name}': step '{n}' is in two regions")
+            seen.add(n)
+        idx = [order[n] for n in names]
+        if idx != list(range(idx[0], idx[0] + len(idx))):
+            raise Failure("internal", f"timed region '{name}': its steps are not consecutive")
+        inside = set(names)
+        for i in idx:
+            st = program["steps"][i]
+            reads = set(st.get("args", [])) | {v for k, v in st.get("attrs", {}).items()
+                                                if k in ("key", "from", "to", "like")}
+            if reads & inside:
+                raise Failure("internal", f"timed region '{name}': step '{st['out']}' reads {sorted(reads & inside)} "
+                                          f"made in the same region")
+        out[names[0]] = (name, names)
+    return out
+
+
+def serve(capabilities: Callable[[], dict], setup: Callable, handle_run: Callable[[dict, dict], dict]) -> None:
+    """Answer requests on stdin, one JSON line each, until shutdown or end of input. `setup` is
+    called with (scheme, params, rotations, rotations_pow2, allow_insecure) and must offer
+    effective(params) and sizes()."""
+    setups: dict = {}
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        rid = None
+        try:
+            req = json.loads(line)
+            rid = req.get("id")
+            kind = req.get("type")
+            if req.get("v") != PROTOCOL:
+                raise Failure("internal", f"protocol version {req.get('v')} not supported (this driver speaks {PROTOCOL})")
+            if kind == "capabilities":
+                result = capabilities()
+            elif kind == "setup":
+                s = setup(req["scheme"], req["params"], req.get("rotations", []), req.get("rotations_pow2", False),
+                          req.get("allow_insecure", False))
+                setups[req["setup_id"]] = s
+                result = {"effective": s.effective(req["params"]), "sizes_bytes": s.sizes()}
+            elif kind == "run":
+                result = handle_run(setups, req)
+            elif kind == "shutdown":
+                print(json.dumps({"v": PROTOCOL, "id": rid, "ok": True, "result": {}}), flush=True)
+                return
+            else:
+                raise Failure("internal", f"unknown request type '{kind}'")
+            reply = {"v": PROTOCOL, "id": rid, "ok": True, "result": result}
+        except Failure as exc:
+            reply = {"v": PROTOCOL, "id": rid, "ok": False, "error": {"kind": exc.kind, "message": str(exc)}}
+        except Exception as exc:  # never die on a bad request
+            traceback.print_exc(file=sys.stderr)
+            msg = f"{type(exc).__name__}: {exc}".replace("\n", " ")
+            reply = {"v": PROTOCOL, "id": rid, "ok": False, "error": {"kind": "internal", "message": msg}}
+        sys.stdout.write(json.dumps(reply) + "\n")
+        sys.stdout.flush()
