@@ -32,7 +32,7 @@ from .locations import project_root
 from .metadata import environment
 from .plan import build
 from .run import Runner
-from .security import estimate, estimates
+from .security import bound, estimates
 from .store import Store
 from .suites import Suite
 
@@ -73,9 +73,21 @@ def _split(total: int) -> list[int]:
 
 
 def _bound(n: int, need: Need) -> int:
-    """The largest log QP the table allows at the required security for ring size n."""
-    from .security import _tables  # the table rows, not a one-off estimate
-    return _tables()[need.table][n].get(need.security, 0)
+    return bound(n, need.table, need.security)
+
+
+def _first_scale(need: Need) -> int:
+    return max(20, math.ceil(need.precision + CKKS_LOSS_BITS))
+
+
+def _first_int_chain(need: Need, n: int) -> int:
+    """Bits of the smallest BFV/BGV ciphertext modulus the rules of thumb try at ring size n."""
+    return need.plain_bits + INT_FRESH + need.depth * (need.plain_bits + int(math.log2(n)) + INT_MUL_EXTRA)
+
+
+def _ckks_chain(need: Need, scale: int) -> list[int]:
+    """The first prime holds the result's magnitude with 10 bits to spare; one scale-sized prime per level."""
+    return [min(MAX_PRIME, scale + 10)] + [scale] * need.depth
 
 
 def _rings(need: Need) -> list[int]:
@@ -86,19 +98,18 @@ def _rings(need: Need) -> list[int]:
 def candidates(need: Need) -> Iterator[dict]:
     """Parameter specs (the suite's inline form), smallest first: the ring size first, then the chain."""
     for n in _rings(need):
-        bound = _bound(n, need)
+        limit = _bound(n, need)
         if need.scheme == "ckks":
-            scale = max(20, math.ceil(need.precision + CKKS_LOSS_BITS))
+            scale = _first_scale(need)
             while scale <= MAX_PRIME - 2:
-                first = min(MAX_PRIME, scale + 10)
-                q = [first] + [scale] * need.depth
-                if sum(q) + SPECIAL_BITS > bound:
+                q = _ckks_chain(need, scale)
+                if sum(q) + SPECIAL_BITS > limit:
                     break
                 yield {"N": n, "q_bits": q, "p_bits": [SPECIAL_BITS], "scale_bits": scale}
                 scale += 4
         else:
-            total = need.plain_bits + INT_FRESH + need.depth * (need.plain_bits + int(math.log2(n)) + INT_MUL_EXTRA)
-            while total + SPECIAL_BITS <= bound:
+            total = _first_int_chain(need, n)
+            while total + SPECIAL_BITS <= limit:
                 yield {"N": n, "q_bits": _split(total), "p_bits": [SPECIAL_BITS], "t_bits": need.plain_bits}
                 total += INT_STEP
 
@@ -117,9 +128,7 @@ def check_possible(need: Need) -> None:
                         f"{RINGS[-1] // (2 if need.scheme == 'ckks' else 1)})", "pack fewer values per ciphertext")
     if next(candidates(need), None) is None:
         n = _rings(need)[-1]
-        smallest = (min(MAX_PRIME, max(20, math.ceil(need.precision + CKKS_LOSS_BITS)) + 10)
-                    + need.depth * max(20, math.ceil(need.precision + CKKS_LOSS_BITS)) if need.scheme == "ckks" else
-                    need.plain_bits + INT_FRESH + need.depth * (need.plain_bits + int(math.log2(n)) + INT_MUL_EXTRA))
+        smallest = sum(_ckks_chain(need, _first_scale(need))) if need.scheme == "ckks" else _first_int_chain(need, n)
         raise UserError(f"impossible: {need.describe()} needs log QP of about {smallest + SPECIAL_BITS} bits, and the "
                         f"largest ring every library here builds (N = {n}) allows {_bound(n, need)} bits at "
                         f"{need.security}-bit security under {need.table}",
@@ -210,6 +219,3 @@ def security_text(spec: dict) -> str:
     log_qp = sum(spec["q_bits"]) + sum(spec["p_bits"])
     return ", ".join(f"{e.describe()} ({t})" for t, e in estimates(spec["N"], log_qp).items())
 
-
-def meets(spec: dict, need: Need) -> bool:
-    return estimate(spec["N"], sum(spec["q_bits"]) + sum(spec["p_bits"]), need.table).bits >= need.security

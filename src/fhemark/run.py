@@ -267,12 +267,13 @@ class Runner:
         base = op.build(job.scheme, prep.plain)
         drv = self.driver(job.library)
 
-        facts_due = [True]  # noise, sizes and levels: read once per slice, not on every batch
+        facts_due = True  # noise, sizes and levels: read once per slice, not on every batch
 
         def batch(count: int, k: int) -> tuple[list[dict[str, float]], list[dict]]:
             # Reading a fact can cost a driver far more than the op (OpenFHE's noise budget:
             # ~0.2 s of serialization per reading against a 50 us add): once per slice is enough.
-            facts, facts_due[0] = facts_due[0], False
+            nonlocal facts_due
+            facts, facts_due = facts_due, False
             program = base.replicate(k) if facts else replace(base.replicate(k), noise=[], sizes=[], levels=[])
             draws = [[(self._inputs(op, prep, job, rng), op.scalars(prep.plain, rng)) for _ in range(k)]
                      for _ in range(count)]

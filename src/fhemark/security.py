@@ -58,5 +58,10 @@ def estimate(n: int, log_qp: float, table: str) -> Estimate:
     return Estimate(table, int(128 * bounds[128] / log_qp), True, bounds[128])
 
 
+def bound(n: int, table: str, level: int) -> int:
+    """The largest log QP the table allows at `level` bits for ring size n (0: the level is not in its row)."""
+    return _tables()[table][n].get(level, 0)
+
+
 def estimates(n: int, log_qp: float) -> dict[str, Estimate]:
     return {t: estimate(n, log_qp, t) for t in TABLES}
