@@ -36,14 +36,16 @@ def test_matvec_is_the_matrix_vector_product(plain, d):
 def test_the_other_workloads_compute_what_their_names_say():
     rng = np.random.default_rng(3)
     op = lookup("dot_64", "ckks")
-    x = op.gen(CKKS, rng)
-    assert np.isclose(op.expect(CKKS, x, {})[0], x["x"] @ x["y"])
+    x = op.gen(CKKS, rng)  # slots / 64 instances side by side, each checked
+    blocks = CKKS.slots // 64
+    want = np.einsum("bi,bi->b", x["x"].reshape(blocks, 64), x["y"].reshape(blocks, 64))
+    assert np.allclose(op.expect(CKKS, x, {})[::64], want)
     op = lookup("mean_128", "ckks")
     x = op.gen(CKKS, rng)
-    assert np.isclose(op.expect(CKKS, x, {})[0], x["x"][:128].mean())
+    assert np.allclose(op.expect(CKKS, x, {})[::128], x["x"].reshape(-1, 128).mean(axis=1))
     op = lookup("tally_256", "bgv")
     x = op.gen(BFV, rng)
-    assert op.expect(BFV, x, {})[0] == x["x"][:256].sum() and set(np.unique(x["x"])) <= {0, 1}
+    assert list(op.expect(BFV, x, {})[::256]) == list(x["x"].reshape(-1, 256).sum(axis=1)) and set(np.unique(x["x"])) <= {0, 1}
     op = lookup("poly_3", "bfv")
     x = op.gen(BFV, rng)
     c = [int(x[f"c{i}"][0]) for i in range(4)]
@@ -52,6 +54,35 @@ def test_the_other_workloads_compute_what_their_names_say():
     assert lookup("mean_8", "bfv") is None and lookup("logreg_16", "bgv") is None  # not offered there
     assert known("matvec_256") and not known("matvec_100") and not known("dot_1")
     assert known("logreg_16") and not known("logreg_12") and known("poly_1") and lookup("poly_1", "bfv") is None
+
+
+@pytest.mark.parametrize("plain", [CKKS, BFV], ids=["ckks", "bfv"])
+def test_native_variants_compute_what_the_portable_ones_do(plain):
+    """A native variant is the same workload through the library's routines: its reference is the
+    matrix product, inner product, polynomial, ... (numpy), as the portable variant's is."""
+    rng = np.random.default_rng(11)
+    d = 16
+    m = rng.integers(0, plain.t, (d, d)) if plain.exact else rng.uniform(-1, 1, (d, d))
+    v = rng.integers(0, plain.t, d) if plain.exact else rng.uniform(-1, 1, d)
+    want = (m.astype(object) @ v.astype(object)) % plain.t if plain.exact else m @ v
+    circ, out = matvec(plain.scheme, d, native=True)
+    assert circ.counts() == ({"linear_transform": 1} if plain.exact else {"linear_transform": 1, "rescale": 1})
+    got = circ.reference(plain, matvec_layout(plain, m, v, native=True), out)
+    assert np.allclose(got[:d].astype(float), np.asarray(want, dtype=float))
+    for name in ("dot_64", "tally_64" if plain.exact else "mean_64", "similarity_100x16"):
+        portable, native = lookup(name, plain.scheme), lookup(name + "_native", plain.scheme)
+        x = portable.gen(plain, np.random.default_rng(5))
+        assert native.facts["variant"] == "native" and portable.facts["variant"] == "portable"
+        a, b = portable.expected(plain, x, {}), native.expected(plain, x, {})
+        assert a.keys() == b.keys() and all(np.allclose(a[k], b[k]) for k in a)
+        assert "rotate" not in str(native.build(plain.scheme, plain).steps)  # the routine, not rotations
+    if not plain.exact:
+        op = lookup("poly_7_native", "ckks")
+        x, sc = op.gen(plain, rng), op.scalars(plain, rng)
+        assert set(x) == {"x"} and len(sc) == 8
+        assert np.allclose(op.expect(plain, x, sc), np.polyval([sc[f"c{i}"] for i in range(7, -1, -1)], x["x"]))
+        assert [s["op"] for s in op.build("ckks", plain).steps if s["out"] in op.build("ckks", plain).timed] == ["poly_eval"]
+    assert lookup("poly_3_native", "bfv") is None  # no library here evaluates BFV/BGV polynomials
 
 
 @pytest.mark.parametrize("deg", [1, 3, 7])
@@ -246,19 +277,25 @@ def test_the_cost_model_adds_up_single_ops_from_the_same_run_only():
     from fhemark.report.tables import app_tables
 
     def rec(op, ns, run="r1", lib="seal"):
-        return {"op": op, "median_ns": ns, "run_id": run, "library": lib, "scheme": "ckks", "params": {"name": "c8192"},
-                "slots": 4096, "status": "ok", "title": op, "workload": {"variant": "portable"} if op.startswith("dot") else None,
+        return {"op": op, "median_ns": ns, "run_id": run, "library": lib, "scheme": "ckks",
+                "params": {"name": "c8192", "q_bits": [60, 40, 40, 60]},
+                "slots": 4096, "status": "ok", "title": op,
+                "workload": {"workload": "dot", "size": 16, "block": 16, "variant": "portable"} if op.startswith("dot") else None,
                 "ci95_ns": [ns * 0.9, ns * 1.1], "samples_ns": [ns] * 6, "job_key": f"{run}{lib}{op}"}
     singles = [rec("mul_relin", 3000.0), rec("rescale", 500.0), rec("rotate_1", 2000.0), rec("add", 100.0)]
     dot = rec("dot_16", 20000.0)
     p = predict(dot, [dot] + singles + [rec("add", 1e9, run="r0")])  # another run's add is not used
     assert p.steps == {"mul_relin": 1, "rescale": 1, "rotate": 4, "add": 4} and p.missing == []
     assert p.ns == 3000 + 500 + 4 * 2000 + 4 * 100
+    # Level-aware: the rotations and additions after the rescale have 3 of the chain's 4 primes left.
+    assert p.ns_levels == 3000 + 500 + 0.75 * (4 * 2000 + 4 * 100)
     lacking = predict(dot, [dot] + singles[:2])
     assert lacking.ns is None and lacking.missing == ["add", "rotate_1"]
     (table,) = app_tables([dot] + singles)
-    row = table.rows[0]
-    assert row[4] == "11.9 µs" and row[5] == f"{20000 / 11900:.2f}"
+    row = dict(zip(table.columns, table.rows[0]))
+    assert row["model: level-aware / flat"] == "9.8 µs / 11.9 µs"
+    assert row["measured / model"] == f"{20000 / 9800:.2f} / {20000 / 11900:.2f}"
+    assert row["throughput (instances; time each)"].startswith(f"{256 / 20e-6:,.4g}/s (256;")  # 4096 slots / 16
 
 
 def test_integer_multiplication_runs_on_radix_integers_checked(tmp_path, driver_pool):

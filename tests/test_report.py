@@ -143,6 +143,18 @@ def test_ratio_table_pairs_rounds_of_libraries_measured_interleaved():
     assert row[2].startswith("3.00x [3.00, 3.00]") and row[3].startswith("1 (fastest)")
 
 
+def test_a_layer_is_shown_as_a_ratio_to_the_library_it_wraps():
+    """TenSEAL over SEAL: paired ratios per op from one run; a library that wraps nothing, or whose
+    wrapped library did not run the op, has no row."""
+    from fhemark.report.tables import layer_table
+    recs = [_paired("seal", 100.0), _paired("tenseal", 150.0, wraps="seal"), _paired("lattigo", 300.0),
+            _paired("tenseal", 80.0, op="sub", wraps="seal")]
+    table = layer_table(recs)
+    (row,) = table.rows
+    assert row[0] == "tenseal over seal" and row[2] == "add" and row[-1].startswith("1.50x [1.50, 1.50]")
+    assert layer_table([_paired("seal", 100.0), _paired("lattigo", 300.0)]) is None
+
+
 def _paired(library, median, op="add", scheme="bfv", run_id="r", **extra):
     """A record measured in 6 interleaved rounds whose samples drift alike for every library."""
     rounds = [r for r in range(6) for _ in range(3)]

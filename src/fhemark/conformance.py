@@ -103,7 +103,30 @@ def _encode_like() -> BenchOp:
                    lambda scheme: circ.program(out), lambda p, v, s: circ.reference(p, v, out), inputs=("x", "y", "c"))
 
 
-def _rlwe_cases(params_by_scheme: dict[str, ParamSpec]) -> list[dict]:
+def _routines(scheme: str) -> list[BenchOp]:
+    """The library routines of native variants (PROTOCOL.md, "Library routines") on 8-slot inputs:
+    windows and diagonals that reach past the inputs into the zero padding, a non-power-of-two
+    rotation among the diagonals, and per-sample coefficients (`$name` in a list attr)."""
+    def one(name: str, inputs: tuple[str, ...], build, scalars=None) -> BenchOp:
+        circ = Circuit(scheme, native=True)
+        out = build(circ)
+        return BenchOp(name, f"library routine {name}", (scheme,), lambda s: circ.program(out),
+                       lambda p, v, sc: circ.reference(p, {**v, **sc}, out), inputs=inputs,
+                       **({"scalars": scalars} if scalars else {}))
+
+    ops = [one("inner_sum", ("x",), lambda c: c.inner_sum(c.encrypted("x"), 4)),
+           one("inner_product", ("x", "y"), lambda c: c.inner_product(c.encrypted("x"), c.encrypted("y"), 4)),
+           one("linear_transform", ("x", "d0", "d1", "d3"),
+               lambda c: c.linear_transform(c.encrypted("x"), {0: "d0", 1: "d1", 3: "d3"}))]
+    if scheme == "ckks":
+        for deg in (3, 7):
+            coeffs = [f"a{i}" for i in range(deg + 1)]
+            ops.append(one(f"poly_eval_{deg}", ("x",), lambda c, coeffs=coeffs: c.poly_eval(c.encrypted("x"), coeffs),
+                           lambda p, r, coeffs=coeffs: {a: round(float(r.uniform(-1, 1)), 3) for a in coeffs}))
+    return ops
+
+
+def _rlwe_cases(params_by_scheme: dict[str, ParamSpec], routines: bool = True) -> list[dict]:
     cases = []
     for scheme, spec in params_by_scheme.items():
         params = _validated(spec, scheme, "conformance")
@@ -116,6 +139,10 @@ def _rlwe_cases(params_by_scheme: dict[str, ParamSpec]) -> list[dict]:
             cases.append(_case(f"{scheme}/{name}", scheme, op, plain, params, rng, True))
             if op.repeatable(op.program(scheme)):
                 cases.append(_case(f"{scheme}/{name}", scheme, op, plain, params, rng, True, COPIES))
+        for op in _routines(scheme) if routines else []:
+            cases.append(_case(f"{scheme}/{op.name}", scheme, op, plain, params, np.random.default_rng(20261125), True))
+            cases.append(_case(f"{scheme}/{op.name}", scheme, op, plain, params, np.random.default_rng(20261126), True,
+                               COPIES))
     params = _validated(params_by_scheme["ckks"], "ckks", "conformance")
     cases.append(_case("ckks/encode_like", "ckks", _encode_like(), Plain("ckks", params.slots("ckks")), params,
                        np.random.default_rng(20261124), True))
@@ -127,7 +154,7 @@ def generate_secure() -> dict:
     return {"version": 2, "note": "the RLWE cases at a secure common chain (c8192), for libraries that cannot run "
                                   "insecure parameters; a name ending in #3 runs three copies of the op in one timed region",
             "setup": {"rotations": [1], "rotations_pow2": True, "allow_insecure": False},
-            "cases": _rlwe_cases(SECURE_CASE_PARAMS)}
+            "cases": _rlwe_cases(SECURE_CASE_PARAMS, routines=False)}  # the libraries with routines run insecure cases
 
 
 def generate() -> dict:

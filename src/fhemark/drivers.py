@@ -26,6 +26,7 @@ class Manifest:
     build: tuple[str, ...] = ()      # the build command, run in the driver folder (empty: nothing to build)
     schemes: tuple[str, ...] = ()    # what it can offer, declared so a suite's needs are known before a build
     build_estimate_s: int = 0        # a first build's duration on 2 cores, shown while building
+    wraps: str = ""                  # the library this one is a layer over (TenSEAL: seal), for the layer's cost
 
     @property
     def buildable(self) -> bool:
@@ -57,6 +58,7 @@ class ManifestFile(BaseModel):
     build: list[str] = []
     schemes: list[str] = []
     build_estimate_s: int = Field(0, ge=0)
+    wraps: str = ""
 
 
 def _manifest(path: Path) -> Manifest:
@@ -77,7 +79,7 @@ def _manifest(path: Path) -> Manifest:
         field = ".".join(str(x) for x in err["loc"]) or "(top level)"
         raise UserError(f"{path}: driver manifest field '{field}': {err['msg']}", fix)
     return Manifest(m.library, path.parent, tuple(_expand(a) for a in m.command), m.requires, tuple(m.toolchain),
-                    tuple(m.build), tuple(m.schemes), m.build_estimate_s)
+                    tuple(m.build), tuple(m.schemes), m.build_estimate_s, m.wraps)
 
 
 def manifests() -> dict[str, Manifest]:

@@ -85,11 +85,14 @@ class Program:
         def ren(name: str, i: int) -> str:
             return name if name in STANDARD_KEYS else f"{name}.{i}"
 
+        def scalar(v, i: int):
+            return f"{v}.{i}" if isinstance(v, str) and v.startswith("$") else v
+
         def copy(st: dict, i: int) -> dict:
             c = {**st, "out": ren(st["out"], i), "args": [ren(a, i) for a in st["args"]]}
             if st.get("attrs"):
-                c["attrs"] = {k_: (f"{v}.{i}" if isinstance(v, str) and v.startswith("$") else
-                                   ren(v, i) if k_ in _REF_ATTRS and isinstance(v, str) and v in outs else v)
+                c["attrs"] = {k_: ([scalar(x, i) for x in v] if isinstance(v, list) else scalar(v, i) if k_ not in _REF_ATTRS
+                                   else ren(v, i) if isinstance(v, str) and v in outs else v)
                               for k_, v in st["attrs"].items()}
             return c
 

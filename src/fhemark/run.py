@@ -443,6 +443,7 @@ class Runner:
             "library_version": caps.library_version if caps else None,
             "driver_version": caps.driver_version if caps else None,
             "library_build": caps.build if caps else None,
+            "wraps": manifests()[job.library].wraps or None,
             "scheme": job.scheme,
             "params": {**job.params.wire(), "name": job.params.name, "log_qp": log_qp,
                        "log_qp_nominal": job.params.log_qp_nominal,

@@ -5,6 +5,7 @@ algorithm itself, replayed on the plaintext inputs."""
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -20,6 +21,7 @@ Env = dict[str, Any]
 @dataclass
 class Circuit:
     scheme: str
+    native: bool = False  # the library's own routines (inner_sum, ...) where the portable program spells them out
     steps: list[dict] = field(default_factory=list)
     timed: list[str] = field(default_factory=list)
     replay: list[tuple[str, Callable[[Plain, Env], np.ndarray]]] = field(default_factory=list)
@@ -118,12 +120,51 @@ class Circuit:
         return self._op(prim, (a,), lambda p, e: p.rotate(e[a], k), steps=k)
 
     def rotate_sum(self, a: str, n: int) -> str:
-        """Every slot i gets the sum of slots i .. i + n - 1 (n a power of two): log2(n) rotations."""
+        """Every slot i gets the sum of slots i .. i + n - 1 (n a power of two): log2(n) rotations,
+        or the library's `inner_sum` in a native circuit."""
+        if self.native:
+            return self.inner_sum(a, n)
         k = 1
         while k < n:
             a = self.add(a, self.rotate(a, k))
             k *= 2
         return a
+
+    # the library's own routines (native variants): one step each, replayed as their definition
+    def inner_sum(self, a: str, n: int) -> str:
+        return self._op("inner_sum", (a,), lambda p, e: _window_sum(p, e[a], n), n=n)
+
+    def inner_product(self, a: str, b: str, n: int) -> str:
+        """x * y relinearized, then `inner_sum` (CKKS: not rescaled)."""
+        return self._op("inner_product", (a, b), lambda p, e: _window_sum(p, p.mul(e[a], e[b]), n), n=n)
+
+    def linear_transform(self, v: str, diagonals: dict[int, str]) -> str:
+        """sum_k diag_k * rot_k(v) over plaintext diagonals given as inputs (CKKS: not rescaled).
+        The diagonals travel as the step's vec arguments; the driver encodes them untimed."""
+        ks = sorted(diagonals)
+        names = [diagonals[k] for k in ks]
+
+        def apply(p: Plain, e: Env) -> np.ndarray:
+            terms = [p.mul(e[n], p.rotate(e[v], k)) for k, n in zip(ks, names)]
+            out = terms[0]
+            for t in terms[1:]:
+                out = p.add(out, t)
+            return out
+        return self._op("linear_transform", (v, *names), apply, diagonals=ks)
+
+    def poly_eval(self, x: str, coeffs: list[str | float]) -> str:
+        """CKKS: sum_i c_i x^i by the library's polynomial evaluator; `coeffs` lowest degree first,
+        numbers or the names of per-sample scalars. Its levels are the library's: the builder
+        counts the power tree's ceil(log2(d + 1))."""
+        wire = [f"${c}" if isinstance(c, str) else c for c in coeffs]
+
+        def apply(p: Plain, e: Env) -> np.ndarray:
+            cs = [float(e[c]) if isinstance(c, str) else float(c) for c in coeffs]
+            return np.polynomial.polynomial.polyval(e[x], cs)
+        out = self._op("poly_eval", (x,), apply, coeffs=wire)
+        self._depth[out] = self.level_of(x) + math.ceil(math.log2(len(coeffs)))
+        self.levels = max(self.levels, self._depth[out])
+        return out
 
     def horner(self, x: str, coeffs: list[str | None]) -> str:
         """p(x) = sum_i c_i x^i by Horner's rule, (((c_d x + c_{d-1}) x + c_{d-2}) x + ...) + c_0:
@@ -158,8 +199,9 @@ class Circuit:
         return Program(self.steps + dec, list(self.timed), outputs=[f"z{i}" for i in range(len(outs))],
                        noise=[outs[0]], sizes=[outs[0]], levels=[outs[0]])
 
-    def reference(self, plain: Plain, inputs: dict[str, np.ndarray], *outs: str) -> np.ndarray | dict[str, np.ndarray]:
-        """The outputs `program(*outs)` decrypts, computed on cleartext."""
+    def reference(self, plain: Plain, inputs: dict[str, Any], *outs: str) -> np.ndarray | dict[str, np.ndarray]:
+        """The outputs `program(*outs)` decrypts, computed on cleartext (`inputs`: the sample's
+        vectors and scalars)."""
         env: Env = dict(inputs)
         for name, fn in self.replay:
             env[name] = fn(plain, env)
@@ -168,3 +210,11 @@ class Circuit:
     def counts(self) -> dict[str, int]:
         """Timed steps per primitive: what a cost model adds up."""
         return dict(Counter(s["op"] for s in self.steps if s["out"] in self.timed))
+
+
+def _window_sum(p: Plain, x: np.ndarray, n: int) -> np.ndarray:
+    """out[i] = sum_{j<n} x[i + j], rotations within a row: what inner_sum computes."""
+    out = x
+    for j in range(1, n):
+        out = p.add(out, p.rotate(x, j))
+    return out

@@ -1,7 +1,9 @@
 """Application workloads (HomomorphicEncryption.org's benchmarking suite, HEBench), each written
 once with the `Circuit` builder and run unchanged on every library: the portable variant, the
 fair comparison. Names carry their size: dot_<n>, matvec_<d>, poly_<deg>, tally_<n>, mean_<n>,
-logreg_<n>, similarity_<records>x<dim>, zmul_<bits>."""
+logreg_<n>, similarity_<records>x<dim>, zmul_<bits>. A `_native` suffix (matvec_256_native) is the
+native variant: the same workload with the library's own routines (inner_sum, inner_product,
+linear_transform, poly_eval) where the portable program spells them out in primitives."""
 
 from __future__ import annotations
 
@@ -37,27 +39,24 @@ def _uniform(plain: Plain, rng: np.random.Generator, n: int) -> np.ndarray:
     return rng.integers(0, plain.t, size=n, dtype=np.int64) if plain.exact else rng.uniform(-1.0, 1.0, size=n)
 
 
-def _padded(plain: Plain, v: np.ndarray) -> np.ndarray:
-    out = np.zeros(plain.slots, dtype=v.dtype)
-    out[:v.size] = v
-    return out
-
-
 def _fits(size: int) -> Callable[[Plain], bool]:
     return lambda plain: size <= plain.row_length()
 
 
 # ---- dot_<n>: inner product of two encrypted vectors ------------------------------------------
 
-def dot(scheme: str, n: int) -> tuple[Circuit, str]:
-    c = Circuit(scheme)
+def dot(scheme: str, n: int, native: bool = False) -> tuple[Circuit, str]:
+    c = Circuit(scheme, native)
+    if native:
+        return c, c.rescaled(c.inner_product(c.encrypted("x"), c.encrypted("y"), n))
     prod = c.rescaled(c.mul(c.encrypted("x"), c.encrypted("y")))
     return c, c.rotate_sum(prod, n)
 
 
-def _dot_gen(n: int):
+def _dot_gen(n: int, native: bool = False):
+    """Every slot filled: slots / n instances packed in one ciphertext, every window sum checked."""
     def gen(plain: Plain, rng: np.random.Generator) -> dict[str, np.ndarray]:
-        return {"x": _padded(plain, _uniform(plain, rng, n)), "y": _padded(plain, _uniform(plain, rng, n))}
+        return {"x": _uniform(plain, rng, plain.slots), "y": _uniform(plain, rng, plain.slots)}
     return gen
 
 
@@ -69,14 +68,17 @@ def baby_giant(d: int) -> tuple[int, int]:
     return b, d // b
 
 
-def matvec(scheme: str, d: int) -> tuple[Circuit, str]:
+def matvec(scheme: str, d: int, native: bool = False) -> tuple[Circuit, str]:
     """Halevi-Shoup diagonal method with baby-step giant-step rotations:
     M v = sum_g rot_{g b}( sum_j diag'_{g b + j} * rot_j(v) ), where diag'_k is diagonal k of M
     pre-rotated by -g b (done on the plaintext, outside the timed work). d + b + g - 2 rotations
-    become b - 1 + g - 1; one rescale at the end (one level)."""
-    b, g = baby_giant(d)
-    c = Circuit(scheme)
+    become b - 1 + g - 1; one rescale at the end (one level). Native: the library's linear
+    transformation over the d plain diagonals (its own split, hoisting and pre-rotation)."""
+    c = Circuit(scheme, native)
     v = c.encrypted("v")
+    if native:
+        return c, c.rescaled(c.linear_transform(v, {k: f"m{k}" for k in range(d)}))
+    b, g = baby_giant(d)
     babies = [v] + [c.rotate(v, j) for j in range(1, b)]
     outer = []
     for gi in range(g):
@@ -90,28 +92,28 @@ def _matvec_steps(d: int) -> list[int]:
     return list(range(1, b)) + [i * b for i in range(1, g)]
 
 
-def matvec_layout(plain: Plain, m: np.ndarray, v: np.ndarray) -> dict[str, np.ndarray]:
-    """The inputs of `matvec` for matrix m and vector v: v along the rows, and the pre-rotated
-    generalized diagonals of m."""
+def matvec_layout(plain: Plain, m: np.ndarray, v: np.ndarray, native: bool = False) -> dict[str, np.ndarray]:
+    """The inputs of `matvec` for matrix m and vector v: v along the rows, and the generalized
+    diagonals of m, pre-rotated for the portable giant steps (native: as they are)."""
     d = v.size
     b, _ = baby_giant(d)
     out = {"v": _row(plain, v)}
     idx = np.arange(d)
     for k in range(d):
         diag = m[idx, (idx + k) % d]
-        out[f"m{k}"] = _row(plain, np.roll(diag, (k // b) * b))  # rot_{-gb}: out[i] = diag[i - gb]
+        out[f"m{k}"] = _row(plain, diag if native else np.roll(diag, (k // b) * b))  # rot_{-gb}: out[i] = diag[i - gb]
     return out
 
 
-def _matvec_gen(d: int):
+def _matvec_gen(d: int, native: bool = False):
     def gen(plain: Plain, rng: np.random.Generator) -> dict[str, np.ndarray]:
-        return matvec_layout(plain, _uniform(plain, rng, d * d).reshape(d, d), _uniform(plain, rng, d))
+        return matvec_layout(plain, _uniform(plain, rng, d * d).reshape(d, d), _uniform(plain, rng, d), native)
     return gen
 
 
 # ---- poly_<deg>: an integer polynomial (BFV/BGV), Horner's rule --------------------------------
 
-def poly(scheme: str, deg: int) -> tuple[Circuit, str]:
+def poly(scheme: str, deg: int, native: bool = False) -> tuple[Circuit, str]:
     """p(x) = c_deg x^deg + ... + c_0 with fresh coefficients (server-side plaintexts) each
     sample: deg - 1 ciphertext multiplications in sequence (depth deg - 1), deg plaintext
     additions and one plaintext multiplication."""
@@ -123,7 +125,7 @@ def poly(scheme: str, deg: int) -> tuple[Circuit, str]:
     return c, acc
 
 
-def _poly_gen(deg: int):
+def _poly_gen(deg: int, native: bool = False):
     def gen(plain: Plain, rng: np.random.Generator) -> dict[str, np.ndarray]:
         out = {"x": plain.random(rng)}
         out.update({f"c{i}": np.full(plain.slots, int(rng.integers(0, plain.t)), dtype=np.int64) for i in range(deg + 1)})
@@ -133,7 +135,7 @@ def _poly_gen(deg: int):
 
 # ---- poly_<deg> on CKKS: a real polynomial, Horner's rule ---------------------------------------
 
-def poly_ckks(scheme: str, deg: int) -> tuple[Circuit, str]:
+def poly_ckks(scheme: str, deg: int, native: bool = False) -> tuple[Circuit, str]:
     """p(x) = c_deg x^deg + ... + c_0 on real slots, Horner's rule, fresh coefficients each sample:
     one plaintext multiplication, deg - 1 ciphertext multiplications, deg rescales (depth deg)
     and deg plaintext additions, each constant encoded at the accumulator's level and exact scale
@@ -141,19 +143,32 @@ def poly_ckks(scheme: str, deg: int) -> tuple[Circuit, str]:
     Horner consumes deg levels, not the optimal ceil(log2(deg + 1)) of a power tree
     (Paterson-Stockmeyer, baby-step giant-step): a tree adds terms x^i c_i reached by different
     paths of rescales, whose scales differ (Delta^2 / q_i over different primes), and SEAL adds
-    only terms of equal scale; Horner has one term per addition, made exactly like its constant."""
-    c = Circuit(scheme)
+    only terms of equal scale; Horner has one term per addition, made exactly like its constant.
+    Native: the library's polynomial evaluator, the coefficients as numbers (per-sample scalars)."""
+    c = Circuit(scheme, native)
+    if native:
+        return c, c.poly_eval(c.encrypted("x"), [f"c{i}" for i in range(deg + 1)])
     return c, c.horner(c.encrypted("x"), [f"c{i}" for i in range(deg + 1)])
 
 
-def _poly_ckks_gen(deg: int):
-    """x uniform in [-1, 1]; c_i uniform in [-1, 1] / (i + 1), one value in every slot: |p(x)| <=
-    H_{deg+1} (2.7 at degree 7), small enough for the precision the check asks."""
+def _poly_ckks_coeffs(deg: int, rng: np.random.Generator) -> list[float]:
+    return [float(rng.uniform(-1.0, 1.0)) / (i + 1) for i in range(deg + 1)]
+
+
+def _poly_ckks_gen(deg: int, native: bool = False):
+    """x uniform in [-1, 1]; c_i uniform in [-1, 1] / (i + 1), one value in every slot (native: as
+    scalars, drawn by `_poly_ckks_scalars`): |p(x)| <= H_{deg+1} (2.7 at degree 7), small enough
+    for the precision the check asks."""
     def gen(plain: Plain, rng: np.random.Generator) -> dict[str, np.ndarray]:
         out = {"x": rng.uniform(-1.0, 1.0, size=plain.slots)}
-        out.update({f"c{i}": np.full(plain.slots, rng.uniform(-1.0, 1.0) / (i + 1)) for i in range(deg + 1)})
+        if not native:
+            out.update({f"c{i}": np.full(plain.slots, c) for i, c in enumerate(_poly_ckks_coeffs(deg, rng))})
         return out
     return gen
+
+
+def _poly_ckks_scalars(deg: int):
+    return lambda plain, rng: {f"c{i}": c for i, c in enumerate(_poly_ckks_coeffs(deg, rng))}
 
 
 # ---- logreg_<n>: logistic-regression inference on encrypted records (CKKS) ---------------------
@@ -172,18 +187,20 @@ def sigmoid3(z: np.ndarray) -> np.ndarray:
     return np.polynomial.polynomial.polyval(z, SIGMOID3)
 
 
-def logreg(scheme: str, n: int) -> tuple[Circuit, str]:
+def logreg(scheme: str, n: int, native: bool = False) -> tuple[Circuit, str]:
     """Logistic-regression inference: slots / n records of n features each, packed one record per
     n-slot block of one ciphertext; the server holds plaintext weights w (repeated in every block)
     and a bias b: z = rotate_sum(x * w, n) + b (record i's score lands in slot i n), then the cubic
     least-squares fit of the sigmoid on [-8, 8], 0.5 + 0.15012 z - 0.001593 z^3 (Kim et al. 2018),
     by the same Horner evaluation as poly_<deg> (its zero z^2 term left out). Depth 4: the weights'
     product and three of the cubic's. Every slot is decrypted and checked; the other slots of a
-    block hold the sigmoid of partial sums."""
-    c = Circuit(scheme)
+    block hold the sigmoid of partial sums. Native: inner_sum and the polynomial evaluator."""
+    c = Circuit(scheme, native)
     prod = c.rescaled(c.mul_plain(c.encrypted("x"), c.plaintext("w")))
     s = c.rotate_sum(prod, n)
     z = c.add_plain(s, c.plaintext_like("b", s))
+    if native:
+        return c, c.poly_eval(z, list(SIGMOID3))
     return c, c.horner(z, [f"g{i}" if a else None for i, a in enumerate(SIGMOID3)])
 
 
@@ -213,7 +230,7 @@ def logreg_agreement(plain: Plain, inputs: dict[str, np.ndarray], got: np.ndarra
     return float(np.mean((got[::n] >= 0.5) == (logreg_scores(plain, inputs, n) >= 0.0)))
 
 
-def _logreg_gen(n: int):
+def _logreg_gen(n: int, native: bool = False):
     """Features uniform in [-1, 1]; weights uniform in [-4, 4] / sqrt(n) and bias in [-0.5, 0.5]:
     the score's standard deviation is 4/3 whatever n, so |z| stays well inside the fit's [-8, 8]."""
     def gen(plain: Plain, rng: np.random.Generator) -> dict[str, np.ndarray]:
@@ -225,39 +242,41 @@ def _logreg_gen(n: int):
 
 # ---- tally_<n> (BFV/BGV) and mean_<n> (CKKS): statistics over encrypted records ---------------
 
-def tally(scheme: str, n: int) -> tuple[Circuit, str]:
-    c = Circuit(scheme)
+def tally(scheme: str, n: int, native: bool = False) -> tuple[Circuit, str]:
+    c = Circuit(scheme, native)
     return c, c.rotate_sum(c.encrypted("x"), n)
 
 
-def mean(scheme: str, n: int) -> tuple[Circuit, str]:
+def mean(scheme: str, n: int, native: bool = False) -> tuple[Circuit, str]:
     """The sum by rotations, then times a plaintext 1/n (a portable constant multiply: SEAL has no
     scalar call) and one rescale."""
-    c = Circuit(scheme)
+    c = Circuit(scheme, native)
     return c, c.rescaled(c.mul_plain(c.rotate_sum(c.encrypted("x"), n), c.plaintext("w")))
 
 
-def _votes_gen(n: int):
+def _votes_gen(n: int, native: bool = False):
+    """Every slot a vote: slots / n tallies packed in one ciphertext."""
     def gen(plain: Plain, rng: np.random.Generator) -> dict[str, np.ndarray]:
-        return {"x": _padded(plain, rng.integers(0, 2, size=n, dtype=np.int64))}
+        return {"x": rng.integers(0, 2, size=plain.slots, dtype=np.int64)}
     return gen
 
 
-def _mean_gen(n: int):
+def _mean_gen(n: int, native: bool = False):
     def gen(plain: Plain, rng: np.random.Generator) -> dict[str, np.ndarray]:
-        return {"x": _padded(plain, _uniform(plain, rng, n)), "w": np.full(plain.slots, 1.0 / n)}
+        return {"x": _uniform(plain, rng, plain.slots), "w": np.full(plain.slots, 1.0 / n)}
     return gen
 
 
 # ---- similarity_<records>x<dim>: an encrypted query scored against a plaintext database ------
 
-def similarity(scheme: str, records: int, dim: int, plain: Plain | None) -> tuple[Circuit, tuple[str, ...]]:
+def similarity(scheme: str, records: int, dim: int, plain: Plain | None,
+               native: bool = False) -> tuple[Circuit, tuple[str, ...]]:
     """The scoring half of fetch-by-similarity: the query, unit-normalized by the client and
     repeated along the slots, times each plaintext of packed unit-normalized records, then a
     rotate-and-sum inside every dim-slot block: slot i * dim of result j holds the cosine score
     of record j * (slots / dim) + i. One result ciphertext per database plaintext."""
     per = (plain.slots if plain else 2 * dim) // dim
-    c = Circuit(scheme)
+    c = Circuit(scheme, native)
     q = c.encrypted("q")
     outs = tuple(c.rotate_sum(c.rescaled(c.mul_plain(q, c.plaintext(f"db{j}"))), dim)
                  for j in range(math.ceil(records / per)))
@@ -290,25 +309,39 @@ def _similarity_gen(records: int, dim: int):
     return gen
 
 
-def _similarity_op(name: str, records: int, dim: int) -> BenchOp:
+def _similarity_op(name: str, records: int, dim: int, native: bool) -> BenchOp:
     def program(scheme: str):
-        circ, outs = similarity(scheme, records, dim, None)
+        circ, outs = similarity(scheme, records, dim, None, native)
         return circ.program(*outs)
 
     def sized(scheme: str, plain: Plain):
-        circ, outs = similarity(scheme, records, dim, plain)
+        circ, outs = similarity(scheme, records, dim, plain, native)
         return circ.program(*outs)
 
     def expect(plain: Plain, vecs: dict, scalars: dict):
-        circ, outs = similarity(plain.scheme, records, dim, plain)
+        circ, outs = similarity(plain.scheme, records, dim, plain, native)
         return circ.reference(plain, vecs, *outs)
 
+    variant = _variant(native)
     return BenchOp(name, f"similarity scores of an encrypted query against {records} x {dim} plaintext records "
-                         "(portable)", RLWE, program, expect, inputs=(), group="app", gen=_similarity_gen(records, dim),
+                         f"({variant})", RLWE, program, expect, inputs=(), group="app", gen=_similarity_gen(records, dim),
                    rotations=tuple(1 << i for i in range(int(math.log2(dim)))), sized=sized,
                    applies=lambda ps: ps.N is None or dim <= ps.N // 2,
-                   facts={"workload": "similarity", "size": records, "dim": dim, "variant": "portable",
+                   facts={"workload": "similarity", "size": records, "dim": dim, "variant": variant, "instances": 1,
                           "method": (similarity.__doc__ or "").split("\n")[0].strip()})
+
+
+def _packing(kind: str, n: int) -> dict[str, int]:
+    """How many instances one run serves: `block` b means slots / b independent instances side by
+    side in the slots (each window sum, record or element its own); `instances` a fixed count
+    (matvec's vector is repeated along the row, so one product per ciphertext)."""
+    if kind in ("dot", "tally", "mean", "logreg"):
+        return {"block": n}
+    return {"block": 1} if kind == "poly" else {"instances": 1}
+
+
+def _variant(native: bool) -> str:
+    return "native" if native else "portable"
 
 
 # ---- the catalog entries ------------------------------------------------------------------
@@ -334,7 +367,7 @@ def zmul(bits: int) -> BenchOp:
     mul = next(o for o in static_ops() if o.name == "int_mul")
     return replace(mul, name=f"zmul_{bits}", title=f"multiply two encrypted {bits}-bit integers (radix)",
                    group="app", applies=lambda ps: ps.bits == bits,
-                   facts={"workload": "zmul", "size": bits, "variant": "portable",
+                   facts={"workload": "zmul", "size": bits, "variant": "portable", "instances": 1,
                           "method": "the library's integer multiply (TFHE-rs: radix blocks, carries propagated)"})
 
 
@@ -352,12 +385,15 @@ _CKKS_SHAPES = {
                "logistic-regression inference, {n} features per record (cubic sigmoid)",
                lambda n: [1 << i for i in range(int(math.log2(n)))], lambda n: 1 + 3),
 }
+# Workloads whose native variant differs from the portable program (every other shape's does via
+# rotate_sum); the integer polynomial has none: no library here evaluates BFV/BGV polynomials.
+_NATIVE_TITLES = {"poly": "real polynomial of degree {n} (the library's polynomial evaluator)"}
 
 
-def _bench(name: str, kind: str, n: int, build, schemes: tuple[str, ...], gen, title: str, rots: list[int],
-           applies: Callable, **facts) -> BenchOp:
+def _bench(name: str, kind: str, n: int, native: bool, build, schemes: tuple[str, ...], gen, title: str,
+           rots: list[int], applies: Callable, scalars: Callable | None = None, **facts) -> BenchOp:
     def outputs(scheme: str) -> tuple[Circuit, tuple[str, ...]]:
-        circ, out = build(scheme, n)
+        circ, out = build(scheme, n, native)
         return circ, (out,)
 
     def program(scheme: str):
@@ -366,12 +402,14 @@ def _bench(name: str, kind: str, n: int, build, schemes: tuple[str, ...], gen, t
 
     def expect(plain: Plain, vecs: dict, scalars: dict) -> np.ndarray | dict[str, np.ndarray]:
         circ, outs = outputs(plain.scheme)
-        return circ.reference(plain, vecs, *outs)
+        return circ.reference(plain, {**vecs, **scalars}, *outs)
 
-    facts = {"workload": kind, "size": n, "variant": "portable",
+    variant = _variant(native)
+    facts = {"workload": kind, "size": n, "variant": variant, **_packing(kind, n),
              "method": (build.__doc__ or "").split("\n")[0].strip() or title, **facts}
-    return BenchOp(name, title + " (portable)", schemes, program, expect, inputs=(), rotations=tuple(rots),
-                   group="app", gen=gen(n), facts=facts, applies=applies)
+    return BenchOp(name, f"{title} ({variant})", schemes, program, expect, inputs=(), rotations=tuple(rots),
+                   group="app", gen=gen(n, native), facts=facts, applies=applies,
+                   **({"scalars": scalars} if scalars else {}))
 
 
 def app(name: str) -> list[BenchOp] | None:
@@ -379,28 +417,30 @@ def app(name: str) -> list[BenchOp] | None:
     m = re.fullmatch(r"zmul_(8|16|32|64|128)", name)
     if m:
         return [zmul(int(m.group(1)))]
-    m = re.fullmatch(r"similarity_(\d+)x(\d+)", name)
+    m = re.fullmatch(r"similarity_(\d+)x(\d+)(_native)?", name)
     if m:
         records, dim = int(m.group(1)), int(m.group(2))
-        return [_similarity_op(name, records, dim)] if _pow2(dim) and 1 <= records <= 1 << 20 else None
-    m = re.fullmatch(r"(dot|matvec|poly|tally|mean|logreg)_(\d+)", name)
+        return [_similarity_op(name, records, dim, bool(m.group(3)))] if _pow2(dim) and 1 <= records <= 1 << 20 else None
+    m = re.fullmatch(r"(dot|matvec|poly|tally|mean|logreg)_(\d+)(_native)?", name)
     if not m:
         return None
-    kind, n = m.group(1), int(m.group(2))
+    kind, n, native = m.group(1), int(m.group(2)), bool(m.group(3))
     if n > 1 << 15:
         return None
     ops = []
-    if kind in _SHAPES:
+    if kind in _SHAPES and not (native and kind in _NATIVE_TITLES):
         build, schemes, gen, valid, title, rots = _SHAPES[kind]
         size = n if kind != "poly" else 1
         if valid(n):
-            ops.append(_bench(name, kind, n, build, schemes, gen, title.format(n=n), rots(n),
+            ops.append(_bench(name, kind, n, native, build, schemes, gen, title.format(n=n), rots(n),
                               lambda ps, size=size: ps.N is None or size <= ps.N // 2))
     if kind in _CKKS_SHAPES:
         build, gen, valid, title, rots, depth = _CKKS_SHAPES[kind]
         d, size = depth(n), n if kind == "logreg" else 1
+        if native:
+            title = _NATIVE_TITLES.get(kind, title)
         if valid(n):
-            ops.append(_bench(name, kind, n, build, ("ckks",), gen, title.format(n=n), rots(n),
+            ops.append(_bench(name, kind, n, native, build, ("ckks",), gen, title.format(n=n), rots(n),
                               lambda ps, size=size, d=d: (ps.N is None or size <= ps.N // 2) and _levels(ps) >= d,
-                              depth=d))
+                              scalars=_poly_ckks_scalars(n) if native and kind == "poly" else None, depth=d))
     return ops or None

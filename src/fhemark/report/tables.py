@@ -7,6 +7,7 @@ import re
 from dataclasses import dataclass, field
 
 from ..apps.cost import predict
+from ..apps.metrics import communication, instances, per_instance_ns, throughput
 from ..catalog import CATALOG
 from ..stats import MIN_CI_SAMPLES, paired_ratio
 
@@ -204,6 +205,31 @@ def ratio_table(recs: list[dict]) -> Table | None:
                  f"{DEVIATION_MARK} different work (footnote)", devs.lines())
 
 
+def layer_table(recs: list[dict]) -> Table | None:
+    """What a convenience layer costs over the library it wraps (TenSEAL over SEAL), per operation,
+    in one run: the ratio of medians with the paired-round interval, as in the ratio table."""
+    recs = [r for r in latest(recs) if r["status"] == "ok" and r.get("samples_ns") and "depth" not in r]
+    by_case = {(r["run_id"], r["library"], r["scheme"], _param_key(r), r.get("vector_length"), r["op"]): r for r in recs}
+    rows, devs = [], Deviations()
+    for (run, lib, scheme, params, length, op), r in sorted(by_case.items(), key=lambda kv: kv[0][1:]):
+        base = by_case.get((run, r.get("wraps"), scheme, params, length, op)) if r.get("wraps") else None
+        if base is None:
+            continue
+        if r.get("sample_round") and base.get("sample_round"):
+            pr = paired_ratio(r["samples_ns"], r["sample_round"], base["samples_ns"], base["sample_round"])
+            ratio, ci = pr.ratio, f" [{pr.ci95[0]:.2f}, {pr.ci95[1]:.2f}]" if pr.ci95 else f" (no CI: {pr.rounds} rounds)"
+        else:
+            ratio, ci = r["median_ns"] / base["median_ns"], " (not interleaved: no CI)"
+        rows.append([f"{lib} over {r['wraps']}", f"{scheme.upper()} {params}", op, cell(r, devs), cell(base, devs),
+                     f"{ratio:.2f}x{ci}"])
+    if not rows:
+        return None
+    return Table("What a layer costs over the library it wraps (one run)",
+                 ["layer", "scheme / params", "op", "layer's time", "wrapped library's time", "ratio [95% CI]"], rows,
+                 "layer median / wrapped library's median at the same parameters, same run; interval from the "
+                 f"paired rounds; {DEVIATION_MARK} different work (footnote)", devs.lines())
+
+
 def depth_table(recs: list[dict]) -> Table | None:
     """Study 1's depth: sequential multiplications that still decrypt correctly."""
     recs = [r for r in latest(recs) if "depth" in r or r["op"].startswith("depth_")]
@@ -253,35 +279,63 @@ def _app(rec: dict) -> bool:
 
 
 def app_tables(recs: list[dict]) -> list[Table]:
-    """One table per application workload: every library, scheme and variant, the measured time
-    next to the sum-of-operations model from the same run, and what is left of the ciphertext."""
+    """One table per application workload and size: every library, scheme and variant (portable,
+    native), the measured time next to the sum-of-operations model from the same run (flat and
+    level-aware), native against portable, throughput, communication and what is left of the
+    ciphertext."""
     recs = latest(recs)
     apps = [r for r in recs if _app(r)]
     tables = []
-    for op in sorted({r["op"] for r in apps}, key=lambda o: (o.split("_")[0], [int(x) for x in re.findall(r"\d+", o)])):
+    for key in sorted({_workload_key(r) for r in apps}, key=lambda k: (k[0], k[1:])):
+        group = [r for r in apps if _workload_key(r) == key]
+        portable = {(r["library"], r["scheme"], _param_key(r)): r for r in group
+                    if r["workload"].get("variant") == "portable" and r.get("median_ns")}
         rows, devs = [], Deviations()
-        for r in sorted((r for r in apps if r["op"] == op), key=lambda r: (r["scheme"], _param_key(r), r["library"])):
-            w = r["workload"]
+        for r in sorted(group, key=lambda r: (r["scheme"], _param_key(r), r["library"], r["workload"].get("variant", ""))):
             pred = predict(r, recs) if r["status"] == "ok" else None
-            model = "-" if pred is None else fmt_time(pred.ns) if pred.ns else f"no model: {', '.join(pred.missing)} not run"
-            ratio = f"{r['median_ns'] / pred.ns:.2f}" if pred is not None and pred.ns and r.get("median_ns") else "-"
-            steps = ", ".join(f"{n} {p}" for p, n in sorted(pred.steps.items())) if pred else "-"
+            ok = r["status"] == "ok" and r.get("median_ns")
+            if pred is None:
+                model = flat = "-"
+            elif pred.ns is None:
+                model, flat = f"no model: {', '.join(pred.missing)} not run", "-"
+            else:
+                model = f"{fmt_time(pred.ns_levels)} / {fmt_time(pred.ns)}"
+                flat = f"{r['median_ns'] / pred.ns_levels:.2f} / {r['median_ns'] / pred.ns:.2f}" if ok else "-"
+            base = portable.get((r["library"], r["scheme"], _param_key(r)))
+            vs = (f"{r['median_ns'] / base['median_ns']:.2f}" if ok and base and base is not r else "-")
             left = r.get("levels") or {}
             quality = (f"{r['precision_bits']:.1f} bits" if r.get("precision_bits") is not None else
                        f"noise budget {r['noise_budget_bits']:g} bits" if r.get("noise_budget_bits") is not None else
                        "exact" if r["status"] == "ok" else "-")
-            rows.append([f"{r['library']} / {r['scheme'].upper()}", _param_key(r), w.get("variant", "-"), cell(r, devs),
-                         model, ratio, steps, ", ".join(str(v) for v in left.values()) or "-", quality,
-                         _bytes(r.get("sizes_bytes", {}).get("output:" + next(iter(left), "")))])
-        title = next((r.get("title") or op for r in apps if r["op"] == op), op)
-        tables.append(Table(f"Workload {op}: {title}", ["library / scheme", "params", "variant", "time",
-                            "model (sum of single ops)", "measured / model", "timed steps", "levels left",
-                            "quality", "result ciphertext"], rows,
-                            "model: each timed step costs the median of the same single operation (rotations: "
-                            "rotate_1) measured in the same run at the top level, so steps after a rescale are "
-                            "over-predicted; quality: CKKS precision (bits, -log2 max error) or BFV/BGV exact",
-                            devs.lines()))
+            traffic = communication(r) if r["status"] == "ok" else None
+            rate = throughput(r) if ok else None
+            rows.append([f"{r['library']} / {r['scheme'].upper()}", _param_key(r), r["workload"].get("variant", "-"),
+                         cell(r, devs), vs, model, flat,
+                         "-" if rate is None else f"{rate:,.4g}/s ({instances(r)}; {fmt_time(per_instance_ns(r))} each)",
+                         ", ".join(str(v) for v in left.values()) or "-", quality,
+                         "-" if traffic is None else f"{_bytes(traffic.up)} / {_bytes(traffic.down)}",
+                         _bytes(r.get("peak_rss_bytes"))])
+        title = next((r.get("title") or r["op"] for r in group if r["workload"].get("variant") == "portable"),
+                     group[0].get("title") or group[0]["op"])
+        tables.append(Table(f"Workload {key[0]}_{key[1]}{'x' + str(key[2]) if key[2] else ''}: "
+                            f"{re.sub(r' [(](portable|native)[)]$', '', title)}",
+                            ["library / scheme", "params", "variant", "time", "native / portable",
+                             "model: level-aware / flat", "measured / model", "throughput (instances; time each)",
+                             "levels left", "quality", "client sends / receives", "peak memory"], rows,
+                            "portable: the same program of primitives on every library; native: the library's own "
+                            "routines (PROTOCOL.md, Library routines). model: each timed step at the median of the "
+                            "same single op in the same run (rotations: rotate_1), level-aware scaling CKKS steps by "
+                            "the share of primes left; a routine has no single op, so no model. throughput: instances "
+                            "packed in one run per second at the median. client sends: encrypted inputs, relinearization "
+                            "key and the Galois keys of the portable rotations; receives: result ciphertexts. quality: "
+                            "CKKS precision (bits, -log2 max error) or BFV/BGV noise budget. peak memory: the driver "
+                            "process's peak RSS over the whole run", devs.lines()))
     return tables
+
+
+def _workload_key(rec: dict) -> tuple[str, int, int]:
+    w = rec["workload"]
+    return w.get("workload", rec["op"]), int(w.get("size", 0)), int(w.get("dim", 0))
 
 
 def _bytes(n: int | None) -> str:
@@ -375,6 +429,6 @@ def key_table(recs: list[dict]) -> Table:
 def all_tables(recs: list[dict]) -> list[Table]:
     """Every table the records call for, in report order."""
     tables = op_tables(recs) + app_tables(recs)
-    tables += [t for t in (ratio_table(recs), stage_table(recs), depth_table(recs), expansion_table(recs), workload_table(recs))
-               if t is not None]
+    tables += [t for t in (ratio_table(recs), layer_table(recs), stage_table(recs), depth_table(recs),
+                           expansion_table(recs), workload_table(recs)) if t is not None]
     return tables + [facts_table(recs), key_table(recs)]
