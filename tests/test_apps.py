@@ -216,6 +216,41 @@ def test_every_library_runs_the_workloads_checked(library, tmp_path, driver_pool
 
 
 DEEP = {"N": 4096, "q_bits": [40, 30, 30, 30, 30], "p_bits": [40], "scale_bits": 30}  # 4 levels, insecure
+ROUTINES = {"inner_sum", "inner_product", "linear_transform"}
+
+
+@pytest.mark.parametrize("library", _libraries())
+def test_native_variants_run_checked_where_the_library_has_the_routines(library, tmp_path, driver_pool):
+    """Native variants: every decrypted result checked against the portable variant's reference on
+    the libraries whose capabilities list the routines; the others say they lack them."""
+    driver_pool(library)
+    suite = Suite(name="native-test", policy={"min_samples": 2, "max_samples": 2, "warmup": 0, "budget_s": 0.1},
+                  cases=[{"libraries": [library], "schemes": ["bfv", "bgv"],
+                          "params": [{"N": 4096, "q_bits": [40, 40], "p_bits": [40], "t": 65537}],
+                          "ops": ["dot_8_native", "matvec_8_native", "tally_16_native"]},
+                         {"libraries": [library], "schemes": ["ckks"],
+                          "params": [{"N": 2048, "q_bits": [40, 30], "p_bits": [40], "scale_bits": 30}],
+                          "ops": ["dot_8_native", "matvec_16_native", "mean_16_native", "similarity_40x16_native"]},
+                         {"libraries": [library], "schemes": ["ckks"], "params": [DEEP],
+                          "ops": ["poly_3_native", "logreg_16_native"]}])
+    plan = build(suite, [library], allow_insecure=True)
+    store = Store(tmp_path / "n.db")
+    run_id = store.start_run("native-test", "h", True, {}, {})
+    Runner(plan, store, run_id, {"threads": 1}).execute()
+    recs = list(store.records(run_id))
+    assert len(recs) == 12 and all(r["workload"]["variant"] == "native" for r in recs)
+    for r in recs:
+        deep = r["op"] in ("poly_3_native", "logreg_16_native")
+        offered = _offers(library, r["scheme"], ROUTINES | ({"poly_eval"} if deep else set()))
+        if offered:
+            assert r["status"] == "ok" and r["check_passed"] and r["median_ns"] > 0, (r["scheme"], r["op"], r["error"])
+        elif r["scheme"] in _schemes(library):
+            assert r["status"] == "unsupported" and " has no " in r["error"], (r["scheme"], r["op"], r["error"])
+
+
+def _schemes(library: str) -> set[str]:
+    path = project_root() / "protocol" / "capabilities" / f"{library}.json"
+    return set(json.loads(path.read_text())["schemes"]) if path.exists() else set()
 
 
 def _ckks_libraries():

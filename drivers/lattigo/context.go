@@ -93,6 +93,8 @@ type fheContext struct {
 	ev     *evaluators        // bound to the standard rlk + gk
 
 	boot *bootContext // CKKS bootstrapping, only for bootstrap presets
+
+	rt *routineState // library routines' evaluators and keys (routines.go), made on first use
 }
 
 func (c *fheContext) isBGVFamily() bool { return c.scheme == "bfv" || c.scheme == "bgv" }

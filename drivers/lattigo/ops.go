@@ -29,6 +29,7 @@ type execState struct {
 	env     map[string]*value
 	scalars map[string]any
 	notes   map[string]bool
+	post    []func() // run after the current region's calls (outside the clock), e.g. notes on their results
 }
 
 func (x *execState) note(s string) { x.notes[s] = true }
@@ -84,6 +85,12 @@ func init() {
 		"keygen_galois":  {all, nil, opKeygenGalois, false},
 		"keygen_switch":  {all, nil, opKeygenSwitch, false},
 		"bootstrap":      {"ckks", []string{"ct"}, opBootstrap, false},
+		// library routines (native variants; routines.go); linear_transform takes a
+		// ciphertext and one vec per diagonal, checked by the op itself
+		"inner_sum":        {all, []string{"ct"}, opInnerSum, false},
+		"inner_product":    {all, []string{"ct", "ct"}, opInnerProduct, false},
+		"linear_transform": {all, nil, opLinearTransform, false},
+		"poly_eval":        {"ckks", []string{"ct"}, opPolyEval, false},
 	}
 	// decrypt takes a ciphertext
 	d := base["decrypt"]

@@ -321,6 +321,7 @@ func (x *execState) prepare(st *step) (fn func() error, out *value, err error) {
 // untimed step): it prepares every step first, then makes their library calls
 // inside one timeRegion, then stores the results. It returns the region's ns.
 func (x *execState) runSteps(steps []step) (ns int64, err error) {
+	x.post = nil
 	calls := make([]func() error, len(steps))
 	outs := make([]*value, len(steps))
 	for k := range steps {
@@ -340,6 +341,10 @@ func (x *execState) runSteps(steps []step) (ns int64, err error) {
 	for k := range steps {
 		x.env[steps[k].Out] = outs[k]
 	}
+	for _, f := range x.post {
+		f()
+	}
+	x.post = nil
 	return ns, nil
 }
 
