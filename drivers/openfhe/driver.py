@@ -20,7 +20,7 @@ import time
 import traceback
 from functools import partial
 
-DRIVER_VERSION = "0.3.0"
+DRIVER_VERSION = "0.4.0"
 PROTOCOL = 2
 
 # OpenMP reads OMP_NUM_THREADS when the runtime starts: set it before import.
@@ -44,6 +44,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import noise as noise_mod  # noqa: E402
 import binfhe  # noqa: E402
 import ckksboot  # noqa: E402
+import routines  # noqa: E402
 
 clock = time.perf_counter_ns
 
@@ -71,7 +72,9 @@ def read_run(req, known_ops, scheme_name):
             raise DriverError("internal", "step %r: attrs must be an object" % st["out"])
     for st in steps:
         if st["op"] not in known_ops:
-            raise DriverError("unsupported", "OpenFHE %s has no op %r" % (scheme_name, st["op"]))
+            why = routines.WHY_NOT.get(st["op"])
+            raise DriverError("unsupported", "OpenFHE %s has no op %r%s" % (scheme_name, st["op"],
+                                                                            " (%s)" % why if why else ""))
     regions = read_regions(steps, program.get("timed"))
     outputs = program.get("outputs") or []
     if not isinstance(outputs, list) or not all(isinstance(o, str) for o in outputs):
@@ -323,7 +326,7 @@ OPS = {
     "ckks": COMMON_OPS + ["rescale", "rotate", "conjugate", "bootstrap"],
 }
 for _scheme in SCHEMES:
-    OPS[_scheme] = OPS[_scheme] + [op + "_into" for op in INTO[_scheme]]
+    OPS[_scheme] = OPS[_scheme] + [op + "_into" for op in INTO[_scheme]] + routines.OPS[_scheme]
 
 # What differs from PROTOCOL.md's canonical boundaries (capabilities.schemes.<s>.deviations),
 # checked against OpenFHE 1.6.1 and openfhe-python 1.6.1.0.
@@ -354,6 +357,8 @@ DEVIATIONS = {
                         "values); times only copying the stored values into a new numpy array "
                         "(GetRealPackedValueArray)"),
 }
+for _scheme in SCHEMES:
+    DEVIATIONS[_scheme].update(routines.DEVIATIONS.get(_scheme, {}))
 
 
 # --------------------------------------------------------------------------
@@ -471,8 +476,9 @@ def make_context(cp):
         raise openfhe_error(e)
     if cc is None:
         raise DriverError("invalid_params", "OpenFHE: GenCryptoContext returned no context")
-    # MULTIPARTY: for MultipartyKeyGen([sk]), the only way to a public key of an existing secret key
-    for feat in (ofhe.PKE, ofhe.KEYSWITCH, ofhe.LEVELEDSHE, ofhe.MULTIPARTY):
+    # MULTIPARTY: for MultipartyKeyGen([sk]), the only way to a public key of an existing secret key;
+    # ADVANCEDSHE: EvalSum, EvalInnerProduct and EvalPoly (the library routines, routines.py)
+    for feat in (ofhe.PKE, ofhe.KEYSWITCH, ofhe.LEVELEDSHE, ofhe.ADVANCEDSHE, ofhe.MULTIPARTY):
         cc.Enable(feat)
     return cc
 
@@ -826,6 +832,8 @@ class Program:
         into = op.endswith("_into")
         if into:
             op = op[:-len("_into")]
+        if op in routines.NAMES:  # the library routines of native variants (routines.py)
+            return routines.prepare(self, op, step, env, scalars, args, names, out_towers)
 
         def need(n, cts=0):
             if len(args) != n:
@@ -1090,7 +1098,7 @@ def check_key_regions(steps, regions):
             raise DriverError("internal", "timed region %r: keygen_relin/keygen_galois must be alone in its region "
                                           "(the driver empties OpenFHE's key cache around it)" % name)
         keys = {json.dumps((steps[i].get("attrs") or {}).get("key")) for i in range(lo, hi)
-                if ops[i - lo].replace("_into", "") in RELIN_OPS}
+                if ops[i - lo].replace("_into", "") in RELIN_OPS + ("inner_product",)}
         if len(keys) > 1:
             raise DriverError("internal", "timed region %r uses several relinearization keys: OpenFHE uses the "
                                           "one installed for the secret key" % name)
@@ -1256,6 +1264,9 @@ def do_capabilities():
                   "after the other, gc off); overhead_ns is an empty region, binding_call_ns a region with "
                   "one trivial binding call (the per-op floor)",
         "into": "<op>_into: OpenFHE's in-place call on a copy of the first operand made before the region",
+        "routines": "inner_sum: EvalSum; inner_product: EvalInnerProduct; linear_transform: baby-step giant-step "
+                    "by the driver (EvalFastRotationPrecompute/EvalFastRotation baby steps, EvalRotate giant steps, "
+                    "EvalMult by pre-rotated plaintext diagonals); poly_eval (CKKS): EvalPoly",
     }
     limits = {"log_n_min": 1, "log_n_max": 17, "max_prime_bits": 60}
     ckks_limits = {"log_n_min": 1, "log_n_max": 17, "max_prime_bits": 60,
@@ -1317,6 +1328,7 @@ def main():
                 step_attr=step_attr, read_run=read_run, read_sample=read_sample, run_steps=run_steps)
     ckksboot.bind(ofhe=ofhe, DriverError=DriverError, Setup=Setup, Key=Key, openfhe_error=openfhe_error,
                   q_primes=_q_primes, p_primes=_p_primes, serialized_size=binfhe.serialized_size)
+    routines.bind(ofhe=ofhe, DriverError=DriverError)
     if ofhe is not None:
         got = apply_threads(_THREADS_WANTED)
         log("threads wanted %d, OpenMP max threads %s" % (_THREADS_WANTED, got))

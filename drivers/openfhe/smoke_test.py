@@ -330,6 +330,73 @@ def main():
             step("cz", "key_switch_into", "cx", key="ks"), step("pz", "decrypt", "cz", key="sk2"),
             step("z", "decode", "pz"), step("pa", "decrypt", "cx"), step("za", "decode", "pa")], ["cz"], ["z", "za"]),
             [x, x], out=["z", "za"])
+        # library routines (native variants): EvalSum, EvalInnerProduct, baby-step giant-step, EvalPoly
+        def window(v, n):
+            out = sum(ref_rot(v.astype(object) if scheme != "ckks" else v, j) for j in range(n))
+            return ref_int(out) if scheme != "ckks" else out
+
+        for n in (8, half):
+            rep = run(enc_x + [step("cz", "inner_sum", "cx", n=n)] + dec_z, ["cz"], ["z"], {"levels": ["cz"]})
+            verify("inner_sum n=%d" % n, rep, window(x, n))
+        if rep["ok"]:
+            check("%s inner_sum notes EvalSumKeyGen" % scheme,
+                  any("EvalSumKeyGen" in s for s in rep["result"].get("notes", [])), rep["result"].get("notes"))
+        rep = run(enc_x + enc_y + [step("cz", "inner_product", "cx", "cy", n=16)] + dec_z, ["cz"], ["z"],
+                  {"levels": ["cz"]})
+        verify("inner_product n=16", rep, window(xy if scheme != "ckks" else x * y, 16))
+        if rep["ok"] and scheme == "ckks":
+            check("ckks inner_product not rescaled", rep["result"]["levels"].get("cz") == L, rep["result"]["levels"])
+        # b = 8: baby steps 1, 5, 6, 7 (hoisted), giant step 24; keys for 5, 6, 7, 24 are neither the setup's nor
+        # EvalSum's (radix 4: 1, 2, 3, 4, 8, 12, 16, ...)
+        ks = [0, 5, 6, 7, 25]
+        ds = [rng.uniform(-1, 1, slots) if scheme == "ckks" else rng.integers(0, t, slots) for _ in ks]
+        lin = sum((dv.astype(object) if scheme != "ckks" else dv) * (ref_rot(xo, k) if scheme != "ckks" else
+                                                                      ref_rot(x, k)) for k, dv in zip(ks, ds))
+        lin = ref_int(lin) if scheme != "ckks" else lin
+        names = ["d%d" % k for k in ks]
+        rep = run(enc_x + [step("cz", "linear_transform", "cx", *names, diagonals=[0, "$k", 6, 7, 25])] + dec_z,
+                  ["cz"], ["z"], {"levels": ["cz"]}, scalars={"k": 5}, inputs=dict({"x": x}, **dict(zip(names, ds))))
+        verify("linear_transform [0,$k=5,6,7,25]", rep, lin)
+        if rep["ok"]:
+            notes = rep["result"].get("notes", [])
+            check("%s linear_transform notes b=8 and the keys made" % scheme,
+                  any("b=8" in s for s in notes) and any("EvalRotateKeyGen(sk, [5, 6, 7, 24])" in s for s in notes),
+                  notes)
+            if scheme == "ckks":
+                check("ckks linear_transform not rescaled", rep["result"]["levels"].get("cz") == L,
+                      rep["result"]["levels"])
+        cps = []
+        lsteps = []
+        for i in range(3):
+            lsteps += [step("px.%d" % i, "encode", "x.%d" % i), step("cx.%d" % i, "encrypt_pk", "px.%d" % i)]
+        lsteps += [step("cz.%d" % i, "linear_transform", "cx.%d" % i, "m0.%d" % i, "m1.%d" % i, diagonals=[1, 2])
+                   for i in range(3)]
+        for i in range(3):
+            lsteps += [step("pz.%d" % i, "decrypt", "cz.%d" % i), step("z.%d" % i, "decode", "pz.%d" % i)]
+        ins = {}
+        for i in range(3):
+            ins.update({"x.%d" % i: xs[i], "m0.%d" % i: xs[k + i], "m1.%d" % i: xs[(i + 1) % k]})
+            a, m0, m1 = ((v.astype(object) if scheme != "ckks" else v) for v in (xs[i], xs[k + i], xs[(i + 1) % k]))
+            e = m0 * ref_rot(a, 1) + m1 * ref_rot(a, 2)
+            cps.append(ref_int(e) if scheme != "ckks" else e)
+        rep = run(lsteps, [{"name": "lt", "steps": ["cz.%d" % i for i in range(3)]}], ["z.%d" % i for i in range(3)],
+                  inputs=ins)
+        verify("linear_transform x3 copies in one region", rep, cps, out=["z.%d" % i for i in range(3)])
+        if scheme == "ckks":
+            co = ["$a0", 0.25, "$a2", 0.5]
+            rep = run(enc_x + [step("cz", "poly_eval", "cx", coeffs=co)] + dec_z, ["cz"], ["z"], {"levels": ["cz"]},
+                      scalars={"a0": -0.5, "a2": 0.125})
+            verify("poly_eval degree 3 ($name coeffs)", rep, np.polynomial.polynomial.polyval(x, [-0.5, 0.25, 0.125, 0.5]))
+            if rep["ok"]:
+                check("ckks poly_eval degree 3 consumes 3 levels", rep["result"]["levels"].get("cz") == L - 3,
+                      (rep["result"]["levels"], rep["result"].get("notes")))
+            refused("poly_eval degree 7 on 3 levels", run(enc_x + [step("cz", "poly_eval", "cx", coeffs=[0.5] * 8)]
+                                                         + dec_z, ["cz"], ["z"]), "invalid_params")
+        else:
+            refused("poly_eval", run(enc_x + [step("cz", "poly_eval", "cx", coeffs=[1, 2])] + dec_z, ["cz"], ["z"]),
+                    "unsupported")
+        rep = run(enc_x + [step("cz", "inner_sum", "cx", n=4)] + dec_z, ["cz"], ["z"])
+        verify("inner_sum after the routine keys were made", rep, window(x, 4))
         # the standard keys still work after the keygen programs
         verify("std keys after keygen", run(enc_x + enc_y + [
             step("cm", "mul_relin", "cx", "cy"), step("cz", rot, "cm", steps=1)] + dec_z, ["cz"], ["z"]),

@@ -154,8 +154,9 @@ class Circuit:
 
     def poly_eval(self, x: str, coeffs: list[str | float]) -> str:
         """CKKS: sum_i c_i x^i by the library's polynomial evaluator; `coeffs` lowest degree first,
-        numbers or the names of per-sample scalars. Its levels are the library's: the builder
-        counts the power tree's ceil(log2(d + 1))."""
+        numbers or the names of per-sample scalars. Its levels are the library's (Lattigo: the
+        power tree's ceil(log2(d + 1)); OpenFHE's EvalPoly one more from degree 3): the builder
+        counts the tree's, and the record the levels the driver reports."""
         wire = [f"${c}" if isinstance(c, str) else c for c in coeffs]
 
         def apply(p: Plain, e: Env) -> np.ndarray:
