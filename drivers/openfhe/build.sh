@@ -10,29 +10,8 @@ NUMPY_SPEC="numpy>=1.24,<3"
 CACHE="${FHEMARK_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/fhemark}"
 VENV="$CACHE/venv-openfhe"
 
-is_py310() {
-    [ -n "${1:-}" ] && [ -x "$1" ] && "$1" -c 'import sys; sys.exit(0 if sys.version_info[:2] == (3, 10) else 1)' 2>/dev/null
-}
-
-PY=""
-if [ -n "${FHEMARK_PYTHON310:-}" ]; then
-    if is_py310 "$FHEMARK_PYTHON310"; then PY="$FHEMARK_PYTHON310"; fi
-fi
-if [ -z "$PY" ] && command -v python3.10 >/dev/null 2>&1; then
-    cand="$(command -v python3.10)"
-    if is_py310 "$cand"; then PY="$cand"; fi
-fi
-if [ -z "$PY" ] && command -v pyenv >/dev/null 2>&1; then
-    root="$(pyenv root 2>/dev/null || true)"
-    for cand in $(ls -d "$root"/versions/3.10.*/bin/python3.10 2>/dev/null | sort -V -r); do
-        if is_py310 "$cand"; then PY="$cand"; break; fi
-    done
-fi
-if [ -z "$PY" ]; then
-    for cand in $(ls -d "$HOME"/.pyenv/versions/3.10.*/bin/python3.10 2>/dev/null | sort -V -r); do
-        if is_py310 "$cand"; then PY="$cand"; break; fi
-    done
-fi
+. "$(dirname "$0")/../python_shared/venv.sh"
+PY="$(find_python 3.10 FHEMARK_PYTHON310)"
 if [ -z "$PY" ]; then
     echo "openfhe driver skipped: no CPython 3.10 found; install it (e.g. pyenv install 3.10) or set FHEMARK_PYTHON310"
     exit 0
@@ -50,12 +29,8 @@ then
 fi
 
 mkdir -p "$CACHE"
-if [ -x "$VENV/bin/python" ] && ! is_py310 "$VENV/bin/python"; then
-    rm -rf "$VENV"
-fi
-if ! { [ -x "$VENV/bin/python" ] || "$PY" -m venv "$VENV" >&2; }; then
+if ! fresh_venv "$VENV" "$PY"; then
     echo "openfhe driver skipped: $PY cannot create a venv (install python3.10-venv)"
-    rm -rf "$VENV"
     exit 0
 fi
 if ! "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check \

@@ -11,24 +11,8 @@ NUMPY_VERSION="2.4.6"      # tenseal requires numpy without a bound; 2.4.6 has C
 CACHE="${FHEMARK_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/fhemark}"
 VENV="$CACHE/venv-tenseal"
 
-is_py311() {
-    [ -n "${1:-}" ] && [ -x "$1" ] && "$1" -c 'import sys; sys.exit(0 if sys.version_info[:2] == (3, 11) else 1)' 2>/dev/null
-}
-
-PY=""
-if [ -n "${FHEMARK_PYTHON311:-}" ]; then
-    if is_py311 "$FHEMARK_PYTHON311"; then PY="$FHEMARK_PYTHON311"; fi
-fi
-if [ -z "$PY" ] && command -v python3.11 >/dev/null 2>&1; then
-    cand="$(command -v python3.11)"
-    if is_py311 "$cand"; then PY="$cand"; fi
-fi
-if [ -z "$PY" ] && command -v pyenv >/dev/null 2>&1; then
-    root="$(pyenv root 2>/dev/null || true)"
-    for cand in $(ls -d "$root"/versions/3.11.*/bin/python3.11 2>/dev/null | sort -V -r); do
-        if is_py311 "$cand"; then PY="$cand"; break; fi
-    done
-fi
+. "$(dirname "$0")/../python_shared/venv.sh"
+PY="$(find_python 3.11 FHEMARK_PYTHON311)"
 if [ -z "$PY" ]; then
     echo "tenseal driver skipped: no CPython 3.11 found; install it (e.g. pyenv install 3.11) or set FHEMARK_PYTHON311"
     exit 0
@@ -46,12 +30,8 @@ then
 fi
 
 mkdir -p "$CACHE"
-if [ -x "$VENV/bin/python" ] && ! is_py311 "$VENV/bin/python"; then
-    rm -rf "$VENV"
-fi
-if ! { [ -x "$VENV/bin/python" ] || "$PY" -m venv "$VENV" >&2; }; then
+if ! fresh_venv "$VENV" "$PY"; then
     echo "tenseal driver skipped: $PY cannot create a venv (install python3.11-venv)"
-    rm -rf "$VENV"
     exit 0
 fi
 echo "tenseal driver: installing tenseal==$TENSEAL_VERSION numpy==$NUMPY_VERSION into $VENV"

@@ -23,6 +23,8 @@ MODEL_OP = {"mul_relin": "mul_relin", "mul_plain": "mul_plain", "mul_scalar": "m
             "rotate": "rotate_1", "rotate_rows": "rotate_1", "add": "add", "add_plain": "add_plain",
             "mod_switch": "mod_switch"}
 _LOWERING = ("rescale", "mod_switch")
+# The library routines of native variants (PROTOCOL.md): no single op stands for them.
+ROUTINES = frozenset({"inner_sum", "inner_product", "linear_transform", "poly_eval"})
 
 
 @dataclass(frozen=True)

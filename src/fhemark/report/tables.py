@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from ..apps.cost import predict
+from ..apps.cost import ROUTINES, predict
 from ..apps.metrics import communication, instances, per_instance_ns, throughput
 from ..catalog import CATALOG
 from ..stats import MIN_CI_SAMPLES, paired_ratio
@@ -296,6 +296,8 @@ def app_tables(recs: list[dict]) -> list[Table]:
             ok = r["status"] == "ok" and r.get("median_ns")
             if pred is None:
                 model = flat = "-"
+            elif set(pred.missing) & ROUTINES:
+                model, flat = "- (library routine)", "-"
             elif pred.ns is None:
                 model, flat = f"no model: {', '.join(pred.missing)} not run", "-"
             else:
