@@ -18,12 +18,7 @@ if [ -z "$PY" ]; then
 fi
 
 # Reuse a venv that already has the pinned openfhe and numpy.
-if [ -x "$VENV/bin/python" ] && "$VENV/bin/python" - "$OPENFHE_VERSION" <<'PYEOF' 2>/dev/null
-import sys
-from importlib import metadata
-sys.exit(0 if metadata.version("openfhe") == sys.argv[1] and metadata.version("numpy") else 1)
-PYEOF
-then
+if has_pins "$VENV" "openfhe==$OPENFHE_VERSION" numpy; then
     echo "openfhe driver: $VENV ready (openfhe $OPENFHE_VERSION)"
     exit 0
 fi

@@ -90,6 +90,26 @@ def regions_of(program: dict) -> dict[str, tuple[str, list[str]]]:
     return out
 
 
+def run_samples(setups: dict, req: dict, run_sample: Callable, output: Callable[[dict, str], dict]) -> tuple:
+    """A `run` request's samples, in order, on the setup it names: run_sample(setup, program,
+    regions, sample) -> (values, ns); output(values, name) -> one output on the wire. Returns the
+    setup, the program, the samples' results and the last sample's values (for sizes, levels, noise)."""
+    s = setups.get(req["setup_id"])
+    if s is None:
+        raise Failure("internal", f"unknown setup_id '{req['setup_id']}'")
+    program = req["program"]
+    regions = regions_of(program)
+    samples, vals = [], {}
+    for sample in req["samples"]:
+        vals, ns = run_sample(s, program, regions, sample)
+        samples.append({"ns": ns, "outputs": {o: output(vals, o) for o in program.get("outputs", [])}})
+    return s, program, samples, vals
+
+
+def array_out(vals: dict, name: str) -> dict:
+    return vec_out(np.asarray(vals[name]))
+
+
 def serve(capabilities: Callable[[], dict], setup: Callable, handle_run: Callable[[dict, dict], dict]) -> None:
     """Answer requests on stdin, one JSON line each, until shutdown or end of input. `setup` is
     called with (scheme, params, rotations, rotations_pow2, allow_insecure) and must offer

@@ -52,3 +52,20 @@ def enc(a) -> dict:
 
 
 dec = vec_in
+
+
+FAILS: list = []
+PASSES: list = []
+
+
+def check(name: str, ok: bool, detail="") -> None:
+    """One smoke check, printed as it passes or fails; main() exits 1 when any FAILS."""
+    (PASSES if ok else FAILS).append(name)
+    print("%-44s %s %s" % (name, "ok" if ok else "FAIL", str(detail)[:200]), flush=True)
+
+
+def step(out: str, op: str, *args, **attrs) -> dict:
+    d = {"out": out, "op": op, "args": list(args)}
+    if attrs:
+        d["attrs"] = attrs
+    return d

@@ -2,6 +2,7 @@
 # TenSEAL and Concrete: 3.11), in the fhemark cache outside the clone.
 #   find_python X.Y VAR   prints a CPython X.Y: $VAR if set and right, else pythonX.Y on PATH,
 #                         else the newest pyenv X.Y.*; prints nothing when none exists
+#   has_pins VENV PIN...  the venv has every pinned name==version (a bare name: any version)
 #   fresh_venv VENV PY    makes VENV with PY (replacing one of another version); fails when
 #                         PY cannot make venvs (no pythonX.Y-venv)
 
@@ -29,4 +30,17 @@ fresh_venv() {
         rm -rf "$venv"
     fi
     [ -x "$venv/bin/python" ] || "$py" -m venv "$venv" >&2 || { rm -rf "$venv"; return 1; }
+}
+
+has_pins() {  # has_pins VENV name==version|name ...: the venv exists and has every one installed
+    [ -x "$1/bin/python" ] || return 1
+    local venv="$1"; shift
+    "$venv/bin/python" - "$@" <<'PYEOF' 2>/dev/null
+import sys
+from importlib import metadata
+for pin in sys.argv[1:]:
+    name, _, version = pin.partition("==")
+    if metadata.version(name) != (version or metadata.version(name)):
+        sys.exit(1)
+PYEOF
 }

@@ -18,8 +18,8 @@ import numpy as np
 import seal
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "python_shared"))
-from jsonl_driver import (PROTOCOL, Failure, overhead_ns, regions_of, resolve, serve,  # noqa: E402
-                          time_region, vec_in, vec_out)
+from jsonl_driver import (PROTOCOL, Failure, array_out, overhead_ns, resolve, run_samples, serve,  # noqa: E402
+                          time_region, vec_in)
 
 DRIVER_VERSION = "0.4.0"
 SCHEMES = {"bfv": seal.scheme_type.bfv, "bgv": seal.scheme_type.bgv, "ckks": seal.scheme_type.ckks}
@@ -337,15 +337,7 @@ def run_sample(s: Setup, program: dict, regions: dict, sample: dict) -> tuple[di
 
 
 def handle_run(setups: dict, req: dict) -> dict:
-    s = setups.get(req["setup_id"])
-    if s is None:
-        raise Failure("internal", f"unknown setup_id '{req['setup_id']}'")
-    program = req["program"]
-    regions = regions_of(program)
-    samples, vals = [], {}
-    for sample in req["samples"]:
-        vals, ns = run_sample(s, program, regions, sample)
-        samples.append({"ns": ns, "outputs": {o: vec_out(np.asarray(vals[o])) for o in program.get("outputs", [])}})
+    s, program, samples, vals = run_samples(setups, req, run_sample, array_out)
     result = {"samples": samples, "overhead_ns": overhead_ns(),
               "sizes_bytes": {n: size_of(vals[n]) for n in program.get("sizes", [])},
               "levels": {n: s.level(vals[n]) for n in program.get("levels", [])}}

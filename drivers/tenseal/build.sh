@@ -19,12 +19,7 @@ if [ -z "$PY" ]; then
 fi
 
 # Reuse a venv that already has the pinned tenseal and numpy.
-if [ -x "$VENV/bin/python" ] && "$VENV/bin/python" - "$TENSEAL_VERSION" "$NUMPY_VERSION" <<'PYEOF' 2>/dev/null
-import sys
-from importlib import metadata
-sys.exit(0 if (metadata.version("tenseal"), metadata.version("numpy")) == tuple(sys.argv[1:3]) else 1)
-PYEOF
-then
+if has_pins "$VENV" "tenseal==$TENSEAL_VERSION" "numpy==$NUMPY_VERSION"; then
     echo "tenseal driver: $VENV ready (tenseal $TENSEAL_VERSION, numpy $NUMPY_VERSION)"
     exit 0
 fi

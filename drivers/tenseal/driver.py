@@ -32,8 +32,8 @@ import tenseal as ts
 import tenseal.sealapi as sa  # TenSEAL's bundled SEAL API: registers seal::Modulus (primes read back), SEAL's parameter check
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "python_shared"))
-from jsonl_driver import (PROTOCOL, Failure, overhead_ns, regions_of, resolve, serve,  # noqa: E402
-                          time_region, vec_in, vec_out)
+from jsonl_driver import (PROTOCOL, Failure, array_out, overhead_ns, resolve, run_samples, serve,  # noqa: E402
+                          time_region, vec_in)
 
 C = ts._ts_cpp
 DRIVER_VERSION = "0.1.0"
@@ -431,15 +431,7 @@ def run_sample(s: Setup, program: dict, regions: dict, sample: dict) -> tuple[di
 
 
 def handle_run(setups: dict, req: dict) -> dict:
-    s = setups.get(req["setup_id"])
-    if s is None:
-        raise Failure("internal", f"unknown setup_id '{req['setup_id']}'")
-    program = req["program"]
-    regions = regions_of(program)
-    samples, vals = [], {}
-    for sample in req["samples"]:
-        vals, ns = run_sample(s, program, regions, sample)
-        samples.append({"ns": ns, "outputs": {o: vec_out(np.asarray(vals[o])) for o in program.get("outputs", [])}})
+    s, program, samples, vals = run_samples(setups, req, run_sample, array_out)
     # TenSEAL has no plaintext object to serialize: sizes, levels and noise are of its vectors only.
     vecs = {n: vals[n] for n in set(program.get("sizes", [])) | set(program.get("levels", []))
             | set(program.get("noise", [])) if is_vector(vals.get(n))}

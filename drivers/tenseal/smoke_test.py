@@ -17,28 +17,13 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "python_shared"))
-from smoke_client import Driver, dec, enc, venv_python  # noqa: E402
+from smoke_client import FAILS, PASSES, Driver, check, dec, enc, step, venv_python  # noqa: E402
 
 PY = venv_python("tenseal")
 T = 786433  # a 20-bit prime = 1 mod 2N at N = 8192
 PARAMS = {"bfv": {"N": 8192, "q_bits": [45, 45, 45], "p_bits": [60], "t": T, "scale_bits": None},
           "ckks": {"N": 8192, "q_bits": [50, 40, 40], "p_bits": [60], "t": None, "scale_bits": 40}}
 
-
-
-FAILS, PASSES = [], []
-
-
-def check(name, ok, detail=""):
-    (PASSES if ok else FAILS).append(name)
-    print("%-44s %s %s" % (name, "ok" if ok else "FAIL", str(detail)[:160]), flush=True)
-
-
-def step(out, op, *args, **attrs):
-    d = {"out": out, "op": op, "args": list(args)}
-    if attrs:
-        d["attrs"] = attrs
-    return d
 
 
 def regions(timed):
