@@ -151,7 +151,7 @@ def test_a_layer_is_shown_as_a_ratio_to_the_library_it_wraps():
             _paired("tenseal", 80.0, op="sub", wraps="seal")]
     table = layer_table(recs)
     (row,) = table.rows
-    assert row[0] == "tenseal over seal" and row[2] == "add" and row[-1].startswith("1.50x [1.50, 1.50]")
+    assert row[0] == "tenseal over seal" and row[2] == "add" and row[-1].startswith("1.5x [1.50, 1.50]")
     assert layer_table([_paired("seal", 100.0), _paired("lattigo", 300.0)]) is None
 
 

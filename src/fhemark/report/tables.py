@@ -221,7 +221,7 @@ def layer_table(recs: list[dict]) -> Table | None:
         else:
             ratio, ci = r["median_ns"] / base["median_ns"], " (not interleaved: no CI)"
         rows.append([f"{lib} over {r['wraps']}", f"{scheme.upper()} {params}", op, cell(r, devs), cell(base, devs),
-                     f"{ratio:.2f}x{ci}"])
+                     f"{ratio:.3g}x{ci}"])
     if not rows:
         return None
     return Table("What a layer costs over the library it wraps (one run)",
