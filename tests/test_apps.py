@@ -248,6 +248,28 @@ def test_native_variants_run_checked_where_the_library_has_the_routines(library,
             assert r["status"] == "unsupported" and " has no " in r["error"], (r["scheme"], r["op"], r["error"])
 
 
+def test_tenseal_routines_run_checked_at_secure_parameters(tmp_path, driver_pool):
+    """TenSEAL cannot run insecure rings: its sum, dot and polyval are run at the common chains,
+    every result checked, and what it lacks (a standalone rescale, a linear transformation) is
+    named."""
+    driver_pool("tenseal")
+    suite = Suite(name="tenseal-native", policy={"min_samples": 2, "max_samples": 2, "warmup": 0, "budget_s": 0.1},
+                  cases=[{"libraries": ["tenseal"], "schemes": ["bfv"], "params": ["c8192"],
+                          "ops": ["dot_64_native", "tally_64_native", "matvec_8_native"]},
+                         {"libraries": ["tenseal"], "schemes": ["ckks"], "params": ["c16384"],
+                          "ops": ["poly_3_native", "dot_64_native"]}])
+    plan = build(suite, ["tenseal"])
+    store = Store(tmp_path / "t.db")
+    run_id = store.start_run("tenseal-native", "h", True, {}, {})
+    Runner(plan, store, run_id, {"threads": 1}).execute()
+    by_op = {(r["scheme"], r["op"]): r for r in store.records(run_id)}
+    for key in (("bfv", "dot_64_native"), ("bfv", "tally_64_native"), ("ckks", "poly_3_native")):
+        r = by_op[key]
+        assert r["status"] == "ok" and r["check_passed"] and r["median_ns"] > 0, (key, r["error"])
+    assert "linear_transform" in by_op[("bfv", "matvec_8_native")]["error"]
+    assert "rescale" in by_op[("ckks", "dot_64_native")]["error"]
+
+
 def _schemes(library: str) -> set[str]:
     path = project_root() / "protocol" / "capabilities" / f"{library}.json"
     return set(json.loads(path.read_text())["schemes"]) if path.exists() else set()

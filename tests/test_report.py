@@ -155,6 +155,18 @@ def test_a_layer_is_shown_as_a_ratio_to_the_library_it_wraps():
     assert layer_table([_paired("seal", 100.0), _paired("lattigo", 300.0)]) is None
 
 
+def test_a_layers_routine_is_set_against_the_wrapped_librarys_portable_program():
+    """TenSEAL's dot against SEAL's rotate-and-sum: what a user of each would run, labelled as such;
+    where the wrapped library has the routine too, routine against routine."""
+    from fhemark.report.tables import layer_table
+    recs = [_paired("seal", 100.0, op="dot_64"), _paired("tenseal", 90.0, op="dot_64_native", wraps="seal")]
+    (row,) = layer_table(recs).rows
+    assert row[2] == "dot_64_native / dot_64" and row[-1].startswith("0.9x")
+    recs.append(_paired("seal", 45.0, op="dot_64_native"))
+    (row,) = layer_table(recs).rows
+    assert row[2] == "dot_64_native" and row[-1].startswith("2x")
+
+
 def _paired(library, median, op="add", scheme="bfv", run_id="r", **extra):
     """A record measured in 6 interleaved rounds whose samples drift alike for every library."""
     rounds = [r for r in range(6) for _ in range(3)]

@@ -35,7 +35,16 @@ def vec_out(a: np.ndarray) -> dict:
 
 
 def resolve(attrs: dict, scalars: dict) -> dict:
-    return {k: scalars[v[1:]] if isinstance(v, str) and v.startswith("$") else v for k, v in attrs.items()}
+    """Attrs with every `$name` string (an attr, or an item of a list attr) read from the sample's scalars."""
+    def one(v):
+        if isinstance(v, list):
+            return [one(x) for x in v]
+        if isinstance(v, str) and v.startswith("$"):
+            if v[1:] not in scalars:
+                raise Failure("internal", f"scalar {v!r} missing from the sample")
+            return scalars[v[1:]]
+        return v
+    return {k: one(v) for k, v in attrs.items()}
 
 
 def time_region(calls: list) -> tuple[list, int]:

@@ -35,8 +35,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "python_shared")
 from jsonl_driver import (PROTOCOL, Failure, array_out, overhead_ns, resolve, run_samples, serve,  # noqa: E402
                           time_region, vec_in)
 
+import routines  # noqa: E402  (this folder: TenSEAL's sum, dot, polyval for native variants)
+
 C = ts._ts_cpp
-DRIVER_VERSION = "0.1.0"
+DRIVER_VERSION = "0.2.0"
 N_THREADS = 1  # every TenSEAL context is made with n_threads=1
 SCHEMES = {"bfv": C.SCHEME_TYPE.BFV, "ckks": C.SCHEME_TYPE.CKKS}
 _SEAL_SCHEMES = {"bfv": sa.SCHEME_TYPE.BFV, "ckks": sa.SCHEME_TYPE.CKKS}
@@ -46,7 +48,7 @@ COMMON = ["encode", "decode", "encrypt_pk", "encrypt_sk", "decrypt", "add", "sub
 # `<op>_into`: TenSEAL's in-place forms (add_, mul_, square_, ...), writing into the first operand.
 _INTO = ["add", "sub", "add_plain", "mul", "mul_relin", "mul_plain", "mul_scalar", "square", "square_relin"]
 INTO = {"bfv": _INTO, "ckks": _INTO}
-OPS = {scheme: COMMON + [f"{op}_into" for op in into] for scheme, into in INTO.items()}
+OPS = {scheme: COMMON + [f"{op}_into" for op in into] + routines.OPS[scheme] for scheme, into in INTO.items()}
 # Multiplications whose relinearization is TenSEAL's context flag auto_relin: op -> the flag's value.
 RELIN = {"mul": False, "mul_relin": True, "square": False, "square_relin": True}
 
@@ -121,7 +123,7 @@ def _deviations(scheme: str) -> dict[str, str]:
     return dev
 
 
-DEVIATIONS = {scheme: _deviations(scheme) for scheme in OPS}
+DEVIATIONS = {scheme: {**_deviations(scheme), **routines.DEVIATIONS.get(scheme, {})} for scheme in OPS}
 
 
 
@@ -194,6 +196,7 @@ class Setup:
         self.sym = symmetric_twin(self.ctx)
         self.slots = self.n // 2 if scheme == "ckks" else self.n
         self.top = seal_ctx.first_context_data().chain_index()
+        self.notes: set[str] = set()  # what the routines did untimed for this setup (keys made), said in their runs
         if rotations or pow2:  # TenSEAL's only Galois key set: every +/- 2^i step and the row swap / conjugation
             self.ctx.generate_galois_keys()
 
@@ -255,14 +258,20 @@ class Prepared:
     """One step made ready: the call to time, the untimed step that turns its result into the
     step's value, and the context flag its multiplication needs (auto_relin), set before the clock."""
 
-    __slots__ = ("call", "post", "ctx", "relin")
+    __slots__ = ("call", "post", "ctx", "relin", "rescale")
 
-    def __init__(self, call, post=None, ctx=None, relin=None):
-        self.call, self.post, self.ctx, self.relin = call, post, ctx, relin
+    def __init__(self, call, post=None, ctx=None, relin=None, rescale=False):
+        self.call, self.post, self.ctx, self.relin, self.rescale = call, post, ctx, relin, rescale
 
     def arm(self) -> None:
         if self.ctx is not None:
             self.ctx.auto_relin = self.relin
+            self.ctx.auto_rescale = self.rescale
+
+    def disarm(self) -> None:
+        """auto_rescale back off once the region is over: every other op relies on it."""
+        if self.rescale:
+            self.ctx.auto_rescale = False
 
 
 def key_of(vals: dict, attrs: dict, what: str):
@@ -286,7 +295,8 @@ def operand(vals: dict, name: str, what: str):
 def prepare(s: Setup, op: str, args: list, attrs: dict, vals: dict) -> Prepared:
     """Do the untimed part of one primitive and return what the region runs."""
     if op not in OPS[s.scheme]:
-        raise Failure("unsupported", f"TenSEAL driver has no '{op}' for {s.scheme}")
+        why = routines.WHY_NOT.get(op)
+        raise Failure("unsupported", why or f"TenSEAL driver has no '{op}' for {s.scheme}")
     into = op.endswith("_into")
     base = op[: -len("_into")] if into else op
     if base == "encode":
@@ -323,7 +333,36 @@ def prepare(s: Setup, op: str, args: list, attrs: dict, vals: dict) -> Prepared:
         return Prepared(lambda: x.decrypt(sk))
     if base.startswith("keygen_"):
         return prepare_keygen(s, base, attrs, vals)
+    if base in routines.NAMES:
+        return prepare_routine(s, base, args, attrs, vals)
     return prepare_arith(s, base, into, args, attrs, vals)
+
+
+def prepare_routine(s: Setup, op: str, args: list, attrs: dict, vals: dict) -> Prepared:
+    """TenSEAL's sum, dot and polyval (routines.py): inputs re-wrapped, keys made, flags chosen here."""
+    x = operand(vals, args[0], op)
+    if op == "poly_eval":
+        coeffs = [float(c) for c in attrs["coeffs"]]
+        return Prepared(lambda: x.polyval(coeffs), ctx=x.context(), relin=True, rescale=True)
+    n = int(attrs["n"])
+    if n < 1 or n & (n - 1) or n > s.n // 2:
+        raise Failure("internal", f"{op}: n={n} is not a power of two at most the row length {s.n // 2}")
+    if not s.ctx.has_galois_keys():
+        s.ctx.generate_galois_keys()
+        s.notes.add("generate_galois_keys() made TenSEAL's Galois keys (SEAL's default set) for inner_sum / "
+                    "inner_product, untimed, before the first region using them; kept for the setup")
+    cls = type(x)
+    ctx = x.context()
+    xn = cls(ctx, routines.resized(x.serialize(), n))
+    slots = s.slots
+
+    def full(v):  # sum/dot leave a vector of size 1: seen again as every slot (untimed)
+        return cls(ctx, routines.resized(v.serialize(), slots))
+    if op == "inner_sum":
+        return Prepared(xn.sum, full)
+    y = operand(vals, args[1], op)
+    yn = cls(ctx, routines.resized(y.serialize(), n))
+    return Prepared(lambda: xn.dot(yn), full, ctx=ctx, relin=True)
 
 
 def prepare_keygen(s: Setup, op: str, attrs: dict, vals: dict) -> Prepared:
@@ -392,13 +431,15 @@ def prepare_arith(s: Setup, op: str, into: bool, args: list, attrs: dict, vals: 
 def arm_region(name: str, prepared: list[Prepared]) -> None:
     """Set every step's auto_relin flag before the clock. The flag belongs to a context, so one
     region cannot hold a multiplication with and one without relinearization on the same context."""
-    wanted: dict[int, bool] = {}
+    wanted: dict[int, tuple] = {}
     for p in prepared:
         if p.ctx is None:
             continue
-        if wanted.setdefault(id(p.ctx), p.relin) != p.relin:  # pybind11 returns one Python object per live context
-            raise Failure("unsupported", f"timed region '{name}': TenSEAL's relinearization is one flag per context "
-                                         f"(auto_relin): a region cannot mix multiplications with and without it")
+        flags = (p.relin, p.rescale)
+        if wanted.setdefault(id(p.ctx), flags) != flags:  # pybind11 returns one Python object per live context
+            raise Failure("unsupported", f"timed region '{name}': TenSEAL's relinearization and rescaling are flags "
+                                         f"of a context (auto_relin, auto_rescale): a region cannot mix steps that "
+                                         f"want them set differently")
     for p in prepared:
         p.arm()
 
@@ -416,6 +457,7 @@ def run_sample(s: Setup, program: dict, regions: dict, sample: dict) -> tuple[di
             p = prepare(s, st["op"], st.get("args", []), resolve(st.get("attrs", {}), scalars), vals)
             p.arm()
             out = p.call()
+            p.disarm()
             vals[st["out"]] = p.post(out) if p.post else out
             i += 1
             continue
@@ -424,6 +466,8 @@ def run_sample(s: Setup, program: dict, regions: dict, sample: dict) -> tuple[di
         prepared = [prepare(s, b["op"], b.get("args", []), resolve(b.get("attrs", {}), scalars), vals) for b in batch]
         arm_region(name, prepared)
         outs, ns[name] = time_region([p.call for p in prepared])
+        for p in prepared:
+            p.disarm()
         for b, p, o in zip(batch, prepared, outs):
             vals[b["out"]] = p.post(o) if p.post else o
         i += len(names)
@@ -440,6 +484,8 @@ def handle_run(setups: dict, req: dict) -> dict:
               "levels": {n: s.level(vecs[n]) for n in program.get("levels", []) if n in vecs}}
     if s.scheme != "ckks":
         result["noise_budget_bits"] = {n: s.noise(vecs[n]) for n in program.get("noise", []) if n in vecs}
+    if s.notes and any(st["op"] in routines.NAMES for st in program["steps"]):
+        result["notes"] = sorted(s.notes)
     return result
 
 

@@ -35,6 +35,7 @@ SECURE_CASE_PARAMS = {
 # A degree-7 polynomial in logarithmic depth needs 3 levels (OpenFHE's EvalPoly 4: the coefficient
 # products take one more); the CKKS case chain has 2.
 DEEP_CKKS = ParamSpec(N=2048, q_bits=[45, 30, 30, 30, 30], p_bits=[45], scale_bits=30)
+SECURE_DEEP_CKKS = ParamSpec(N=16384, q_bits=[50] + [40] * 7, p_bits=[60], scale_bits=40)  # the c16384 chain
 INPUT_LENGTH = 8
 CKKS_TOLERANCE = 1e-3
 # Bit schemes: the library's default set; small integers and circuits.
@@ -129,7 +130,7 @@ def _routines(scheme: str) -> list[BenchOp]:
     return ops
 
 
-def _rlwe_cases(params_by_scheme: dict[str, ParamSpec], routines: bool = True) -> list[dict]:
+def _rlwe_cases(params_by_scheme: dict[str, ParamSpec], deep: ParamSpec) -> list[dict]:
     cases = []
     for scheme, spec in params_by_scheme.items():
         params = _validated(spec, scheme, "conformance")
@@ -142,10 +143,13 @@ def _rlwe_cases(params_by_scheme: dict[str, ParamSpec], routines: bool = True) -
             cases.append(_case(f"{scheme}/{name}", scheme, op, plain, params, rng, True))
             if op.repeatable(op.program(scheme)):
                 cases.append(_case(f"{scheme}/{name}", scheme, op, plain, params, rng, True, COPIES))
-        for op in _routines(scheme) if routines else []:
-            at = _validated(DEEP_CKKS, scheme, "conformance") if op.name.startswith("poly_eval") else params
-            cases.append(_case(f"{scheme}/{op.name}", scheme, op, plain, at, np.random.default_rng(20261125), True))
-            cases.append(_case(f"{scheme}/{op.name}", scheme, op, plain, at, np.random.default_rng(20261126), True,
+        for op in _routines(scheme):
+            at, on = params, plain
+            if op.name.startswith("poly_eval"):
+                at = _validated(deep, scheme, "conformance")
+                on = Plain(scheme, at.slots(scheme), at.t)
+            cases.append(_case(f"{scheme}/{op.name}", scheme, op, on, at, np.random.default_rng(20261125), True))
+            cases.append(_case(f"{scheme}/{op.name}", scheme, op, on, at, np.random.default_rng(20261126), True,
                                COPIES))
     params = _validated(params_by_scheme["ckks"], "ckks", "conformance")
     cases.append(_case("ckks/encode_like", "ckks", _encode_like(), Plain("ckks", params.slots("ckks")), params,
@@ -158,11 +162,11 @@ def generate_secure() -> dict:
     return {"version": 2, "note": "the RLWE cases at a secure common chain (c8192), for libraries that cannot run "
                                   "insecure parameters; a name ending in #3 runs three copies of the op in one timed region",
             "setup": {"rotations": [1], "rotations_pow2": True, "allow_insecure": False},
-            "cases": _rlwe_cases(SECURE_CASE_PARAMS, routines=False)}  # the libraries with routines run insecure cases
+            "cases": _rlwe_cases(SECURE_CASE_PARAMS, SECURE_DEEP_CKKS)}
 
 
 def generate() -> dict:
-    cases = _rlwe_cases(CASE_PARAMS)
+    cases = _rlwe_cases(CASE_PARAMS, DEEP_CKKS)
     for scheme, (spec, modulus, workloads) in BITS_CASES.items():
         params = resolve(spec, scheme)
         plain = Plain(scheme, 4, modulus)

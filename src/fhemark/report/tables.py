@@ -207,12 +207,19 @@ def ratio_table(recs: list[dict]) -> Table | None:
 
 def layer_table(recs: list[dict]) -> Table | None:
     """What a convenience layer costs over the library it wraps (TenSEAL over SEAL), per operation,
-    in one run: the ratio of medians with the paired-round interval, as in the ratio table."""
+    in one run: the ratio of medians with the paired-round interval, as in the ratio table. A layer's
+    own routine (a `_native` workload) is set against the wrapped library's portable program of the
+    same workload where the wrapped library has no routine for it: what the user of each would run."""
     recs = [r for r in latest(recs) if r["status"] == "ok" and r.get("samples_ns") and "depth" not in r]
     by_case = {(r["run_id"], r["library"], r["scheme"], _param_key(r), r.get("vector_length"), r["op"]): r for r in recs}
     rows, devs = [], Deviations()
     for (run, lib, scheme, params, length, op), r in sorted(by_case.items(), key=lambda kv: kv[0][1:]):
-        base = by_case.get((run, r.get("wraps"), scheme, params, length, op)) if r.get("wraps") else None
+        if not r.get("wraps"):
+            continue
+        base, label = by_case.get((run, r["wraps"], scheme, params, length, op)), op
+        if base is None and op.endswith("_native"):
+            portable = op[: -len("_native")]
+            base, label = by_case.get((run, r["wraps"], scheme, params, length, portable)), f"{op} / {portable}"
         if base is None:
             continue
         if r.get("sample_round") and base.get("sample_round"):
@@ -220,7 +227,7 @@ def layer_table(recs: list[dict]) -> Table | None:
             ratio, ci = pr.ratio, f" [{pr.ci95[0]:.2f}, {pr.ci95[1]:.2f}]" if pr.ci95 else f" (no CI: {pr.rounds} rounds)"
         else:
             ratio, ci = r["median_ns"] / base["median_ns"], " (not interleaved: no CI)"
-        rows.append([f"{lib} over {r['wraps']}", f"{scheme.upper()} {params}", op, cell(r, devs), cell(base, devs),
+        rows.append([f"{lib} over {r['wraps']}", f"{scheme.upper()} {params}", label, cell(r, devs), cell(base, devs),
                      f"{ratio:.3g}x{ci}"])
     if not rows:
         return None
