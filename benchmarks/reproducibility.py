@@ -104,8 +104,14 @@ def compare(first: list[dict], later: list[dict]) -> dict:
                    "inside_first_interval": bool(ra[k][1] and ra[k][1][0] <= rb[k][0] <= ra[k][1][1])}
                   for k in common]
     agree = sum(abs(x["change"]) <= 0.05 for x in ratio_rows)
+    # The ratios run 1 itself claimed to know within 5% (paired interval inside [0.95, 1.05] x ratio):
+    # does that claim hold in the next run?
+    tight = [x for x in ratio_rows if x["first_ci95"] and x["first_ci95"][0] >= 0.95 * x["first"]
+             and x["first_ci95"][1] <= 1.05 * x["first"]]
     return {"cases": len(rows), "median_inside_first_interval": inside, "medians_moved_over_5pct": moved,
             "ratios": len(ratio_rows), "ratios_within_5pct": agree,
+            "ratios_claimed_within_5pct": len(tight),
+            "claimed_ratios_within_5pct": sum(abs(x["change"]) <= 0.05 for x in tight),
             "ratios_with_interval": sum(x["first_ci95"] is not None for x in ratio_rows),
             "ratio_inside_first_interval": sum(x["inside_first_interval"] for x in ratio_rows),
             "status_changes": status_changes,
@@ -144,7 +150,9 @@ def main() -> None:
               f"medians moved > 5%: {c['medians_moved_over_5pct']} ({100 * c['medians_moved_over_5pct'] / n:.0f}%); "
               f"cross-library ratios within 5%: {c['ratios_within_5pct']} of {c['ratios']} "
               f"({100 * c['ratios_within_5pct'] / k:.0f}%); inside run 1's paired-round interval: "
-              f"{c['ratio_inside_first_interval']} of {c['ratios_with_interval']}; "
+              f"{c['ratio_inside_first_interval']} of {c['ratios_with_interval']}; of the "
+              f"{c['ratios_claimed_within_5pct']} ratios whose run-1 interval was within 5%, "
+              f"{c['claimed_ratios_within_5pct']} agree within 5%; "
               f"status changed (e.g. ok <-> wrong_result): {len(c['status_changes'])}")
         for f in c["status_changes"]:
             print(f"  {f['case']}: {f['first']} -> {f['later']} ({f['detail']})")
