@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -608,5 +609,32 @@ func TestEncodeLike(t *testing.T) {
 	}, Samples: []sampleIn{{Inputs: map[string]wireVector{"x": encodeU64AsI64([]uint64{1, 2})}}}})
 	if de, ok := err.(*driverError); !ok || de.Kind != errUnsupported {
 		t.Errorf("like on BGV: got %v, want unsupported", err)
+	}
+}
+
+// The driver forces a collection before each timed region and before no other
+// step: collections before the untimed steps churned the heap so that the
+// region's own allocation page-faulted (CKKS add read 3-4x its cost).
+func TestCollectionOnlyBeforeTimedRegions(t *testing.T) {
+	d := newDriver()
+	c := setupSmall(t, d, "s-gc", "bfv")
+	x := make([]uint64, c.slots)
+	for j := range x {
+		x[j] = uint64(j % 12289)
+	}
+	const n = 5
+	samples := make([]sampleIn, n)
+	for i := range samples {
+		samples[i] = sampleIn{Inputs: map[string]wireVector{"x.0": encodeU64AsI64(x), "y.0": encodeU64AsI64(x)}}
+	}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	if _, err := d.run(&request{V: 2, Type: "run", SetupID: "s-gc", Program: copiesProgram(1, "add", 2, nil, nil),
+		Samples: samples}); err != nil {
+		t.Fatal(err)
+	}
+	runtime.ReadMemStats(&after)
+	if got := after.NumForcedGC - before.NumForcedGC; got != n {
+		t.Fatalf("%d forced collections for %d samples of one timed region and 6 untimed steps each, want %d", got, n, n)
 	}
 }

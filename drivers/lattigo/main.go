@@ -14,7 +14,7 @@ import (
 	"strconv"
 )
 
-const driverVersion = "0.4.0"
+const driverVersion = "0.4.1"
 
 func main() {
 	log.SetOutput(os.Stderr)
