@@ -126,6 +126,20 @@ func (c *fheContext) newCiphertext(degree, level int) *rlwe.Ciphertext {
 	return ckks.NewCiphertext(c.ckksP, degree, level)
 }
 
+// resident writes every coefficient of an `_into` op's output once, outside the clock.
+// Go hands out fresh pages from the OS untouched (known to be zero, so not cleared), and
+// the op's first write took their page faults inside the timed region: Lattigo BGV
+// add_into at N = 8192 read 210-370 us on the samples that faulted against 30-50 us on
+// the others, and its median landed on the faulting ones (2026-11-24). An application
+// that writes into a preallocated output has long since touched it.
+func resident(polys ...ring.Poly) {
+	for _, p := range polys {
+		for _, row := range p.Coeffs {
+			clear(row)
+		}
+	}
+}
+
 // timedOutput is the timed closure of an operation with a ciphertext output. The `_into`
 // ops write into a ciphertext allocated here, outside the timed region; the base ops
 // allocate inside it, as SEAL's and OpenFHE's bindings do: through Lattigo's own *New
@@ -134,6 +148,7 @@ func (c *fheContext) timedOutput(out *value, into bool, degree, level int,
 	write func(o *rlwe.Ciphertext) error, alloc func() (*rlwe.Ciphertext, error)) func() error {
 	if into {
 		o := c.newCiphertext(degree, level)
+		resident(o.Value...)
 		out.ct = o
 		return func() error { return write(o) }
 	}

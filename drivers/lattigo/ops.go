@@ -328,6 +328,7 @@ func opEncode(x *execState, s *step, args []*value, out *value, into bool) (func
 	var pt *rlwe.Plaintext
 	if into {
 		pt = newPt()
+		resident(pt.Value)
 	}
 	if c.isBGVFamily() {
 		vals := padU64(args[0].u, c.slots)
@@ -418,6 +419,7 @@ func opDecrypt(x *execState, s *step, args []*value, out *value, into bool) (fun
 	out.kind = "pt"
 	if into {
 		pt := x.c.newPlaintext(ct.Level())
+		resident(pt.Value)
 		out.pt = pt
 		return func() error { dec.Decrypt(ct, pt); return nil }, nil
 	}
