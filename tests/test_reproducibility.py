@@ -27,3 +27,14 @@ def test_medians_ratios_and_status_changes_are_counted_against_the_first_run():
     assert (c["ratios"], c["ratios_within_5pct"]) == (1, 0)  # lattigo/seal on add moved 14%
     assert c["ratios_claimed_within_5pct"] == 1 and c["claimed_ratios_within_5pct"] == 0
     assert [(f["first"], f["later"]) for f in c["status_changes"]] == [("ok", "wrong_result")]
+
+
+def test_ratios_are_also_counted_apart_by_the_cost_of_the_op():
+    """Below 1 ms (the slower library's first-run median) the ops are memory-bound: the README quotes both."""
+    first = [_rec("seal", 2e6, 0.0), _rec("lattigo", 3e6, 0.0), _rec("seal", 5e5, 0.0, op="mul"),
+             _rec("lattigo", 4e5, 0.0, op="mul"), _rec("seal", 1e5, 0.0, op="sub"), _rec("lattigo", 1e5, 0.0, op="sub")]
+    later = [_rec("seal", 2e6, 0.0), _rec("lattigo", 3.03e6, 0.0), _rec("seal", 5e5, 0.0, op="mul"),
+             _rec("lattigo", 4.8e5, 0.0, op="mul"), _rec("seal", 1e5, 0.0, op="sub"), _rec("lattigo", 1e5, 0.0, op="sub")]
+    c = repro.compare(first, later)
+    assert c["ratios_by_cost"] == {"from_1ms": {"ratios": 1, "within_5pct": 1},
+                                   "below_1ms": {"ratios": 2, "within_5pct": 1}}
