@@ -612,10 +612,10 @@ func TestEncodeLike(t *testing.T) {
 	}
 }
 
-// The driver forces a collection before each timed region and before no other
-// step: collections before the untimed steps churned the heap so that the
-// region's own allocation page-faulted (CKKS add read 3-4x its cost).
-func TestCollectionOnlyBeforeTimedRegions(t *testing.T) {
+// The driver forces one collection a sample, before its first timed region, and
+// before no other step: collections before every step churned the heap so that
+// the regions' own allocations page-faulted (CKKS add read 3-4x its cost).
+func TestCollectionOncePerSample(t *testing.T) {
 	d := newDriver()
 	c := setupSmall(t, d, "s-gc", "bfv")
 	x := make([]uint64, c.slots)
@@ -627,14 +627,21 @@ func TestCollectionOnlyBeforeTimedRegions(t *testing.T) {
 	for i := range samples {
 		samples[i] = sampleIn{Inputs: map[string]wireVector{"x.0": encodeU64AsI64(x), "y.0": encodeU64AsI64(x)}}
 	}
-	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
-	if _, err := d.run(&request{V: 2, Type: "run", SetupID: "s-gc", Program: copiesProgram(1, "add", 2, nil, nil),
-		Samples: samples}); err != nil {
-		t.Fatal(err)
-	}
-	runtime.ReadMemStats(&after)
-	if got := after.NumForcedGC - before.NumForcedGC; got != n {
-		t.Fatalf("%d forced collections for %d samples of one timed region and 6 untimed steps each, want %d", got, n, n)
+	// A workload's shape too: a second timed region reading the first one's result.
+	chain := copiesProgram(1, "add", 2, nil, nil)
+	steps := chain.Steps
+	chain.Steps = append(append(append([]step(nil), steps[:5]...), step{Out: "cw", Op: "add", Args: []string{"cz.0", "cx.0"}},
+		step{Out: "pz.0", Op: "decrypt", Args: []string{"cw"}}), steps[6])
+	chain.Timed = append(chain.Timed, region{Name: "cw", Steps: []string{"cw"}})
+	for _, prog := range []*program{copiesProgram(1, "add", 2, nil, nil), chain} {
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		if _, err := d.run(&request{V: 2, Type: "run", SetupID: "s-gc", Program: prog, Samples: samples}); err != nil {
+			t.Fatal(err)
+		}
+		runtime.ReadMemStats(&after)
+		if got := after.NumForcedGC - before.NumForcedGC; got != n {
+			t.Fatalf("%d forced collections for %d samples of %d timed regions each, want %d", got, n, len(prog.Timed), n)
+		}
 	}
 }

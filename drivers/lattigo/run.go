@@ -16,15 +16,17 @@ import (
 // It returns the elapsed ns and, on failure, the index of the call that
 // failed; a panic in a call is returned as a *callPanic.
 //
-// A full collection runs first, outside the clock, when the region is timed:
-// the driver's untimed work (decoding inputs, encrypting them, decrypting
-// outputs) leaves garbage, and without this a collection of it can land inside
-// a random region. The region's own allocations are still timed; their
-// collection, as in any Go program, happens later. Untimed steps run without
-// one: a collection before every step (7 a sample for a binary op) cost more
-// than the op itself, and left the heap so churned that a 400 KB ciphertext
-// allocated in the region took 50-80 page faults (CKKS add at N = 8192: 220-260
-// us in the driver against 55-65 us in a plain Go loop; 85 us without them).
+// With collect, a full collection runs first, outside the clock: the sample's
+// first timed region asks for it, since the driver's untimed work (decoding
+// inputs, encrypting them) leaves garbage, and without this a collection of it
+// can land inside a random region. Later regions of the same sample (a
+// workload's steps) and untimed steps run without one; the regions'
+// allocations are timed, and so is their share of collection, as in any Go
+// program. A collection before every step (7 a sample for a binary op) cost
+// more than the op itself, emptied Lattigo's buffer pools, and left the heap so
+// churned that a region's fresh allocations page-faulted: CKKS add at N = 8192
+// read 220-260 us in the driver against 55-65 us in a plain Go loop (85 us
+// without), and a 256-rotation matrix-vector product took ~90 faults a step.
 func timeRegion(calls []func() error, collect bool) (ns int64, failed int, err error) {
 	if collect && len(calls) > 0 {
 		runtime.GC()
@@ -198,12 +200,14 @@ func (d *driver) run(req *request) (any, error) {
 		}
 		x := &execState{c: c, env: env, scalars: smp.Scalars, notes: notes}
 		ns := map[string]int64{}
+		collected := false // once a sample, before its first timed region (timeRegion)
 		for i := 0; i < len(prog.Steps); {
 			sp, timed := spans[i]
 			if !timed {
 				sp = regionSpan{first: i, n: 1}
 			}
-			t, err := x.runSteps(prog.Steps[sp.first:sp.first+sp.n], timed)
+			t, err := x.runSteps(prog.Steps[sp.first:sp.first+sp.n], timed && !collected)
+			collected = collected || timed
 			if err != nil {
 				return nil, err
 			}
@@ -324,7 +328,7 @@ func (x *execState) prepare(st *step) (fn func() error, out *value, err error) {
 // runSteps runs consecutive independent steps (one timed region, or one
 // untimed step): it prepares every step first, then makes their library calls
 // inside one timeRegion, then stores the results. It returns the region's ns.
-func (x *execState) runSteps(steps []step, timed bool) (ns int64, err error) {
+func (x *execState) runSteps(steps []step, collect bool) (ns int64, err error) {
 	x.post = nil
 	calls := make([]func() error, len(steps))
 	outs := make([]*value, len(steps))
@@ -333,7 +337,7 @@ func (x *execState) runSteps(steps []step, timed bool) (ns int64, err error) {
 			return 0, err
 		}
 	}
-	ns, failed, err := timeRegion(calls, timed)
+	ns, failed, err := timeRegion(calls, collect)
 	if err != nil {
 		st := &steps[failed]
 		if p, ok := err.(*callPanic); ok {
