@@ -100,17 +100,19 @@ def compare(first: list[dict], later: list[dict]) -> dict:
                      "processes": r.get("processes"), "ci_method": r.get("ci_method")})
     ra, rb = ratios(first), ratios(later)
     common = [k for k in ra if k in rb]
-    ratio_rows = [{"pair": " ".join(map(str, k)), "first": ra[k][0], "first_ci95": ra[k][1], "later": rb[k][0],
-                   "change": rb[k][0] / ra[k][0] - 1,
-                   "inside_first_interval": bool(ra[k][1] and ra[k][1][0] <= rb[k][0] <= ra[k][1][1])}
-                  for k in common]
-    # Split at 1 ms (the slower library's first-run median): below it the ops are bound by memory
-    # (add, sub, encode, decode, scalar products), whose speed on a shared host follows its
+    # Each ratio's cost: the slower library's first-run median. Below 1 ms the ops are bound by
+    # memory (add, sub, encode, decode, scalar products), whose speed on a shared host follows its
     # neighbours' cache and memory traffic, which no sampling inside one run can average out.
     cost = {case(r): r["median_ns"] for r in first}
-    for x, k in zip(ratio_rows, common):
-        x["slower_median_ns"] = max(cost[(k[0],) + k[2:]], cost[(k[1],) + k[2:]])
-    agree = sum(abs(x["change"]) <= 0.05 for x in ratio_rows)
+    ratio_rows = [{"pair": " ".join(map(str, k)), "first": ra[k][0], "first_ci95": ra[k][1], "later": rb[k][0],
+                   "change": rb[k][0] / ra[k][0] - 1,
+                   "inside_first_interval": bool(ra[k][1] and ra[k][1][0] <= rb[k][0] <= ra[k][1][1]),
+                   "slower_median_ns": max(cost[(k[0],) + k[2:]], cost[(k[1],) + k[2:]])}
+                  for k in common]
+
+    def within_5pct(xs: list[dict]) -> int:
+        return sum(abs(x["change"]) <= 0.05 for x in xs)
+
     by_cost = {name: [x for x in ratio_rows if (x["slower_median_ns"] >= SPLIT_NS) == slow]
                for name, slow in (("from_1ms", True), ("below_1ms", False))}
     # The ratios run 1 itself claimed to know within 5% (paired interval inside [0.95, 1.05] x ratio):
@@ -118,11 +120,10 @@ def compare(first: list[dict], later: list[dict]) -> dict:
     tight = [x for x in ratio_rows if x["first_ci95"] and x["first_ci95"][0] >= 0.95 * x["first"]
              and x["first_ci95"][1] <= 1.05 * x["first"]]
     return {"cases": len(rows), "median_inside_first_interval": inside, "medians_moved_over_5pct": moved,
-            "ratios": len(ratio_rows), "ratios_within_5pct": agree,
-            "ratios_by_cost": {name: {"ratios": len(xs), "within_5pct": sum(abs(x["change"]) <= 0.05 for x in xs)}
-                               for name, xs in by_cost.items()},
+            "ratios": len(ratio_rows), "ratios_within_5pct": within_5pct(ratio_rows),
+            "ratios_by_cost": {name: {"ratios": len(xs), "within_5pct": within_5pct(xs)} for name, xs in by_cost.items()},
             "ratios_claimed_within_5pct": len(tight),
-            "claimed_ratios_within_5pct": sum(abs(x["change"]) <= 0.05 for x in tight),
+            "claimed_ratios_within_5pct": within_5pct(tight),
             "ratios_with_interval": sum(x["first_ci95"] is not None for x in ratio_rows),
             "ratio_inside_first_interval": sum(x["inside_first_interval"] for x in ratio_rows),
             "status_changes": status_changes,
