@@ -152,14 +152,20 @@ def _suite(need: Need, library: str, spec: dict, ops: list[str] | str, policy: d
                  policy=policy, cases=[{"libraries": [library], "schemes": [need.scheme], "params": [spec], "ops": ops}])
 
 
-def _run(suite: Suite, library: str, db: Path, seed: int) -> list[dict]:
-    plan = build(suite, [library])
+def run_suite(suite: Suite, libraries: list[str], db: Path,
+              progress: Callable[[str], None] = lambda what: None) -> list[dict]:
+    """Run a suite made in code into the store at `db`; its records (`progress`: each job as it ends)."""
+    plan = build(suite, libraries)
     store = Store(db)
-    env = environment(1, project_root())
-    run_id = store.start_run(suite.name, f"advisor-{seed}", False, env, {})
-    Runner(plan, store, run_id, env).execute()
-    store.finish_run(run_id)
-    return list(store.records(run_id))
+    env = environment(suite.threads, project_root())
+    run_id = store.start_run(suite.name, suite.name, False, env, plan.to_json())
+    try:
+        Runner(plan, store, run_id, env,
+               on_record=lambda job, recs: progress(f"{job.library} {job.scheme} N={job.params.N} {job.op}")).execute()
+        store.finish_run(run_id)
+        return list(store.records(run_id))
+    finally:
+        store.close()
 
 
 def _verify(need: Need, library: str, spec: dict, repeats: int, db: Path) -> tuple[str, list[dict]]:
@@ -169,7 +175,7 @@ def _verify(need: Need, library: str, spec: dict, repeats: int, db: Path) -> tup
         policy["min_precision_bits"] = float(need.precision) + MARGIN_BITS
     recs = []
     for i in range(repeats):
-        (rec,) = _run(_suite(need, library, spec, ["depth_mul"], {**policy, "seed": 1 + i}), library, db, i)
+        (rec,) = run_suite(_suite(need, library, spec, ["depth_mul"], {**policy, "seed": 1 + i}), [library], db)
         recs.append(rec)
         if rec["status"] != "ok":
             return f"{rec['status']}: {rec.get('error') or ''}".strip(), recs
@@ -207,9 +213,9 @@ def advise(need: Need, libraries: list[str], repeats: int = 3, db: Path | None =
                     prop.trajectory = recs[-1].get("noise_by_depth") or []
                 prop.effective = recs[-1].get("effective_params")
                 progress(f"{lib}: accepted N = {spec['N']}, q = {spec['q_bits']}; timing multiply and rotate")
-                prop.records = _run(_suite(need, lib, spec, ["mul_relin", "rotate_1"],
-                                           {"min_samples": 6, "max_samples": 12, "budget_s": 2.0, "rounds": 1}),
-                                    lib, store_path, 99)
+                prop.records = run_suite(_suite(need, lib, spec, ["mul_relin", "rotate_1"],
+                                                {"min_samples": 6, "max_samples": 12, "budget_s": 2.0, "rounds": 1}),
+                                         [lib], store_path)
                 break
             out.append(prop)
         return out

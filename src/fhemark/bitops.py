@@ -76,7 +76,7 @@ def _u(x) -> np.ndarray:
 
 _GATE = {"and": lambda a, b: a & b, "or": lambda a, b: a | b, "xor": lambda a, b: a ^ b,
          "nand": lambda a, b: 1 - (a & b), "nor": lambda a, b: 1 - (a | b), "xnor": lambda a, b: 1 - (a ^ b)}
-_INT = {"int_add": lambda p, x, y: p.add(x, y), "int_sub": lambda p, x, y: p.sub(x, y),
+INT_SEMANTICS = {"int_add": lambda p, x, y: p.add(x, y), "int_sub": lambda p, x, y: p.sub(x, y),
         "int_mul": lambda p, x, y: p.mul(x, y), "int_gt": lambda p, x, y: _u(x > y), "int_ge": lambda p, x, y: _u(x >= y),
         "int_lt": lambda p, x, y: _u(x < y), "int_eq": lambda p, x, y: _u(x == y),
         "int_min": lambda p, x, y: np.minimum(x, y), "int_max": lambda p, x, y: np.maximum(x, y)}
@@ -104,7 +104,7 @@ def static_ops() -> list[BenchOp]:
                        lambda p, v, s: p.mul(v["x"], v["y"]), inputs=xy))
     ops.append(BenchOp("pbs", "programmable bootstrap (lookup table)", SHORT, _binary("pbs", 1, lut="$lut"),
                        lambda p, v, s: _u(s["lut"])[_u(v["x"]).astype(np.int64)], scalars=_lut))
-    for name, f in _INT.items():
+    for name, f in INT_SEMANTICS.items():
         ops.append(BenchOp(name, f"integer {name[4:]}", INT, _binary(name), lambda p, v, s, f=f: f(p, _u(v["x"]), _u(v["y"])),
                            inputs=xy))
     return ops

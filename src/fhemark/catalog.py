@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from .apps import app
 from .bitops import circuit, static_ops
 from .ops import RLWE_OPS, BenchOp
+from .workload import Workload, registered
 
 CATALOG: dict[str, BenchOp] = {**RLWE_OPS, **{o.name: o for o in static_ops()}}
 
@@ -16,13 +19,25 @@ PIPELINES = [n for n, o in CATALOG.items() if o.group == "pipeline"]
 
 
 def lookup(name: str, scheme: str) -> BenchOp | None:
-    """The op for one scheme: a catalog entry, or a parametrised workload (multiadd_8x32, compare_16,
-    matvec_256)."""
+    """The op for one scheme: a catalog entry, a parametrised workload (multiadd_8x32, compare_16,
+    matvec_256), or a workload loaded from a user's file (workload.py)."""
+    user = registered(name)
+    if user is not None:
+        return _user_op(user) if scheme in user.schemes else None
     if name in CATALOG:
         op = CATALOG[name]
         return op if scheme in op.schemes else None
     return next((o for o in circuit(name) or app(name) or [] if scheme in o.schemes), None)
 
 
-def known(name: str) -> bool:
+def known_builtin(name: str) -> bool:
     return name in CATALOG or circuit(name) is not None or app(name) is not None
+
+
+def known(name: str) -> bool:
+    return known_builtin(name) or registered(name) is not None
+
+
+@lru_cache(maxsize=None)
+def _user_op(w: Workload) -> BenchOp:
+    return w.bench_op()

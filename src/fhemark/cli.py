@@ -133,9 +133,11 @@ def _write_out(path: Path, text: str, option: str) -> None:
 
 
 def _again(suite: str, db: Path | None, full: bool, allow_insecure: bool, library: list[str] | None,
-           report: Path | None, yes: bool, cluster: str | None = None) -> str:
+           report: Path | None, yes: bool, cluster: str | None = None, workloads: list[Path] | None = None,
+           params: list[str] | None = None) -> str:
     """The command that continues this run: the same plan (flags included) and the same store."""
-    parts = ["fhemark", "run", "--suite", suite]
+    parts = ["fhemark", "run"] + ([x for f in workloads for x in ("--workload", str(f))] if workloads else ["--suite", suite])
+    parts += [x for p in params or [] for x in ("--params", p)]
     parts += ["--full"] if full else []
     parts += ["--allow-insecure"] if allow_insecure else []
     for lib in library or []:
@@ -187,10 +189,22 @@ def run(suite: str = typer.Option("quick", help="built-in suite name or path to 
                                            help="build the drivers this suite needs that are not built yet"),
         cluster_spec: Optional[str] = typer.Option(None, "--cluster",
                                                    help="run on Dask workers: local:N (this machine) or tcp://HOST:PORT "
-                                                        "(a scheduler); one benchmark per host at a time")) -> None:
+                                                        "(a scheduler); one benchmark per host at a time"),
+        workload: list[Path] = typer.Option(None, "--workload",
+                                            help="a workload file of your own (Python, see the README): run it instead "
+                                                 "of a suite, on every library and scheme that can (repeatable)"),
+        params: list[str] = typer.Option(None, "--params", help="with --workload: these presets (default: the smallest "
+                                                                "common preset that holds the program)")) -> None:
     """Plan, check, run, store and print a result table; write the report."""
     # Everything that can be refused is refused here, before a job runs or a byte is stored.
-    s = load(suite, full)
+    if workload:
+        from .choose import preset_suite
+        from .workload import load as load_workloads
+        s = preset_suite([w for f in workload for w in load_workloads(f)], params or None)
+    elif params:
+        raise UserError("--params is for --workload", "give the parameter sets in the suite file")
+    else:
+        s = load(suite, full)
     known = manifests()
     for lib in library or []:
         if lib not in known:
@@ -201,7 +215,7 @@ def run(suite: str = typer.Option("quick", help="built-in suite name or path to 
     out = report or Path("report") / report_files.safe_name(s.name)
     report_files.check_out(out)
     store = Store(db or default_db())
-    again = _again(suite, db, full, allow_insecure, library, report, yes, cluster_spec)
+    again = _again(suite, db, full, allow_insecure, library, report, yes, cluster_spec, workload, params)
     plan_json = plan.to_json()
     suite_hash = hashlib.sha256(json.dumps(plan_json, sort_keys=True).encode()).hexdigest()[:16]
     jobs = plan.jobs

@@ -290,6 +290,16 @@ def resolve_path(name_or_path: str) -> Path:
     return path
 
 
+def _with_workloads(ops: list[str], folder: Path) -> list[str]:
+    """A case's ops with every workload file (a path ending in .py, relative to the suite's folder)
+    replaced by the names of the workloads it defines."""
+    from .workload import load as load_workloads
+    out: list[str] = []
+    for op in ops:
+        out += [w.name for w in load_workloads(folder / op)] if op.endswith(".py") else [op]
+    return out
+
+
 def load(name_or_path: str, full: bool = False) -> Suite:
     path = resolve_path(name_or_path)
     data = read_mapping(path, "suite", "a mapping with 'name' and 'cases' (see suites/quick.yaml)")
@@ -303,6 +313,8 @@ def load(name_or_path: str, full: bool = False) -> Suite:
     for what in ("cases", "full_cases"):  # merged policies meet every rule too (e.g. a case's min_samples)
         for ci, case in enumerate(getattr(suite, what)):
             suite.case_policy(case, f"{what}[{ci}]")
+            if isinstance(case.ops, list) and any(o.endswith(".py") for o in case.ops):
+                case.ops = _with_workloads(case.ops, path.parent)
     if full:
         suite = suite.model_copy(update={"cases": suite.cases + suite.full_cases, "name": f"{suite.name}-full"})
     return suite

@@ -12,16 +12,28 @@ from typing import Any, Callable
 
 import numpy as np
 
+from ..bitops import INT_SEMANTICS
 from ..ops import Program, decrypted, encrypted, step
 from ..semantics import Plain
 
 Env = dict[str, Any]
 
 
+# TFHE-family integers (PROTOCOL-bits.md): the integer op each arithmetic call becomes.
+_WORDS = {"add": "int_add", "sub": "int_sub", "mul": "int_mul"}
+COMPARISONS = ("gt", "ge", "lt", "eq", "min", "max")
+
+
 @dataclass
 class Circuit:
+    """The vocabulary of a computation (fhemark.workload's public API): encrypted inputs,
+    server-side plaintexts, add, sub, multiply, rotate, rescale, sums, polynomials, and the
+    libraries' own routines in a native circuit. `plain` is the slot layout once a setup says
+    it (None while the program's shape alone is read)."""
+
     scheme: str
     native: bool = False  # the library's own routines (inner_sum, ...) where the portable program spells them out
+    plain: Plain | None = None
     steps: list[dict] = field(default_factory=list)
     timed: list[str] = field(default_factory=list)
     replay: list[tuple[str, Callable[[Plain, Env], np.ndarray]]] = field(default_factory=list)
@@ -33,6 +45,16 @@ class Circuit:
     @property
     def ckks(self) -> bool:
         return self.scheme == "ckks"
+
+    @property
+    def words(self) -> bool:
+        """TFHE-family integers: one encrypted integer per value, no slots, no levels."""
+        return self.scheme.startswith("tfhe")
+
+    @property
+    def slots(self) -> int | None:
+        """Values per ciphertext (None until a setup says)."""
+        return self.plain.slots if self.plain else None
 
     def _name(self, prefix: str) -> str:
         self._count += 1
@@ -54,7 +76,7 @@ class Circuit:
 
     # inputs: untimed, as a client prepares them
     def encrypted(self, name: str) -> str:
-        self.steps += encrypted(name)
+        self.steps += [step(f"c{name}", "encrypt_sk", name)] if self.words else encrypted(name)
         self.replay.append((f"c{name}", lambda p, e: e[name]))
         return f"c{name}"
 
@@ -101,7 +123,13 @@ class Circuit:
         return cur
 
     def mul(self, a: str, b: str) -> str:
-        return self._op("mul_relin", (a, b), lambda p, e: p.mul(e[a], e[b]))
+        return self._op(_WORDS["mul"] if self.words else "mul_relin", (a, b), lambda p, e: p.mul(e[a], e[b]))
+
+    def square(self, a: str) -> str:
+        """a * a, relinearized (CKKS: not rescaled)."""
+        if self.words:
+            return self.mul(a, a)
+        return self._op("square_relin", (a,), lambda p, e: p.mul(e[a], e[a]))
 
     def mul_plain(self, a: str, pt: str) -> str:
         return self._op("mul_plain", (a, pt), lambda p, e: p.mul(e[a], e[pt]))
@@ -110,7 +138,17 @@ class Circuit:
         return self._op("mul_scalar", (a,), lambda p, e: p.mul(e[a], scalar), scalar=scalar)
 
     def add(self, a: str, b: str) -> str:
-        return self._op("add", (a, b), lambda p, e: p.add(e[a], e[b]))
+        return self._op(_WORDS["add"] if self.words else "add", (a, b), lambda p, e: p.add(e[a], e[b]))
+
+    def sub(self, a: str, b: str) -> str:
+        return self._op(_WORDS["sub"] if self.words else "sub", (a, b), lambda p, e: p.sub(e[a], e[b]))
+
+    def compare(self, how: str, a: str, b: str) -> str:
+        """TFHE-family integers: `how` in gt, ge, lt, eq (1 or 0), min, max."""
+        if not self.words or how not in COMPARISONS:
+            raise ValueError(f"compare({how!r}) is for tfhe_int values, one of {', '.join(COMPARISONS)}")
+        semantics = INT_SEMANTICS[f"int_{how}"]
+        return self._op(f"int_{how}", (a, b), lambda p, e: semantics(p, np.asarray(e[a], np.uint64), np.asarray(e[b], np.uint64)))
 
     def add_plain(self, a: str, pt: str) -> str:
         return self._op("add_plain", (a, pt), lambda p, e: p.add(e[a], e[pt]))
@@ -192,6 +230,10 @@ class Circuit:
     # what the workload hands back
     def program(self, *outs: str) -> Program:
         """Decrypt and decode each result: `z`, or `z0`, `z1`, ... for several."""
+        if self.words:  # integers decrypt to values directly, nothing to decode
+            names = ["z"] if len(outs) == 1 else [f"z{i}" for i in range(len(outs))]
+            return Program(self.steps + [step(n, "decrypt", o) for n, o in zip(names, outs)], list(self.timed),
+                           outputs=names, sizes=[outs[0]])
         if len(outs) == 1:
             return Program(self.steps + decrypted(outs[0]), list(self.timed), noise=[outs[0]], sizes=[outs[0]],
                            levels=[outs[0]])

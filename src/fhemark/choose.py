@@ -1,0 +1,327 @@
+"""`fhemark choose FILE`: for a computation of the user's own, the smallest secure parameters each
+library runs it correctly at, proven by running it, then measured side by side and ranked.
+
+1. Requirements come from the program (requirements.py): levels, multiplications in sequence,
+   rotations, values per evaluation, the plaintext bits the integers need.
+2. Search, per (library, scheme): the advisor's candidates, smallest first (advisor.py, its rules
+   of thumb), and OpenFHE's own automatic choice for the same depth and scale where OpenFHE is
+   here; each is run with the program itself in `repeats` fresh driver processes (fresh keys);
+   it passes only when every output of every repetition checks (CKKS: with the precision asked
+   plus MARGIN_BITS; BFV/BGV: exact, with MARGIN_BITS of noise budget left). The smallest passing
+   set is kept.
+3. Measurement: every chosen set, and each scheme's largest chosen set on every library (so the
+   user sees how much of a gap is the library and how much its parameter constraints), in one
+   run of the user's store, every sample checked.
+4. Ranking by median latency with the 95% interval (overlaps marked indistinguishable), with
+   memory, evaluation-key and client bytes and the margin; a snippet in each library's own API.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from .advisor import MARGIN_BITS, MAX_TRIES, Need, candidates, run_suite
+from .errors import UserError
+from .requirements import Requirements, for_all
+from .suites import Suite
+from .workload import INT_SCHEMES, Workload
+
+# How a chosen set is measured: the apps suite's policy (2 processes x 3 interleaved rounds).
+MEASURE_POLICY = {"warmup": 1, "min_samples": 6, "max_samples": 20, "target_rel_ci": 0.05, "budget_s": 2.0,
+                  "processes": 2, "rounds": 3}
+EVAL_KEYS = ("relin_keys", "galois_keys", "server_key", "bootstrapping_key", "keyswitching_key")
+STOP = ("unsupported", "crashed", "timeout", "out_of_memory")  # larger sets will not help
+
+
+@dataclass
+class Candidate:
+    library: str
+    scheme: str
+    spec: dict | None = None
+    origin: str = "search"      # search | openfhe-auto | shared
+    verified: bool = False
+    tried: list[str] = field(default_factory=list)   # why each smaller set failed
+    margins: list[float] = field(default_factory=list)
+    record: dict | None = None  # the measurement at `spec`
+    within_best: bool = False
+    snippet: str | None = None
+
+    @property
+    def label(self) -> str:
+        return f"{self.library} {self.scheme.upper()}"
+
+    def log_qp(self) -> int:
+        return sum(self.spec.get("q_bits", [])) + sum(self.spec.get("p_bits", [])) if self.spec else 0
+
+    def size(self) -> tuple:
+        return (self.spec.get("N") or 0, self.log_qp()) if self.spec else (math.inf,)
+
+
+@dataclass
+class Answer:
+    workload: Workload
+    requirements: dict[str, Requirements]
+    precision: float
+    security: int
+    table: str
+    chosen: list[Candidate]              # every (library, scheme) searched
+    shared: list[Candidate] = field(default_factory=list)
+    run_id: str | None = None
+
+    def ranked(self) -> list[Candidate]:
+        ok = sorted((c for c in self.chosen if _ok(c)), key=lambda c: c.record["median_ns"])
+        if ok:
+            best_hi = _ci(ok[0])[1]
+            for c in ok:
+                c.within_best = _ci(c)[0] <= best_hi
+        return ok
+
+    def excluded(self) -> list[Candidate]:
+        return [c for c in self.chosen if not _ok(c)]
+
+
+def _ok(c: Candidate) -> bool:
+    r = c.record
+    return c.verified and r is not None and r["status"] == "ok" and r.get("median_ns") is not None
+
+
+def _ci(c: Candidate) -> tuple[float, float]:
+    r = c.record
+    return tuple(r["ci95_ns"]) if r.get("ci95_ns") else (r.get("min_ns") or r["median_ns"], r.get("max_ns") or r["median_ns"])
+
+
+# The common presets (params.py) a `run --workload` uses when no --params is given: the first
+# whose chain holds the program (CKKS levels; BFV/BGV multiplications in sequence, t of 20 bits).
+PRESET_REACH = (("c8192", 2, 2), ("c16384", 7, 5))  # (name, CKKS levels, BFV/BGV multiplications)
+
+
+def preset_suite(workloads: list[Workload], params: list[str] | None, full_policy: dict | None = None) -> Suite:
+    """A suite that runs the loaded workloads on every library with each scheme they name: at the
+    given presets, or at the smallest common preset that holds each scheme's program."""
+    cases = []
+    for w in workloads:
+        for scheme, req in for_all(w).items():
+            if scheme in INT_SCHEMES:
+                sets: list = [{"preset": "default", "bits": w.bits or 32}]
+            elif params:
+                sets = list(params)
+            else:
+                reach = [name for name, lv, mu in PRESET_REACH if req.depth <= (lv if scheme == "ckks" else mu)]
+                if not reach:
+                    raise UserError(f"{w.source or w.name}: {w.name} on {scheme.upper()} needs depth {req.depth}, more than "
+                                    "the common presets hold", f"run `fhemark choose {w.source or 'FILE'}` to find "
+                                    "parameters for it, or give --params")
+                sets = reach[:1]
+            cases.append({"schemes": [scheme], "params": sets, "ops": [w.name]})
+    return Suite(name="-".join(w.name for w in workloads)[:100], threads=1,
+                 policy=full_policy or MEASURE_POLICY, cases=cases)
+
+
+def _need(w: Workload, req: Requirements, precision: float, security: int, table: str) -> Need:
+    return Need(req.scheme, req.depth, precision if req.scheme == "ckks" else None, req.plain_bits,
+                req.slots or 1, security, table)
+
+
+def search_space(w: Workload, req: Requirements, need: Need) -> list[dict]:
+    """Parameter specs to try, smallest first."""
+    if req.scheme in INT_SCHEMES:
+        return [{"preset": "default", "bits": w.bits or 32}]
+    return list(candidates(need))[:MAX_TRIES]
+
+
+def _suite(w: Workload, need: Need, cases: list[dict], policy: dict) -> Suite:
+    return Suite(name=f"choose-{w.name}", threads=1, security={"min_bits": need.security, "table": need.table},
+                 policy={"min_precision_bits": max(0.0, (need.precision or 0) + MARGIN_BITS) if need.precision else 0.0,
+                         **policy}, cases=cases)
+
+
+def verify(w: Workload, need: Need, library: str, spec: dict, repeats: int, db: Path) -> tuple[str, dict | None]:
+    """'' when the program passes its check in every repetition (fresh process, fresh keys) with
+    the margin; else why not. The record says the margin reached."""
+    policy = {"warmup": 0, "min_samples": repeats, "max_samples": repeats, "processes": repeats, "rounds": 1,
+              "min_sample_us": 0.0, "budget_s": 60.0, "timeout_s": 600.0}
+    case = {"libraries": [library], "schemes": [need.scheme], "params": [spec], "ops": [w.name]}
+    recs = run_suite(_suite(w, need, [case], policy), [library], db)
+    rec = next((r for r in recs if r["op"] == w.name), None)
+    if rec is None:
+        return "not run (the library does not offer this scheme here)", None
+    if rec["status"] != "ok":
+        return f"{rec['status']}: {' '.join((rec.get('error') or '').split())[:160]}", rec
+    noise = rec.get("noise_budget_bits")
+    if need.scheme in ("bfv", "bgv") and noise is not None and noise < MARGIN_BITS:
+        return f"{noise:g} bits of noise budget left, below the {MARGIN_BITS:g}-bit margin", rec
+    return "", rec
+
+
+def _margin(need: Need, rec: dict) -> float | None:
+    if need.scheme == "ckks":
+        return rec["precision_bits"] - need.precision if rec.get("precision_bits") is not None else None
+    return rec.get("noise_budget_bits")
+
+
+def choose(w: Workload, libraries: dict[str, tuple[str, ...]], precision: float | None, security: int, table: str,
+           repeats: int, store_path: Path, verify_db: Path | None = None,
+           say: Callable[[str, str], None] = lambda stage, what: None,
+           auto: Callable[[Need], dict | None] | None = None) -> Answer:
+    """`libraries`: each available library and the schemes it offers."""
+    reqs = for_all(w)
+    prec = float(precision if precision is not None else w.precision_bits)
+    ans = Answer(w, reqs, prec, security, table, [])
+    with tempfile.TemporaryDirectory() as tmp:
+        vdb = verify_db or Path(tmp) / "verify.db"
+        for scheme, req in reqs.items():
+            need = _need(w, req, prec, security, table)
+            space = search_space(w, req, need)
+            if not space:
+                raise UserError(f"impossible: {w.name} on {scheme.upper()} needs {need.describe()}, and no ring here "
+                                f"holds it at {security}-bit security ({table})",
+                                "lower the depth (fewer multiplications in sequence), the precision or the security level")
+            for lib, schemes in libraries.items():
+                if scheme not in schemes:
+                    continue
+                c = _search(w, need, lib, space, repeats, vdb, say)
+                ans.chosen.append(c)
+                extra = auto(need) if auto is not None and lib == "openfhe" else None
+                if extra and extra not in space:
+                    say("searching parameters", f"{lib} {scheme}: OpenFHE's own choice N = {extra['N']}")
+                    alt = _search(w, need, lib, [extra], repeats, vdb, say, origin="openfhe-auto")
+                    ans.chosen.append(alt)
+        _measure(ans, store_path, say)
+    return ans
+
+
+def _search(w: Workload, need: Need, lib: str, space: list[dict], repeats: int, db: Path,
+            say: Callable[[str, str], None], origin: str = "search") -> Candidate:
+    c = Candidate(lib, need.scheme, origin=origin)
+    for spec in space:
+        say("searching parameters", f"{lib} {need.scheme} {_short(spec)}")
+        why, rec = verify(w, need, lib, spec, repeats, db)
+        if why:
+            c.tried.append(f"{_short(spec)}: {why}")
+            if rec is None or rec["status"] in STOP:
+                break
+            continue
+        c.spec, c.verified = spec, True
+        m = _margin(need, rec)
+        c.margins = [m] if m is not None else []
+        break
+    return c
+
+
+def _short(spec: dict) -> str:
+    if "preset" in spec:
+        return f"preset {spec['preset']} ({spec.get('bits')} bits)"
+    extra = f"t {spec['t_bits']} bits" if spec.get("t_bits") else f"scale 2^{spec.get('scale_bits')}"
+    return f"N = {spec['N']}, q = {'+'.join(map(str, spec['q_bits']))}, P = {spec['p_bits'][0]}, {extra}"
+
+
+def _measure(ans: Answer, store_path: Path, say: Callable[[str, str], None]) -> None:
+    """One run in the user's store: every verified set on its library, and every library at the
+    largest verified set of its scheme (the shared set)."""
+    w = ans.workload
+    cases, shared = [], []
+    ok = [c for c in ans.chosen if c.verified]
+    for c in ok:
+        cases.append({"libraries": [c.library], "schemes": [c.scheme], "params": [c.spec], "ops": [w.name]})
+    for scheme in dict.fromkeys(c.scheme for c in ok):
+        mine = [c for c in ok if c.scheme == scheme]
+        if scheme in INT_SCHEMES or len(mine) < 2:
+            continue
+        top = max(mine, key=Candidate.size)
+        for c in mine:
+            if c.spec != top.spec:
+                shared.append(Candidate(c.library, scheme, top.spec, "shared", verified=False))
+                cases.append({"libraries": [c.library], "schemes": [scheme], "params": [top.spec], "ops": [w.name]})
+    if not cases:
+        return
+    need = Need("ckks", 0, ans.precision, None, 1, ans.security, ans.table)
+    say("measuring", f"{len(cases)} sets, every sample checked")
+    libs = sorted({c["libraries"][0] for c in cases})
+    recs = run_suite(_suite(w, need, cases, MEASURE_POLICY), libs, store_path, progress=lambda what: say("measuring", what))
+    ans.run_id = recs[0]["run_id"] if recs else None
+    for c in ok + shared:
+        c.record = next((r for r in recs if r["library"] == c.library and r["scheme"] == c.scheme
+                         and _same(r["params"], c.spec)), None)
+    ans.shared = shared
+
+
+def _same(asked: dict, spec: dict) -> bool:
+    return all(asked.get(k) == v for k, v in spec.items() if k not in ("t_bits",))
+
+
+# -- what the answer says -------------------------------------------------------------------------
+
+def eval_key_bytes(rec: dict) -> int | None:
+    sizes = rec.get("sizes_bytes") or {}
+    found = [sizes[k] for k in EVAL_KEYS if isinstance(sizes.get(k), int)]
+    return sum(found) if found else None
+
+
+def client_bytes(w: Workload, rec: dict) -> int | None:
+    """Bytes a client sends (its encrypted inputs, fresh) and receives (the outputs) per evaluation."""
+    sizes = rec.get("sizes_bytes") or {}
+    prog = w.program(rec["scheme"])
+    sent = sum(1 for s in prog.steps if s["op"] in ("encrypt_pk", "encrypt_sk"))
+    fresh = sizes.get("ciphertext")
+    out = [v for k, v in sizes.items() if k.startswith("output:")]
+    if fresh is None or not out:
+        return None
+    return sent * fresh + len(prog.outputs) * out[0]
+
+
+def levels_available(c: Candidate, req: Requirements) -> int | None:
+    """CKKS: the chain's levels below the top; BFV/BGV: the multiplications in sequence the set was
+    proven to run (by running this program, with noise budget to spare); integers: unbounded
+    (every operation bootstraps), reported as the need."""
+    if not c.spec:
+        return None
+    if c.scheme == "ckks":
+        return len(c.spec["q_bits"]) - 1
+    return req.depth if c.verified else None
+
+
+def to_json(ans: Answer) -> dict:
+    def cand(c: Candidate) -> dict:
+        r = c.record or {}
+        req = ans.requirements[c.scheme]
+        spec = c.spec or {}
+        return {"library": c.library, "scheme": c.scheme, "origin": c.origin,
+                "params": {k: spec.get(k) for k in ("N", "q_bits", "p_bits", "t_bits", "scale_bits", "preset", "bits")
+                           if spec.get(k) is not None} | ({"t": (r.get("effective_params") or {}).get("t")}
+                                                          if c.scheme in ("bfv", "bgv") else {}),
+                "security_bits": r.get("security_bits"), "security": r.get("security"),
+                "verified": c.verified, "levels_needed": req.depth, "levels_available": levels_available(c, req),
+                "median_ns": r.get("median_ns"), "ci95_ns": r.get("ci95_ns"), "peak_rss_bytes": r.get("peak_rss_bytes"),
+                "eval_key_bytes": eval_key_bytes(r) if r else None,
+                "client_bytes": client_bytes(ans.workload, r) if r else None,
+                "margin": r.get("precision_bits") - ans.precision if c.scheme == "ckks" and r.get("precision_bits")
+                else r.get("noise_budget_bits"),
+                "within_best": c.within_best, "snippet": c.snippet, "run_id": r.get("run_id"),
+                "job_key": r.get("job_key"), "status": r.get("status"), "rejected_smaller": c.tried}
+    return {"workload": ans.workload.name, "source": ans.workload.source,
+            "requirements": {s: {**r.to_json(), "precision_bits": ans.precision if s == "ckks" else None}
+                             for s, r in ans.requirements.items()},
+            "security": {"min_bits": ans.security, "table": ans.table},
+            "cost_model": "measured: each candidate ran the whole program; latency is the program's median",
+            "candidates": [cand(c) for c in ans.ranked()],
+            "excluded": [{**cand(c), "reason": _why_excluded(c)} for c in ans.excluded()],
+            "shared": [cand(c) for c in ans.shared if c.record],
+            "run_id": ans.run_id}
+
+
+def _why_excluded(c: Candidate) -> str:
+    if not c.verified:
+        return "no set passed: " + "; ".join(c.tried[-2:]) if c.tried else "not searched"
+    r = c.record
+    if r is None:
+        return "not measured"
+    return f"{r['status']}: {r.get('error') or ''}".strip()
+
+
+def write_json(ans: Answer, path: Path) -> None:
+    path.write_text(json.dumps(to_json(ans), indent=1, default=str))
