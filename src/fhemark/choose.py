@@ -20,12 +20,14 @@ from __future__ import annotations
 
 import json
 import math
+import subprocess
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from .advisor import MARGIN_BITS, MAX_TRIES, Need, candidates, run_suite
+from .advisor import MARGIN_BITS, MAX_TRIES, Need, _ckks_chain, _first_scale, candidates, run_suite
+from .drivers import manifests
 from .errors import UserError
 from .requirements import Requirements, for_all
 from .suites import Suite
@@ -254,6 +256,48 @@ def _same(asked: dict, spec: dict) -> bool:
     return all(asked.get(k) == v for k, v in spec.items() if k not in ("t_bits",))
 
 
+# -- OpenFHE's own choice -------------------------------------------------------------------------
+
+# OpenFHE picks the ring and the special primes itself from a depth, a scale and a security level
+# (its CCParams with no ring dimension); read back with the driver's own readers of a context.
+_AUTO = """
+import json, math, sys
+import driver as d
+o = d.ofhe
+depth, scale, first = (int(a) for a in sys.argv[1:4])
+p = o.CCParamsCKKSRNS()
+p.SetMultiplicativeDepth(depth); p.SetScalingModSize(scale); p.SetFirstModSize(first)
+p.SetScalingTechnique(o.FIXEDMANUAL); p.SetKeySwitchTechnique(o.HYBRID); p.SetSecurityLevel(o.HEStd_128_classic)
+cc = o.GenCryptoContext(p)
+for f in (o.PKE, o.KEYSWITCH, o.LEVELEDSHE):
+    cc.Enable(f)
+kp = cc.KeyGen(); cc.EvalMultKeyGen(kp.secretKey)
+q = d._q_primes(cc)
+ps = d._p_primes(cc.GetEvalMultKeyVector(kp.secretKey.GetKeyTag())[0], set(q))
+bits = lambda xs: [round(math.log2(x)) for x in xs]
+print(json.dumps({"N": cc.GetRingDimension(), "q_bits": bits(q), "p_bits": bits(ps)}))
+"""
+
+
+def openfhe_auto(need: Need) -> dict | None:
+    """OpenFHE's automatic CKKS set for the depth and the scale fhemark's search starts from (128
+    bits, HEStd 2018 table: OpenFHE's own), as a spec the drivers take; None where it has none."""
+    if need.scheme != "ckks" or need.security != 128 or need.table != "hestd2018":
+        return None
+    m = manifests().get("openfhe")
+    if m is None or not m.available:
+        return None
+    chain = _ckks_chain(need, _first_scale(need))
+    try:
+        out = subprocess.run([m.command[0], "-c", _AUTO, str(max(need.depth, 1)), str(chain[-1] if need.depth else
+                                                                                          _first_scale(need)),
+                              str(chain[0])], cwd=m.folder, capture_output=True, text=True, timeout=120)
+        spec = json.loads(out.stdout.strip().splitlines()[-1])
+    except (OSError, subprocess.TimeoutExpired, ValueError, IndexError):
+        return None
+    return {**spec, "scale_bits": _first_scale(need)}
+
+
 # -- what the answer says -------------------------------------------------------------------------
 
 def eval_key_bytes(rec: dict) -> int | None:
@@ -323,5 +367,23 @@ def _why_excluded(c: Candidate) -> str:
     return f"{r['status']}: {r.get('error') or ''}".strip()
 
 
-def write_json(ans: Answer, path: Path) -> None:
-    path.write_text(json.dumps(to_json(ans), indent=1, default=str))
+def write_snippets(ans: Answer, folder: Path) -> None:
+    """A ready-to-use context for every ranked candidate, in its library's own API (snippets.py)."""
+    from . import snippets
+    ranked = ans.ranked()
+    if not ranked:
+        return
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UserError(f"--out {folder}: cannot create the folder ({exc.strerror or exc})", "choose another --out")
+    for c in ranked:
+        r = c.record
+        params = {**c.spec, **({"t": r["effective_params"]["t"]} if (r.get("effective_params") or {}).get("t") else {})}
+        header = (f"fhemark choose {ans.workload.source or ans.workload.name}: {c.label}, {_short(c.spec)}; "
+                  f"verified by running the program in fresh-key processes, every output checked; "
+                  f"run {ans.run_id}, median {r['median_ns'] / 1e6:.3f} ms")
+        try:
+            c.snippet = str(snippets.write(c.library, c.scheme, params, folder, header=header))
+        except (KeyError, ValueError, NotImplementedError):  # a library without a snippet form here
+            c.snippet = None

@@ -615,6 +615,74 @@ def params_cmd(scheme: str = typer.Option(..., help="bfv, bgv, ckks, or any (CKK
     raise typer.Exit(0 if all(p.spec for _, p in out) else 1)
 
 
+@app.command("choose")
+def choose_cmd(file: Path = typer.Argument(..., help="your workload file (Python, see the README: Your own computation)"),
+               explain: bool = typer.Option(False, "--explain", help="print what the program needs, run nothing"),
+               precision: Optional[float] = typer.Option(None, help="CKKS: bits of precision every output needs "
+                                                                   "(default: the workload's precision_bits, 20)"),
+               security: int = typer.Option(128, help="security bits (128, 192 or 256)"),
+               table: str = typer.Option("hestd2018", help="security table: hestd2018 or guidelines2024"),
+               library: list[str] = typer.Option(None, help="only these libraries (repeatable)"),
+               scheme: list[str] = typer.Option(None, help="only these of the workload's schemes (repeatable)"),
+               repeats: int = typer.Option(3, min=1, max=20, help="fresh-key runs of the program a set must pass"),
+               auto: bool = typer.Option(True, "--auto/--no-auto", help="also try OpenFHE's own parameter choice"),
+               db: Path = typer.Option(None, help="store for the measurement (default ./fhemark.db or $FHEMARK_DB)"),
+               verify_db: Path = typer.Option(None, help="keep the search's runs in this store (default: a temporary one)"),
+               out: Path = typer.Option(None, help="folder for the snippets (default ./choose/<workload>)"),
+               json_out: Path = typer.Option(None, "--json", help="also write the answer as JSON")) -> None:
+    """Find, prove and rank the parameters each library runs YOUR computation at: smallest secure set per
+    library, verified by running the program with fresh keys, then measured side by side."""
+    from . import choose as chooser
+    from .report.choice import print_answer, print_requirements
+    from .requirements import for_all
+    from .security import TABLES
+    from .workload import load as load_workloads, register
+    if json_out:
+        _output(json_out, "--json")
+    if table not in TABLES:
+        _fail(UserError(f"--table {table}: unknown security table", f"use one of {', '.join(TABLES)}"))
+    if security not in (128, 192, 256):
+        _fail(UserError(f"--security {security}: the tables have 128, 192 and 256 bits", "use one of them"))
+    if precision is not None and not 1 <= precision <= 50:
+        _fail(UserError(f"--precision {precision:g}: CKKS precision must be 1..50 bits", "e.g. --precision 20"))
+    found = load_workloads(file)
+    if len(found) != 1:
+        _fail(UserError(f"{file}: defines {len(found)} workloads ({', '.join(w.name for w in found)}); choose takes one",
+                        "keep one Workload per file for choose"))
+    w = found[0]
+    for s in scheme or []:
+        if s not in w.schemes:
+            _fail(UserError(f"--scheme {s}: {w.name} names {', '.join(w.schemes)}", "give one of those"))
+    if scheme:
+        from dataclasses import replace
+        w = register(replace(w, schemes=tuple(scheme)))
+    if explain:
+        print_requirements(w.name, for_all(w), console)
+        raise typer.Exit(0)
+    known = manifests()
+    for lib in library or []:
+        if lib not in known:
+            _fail(UserError(f"--library {lib}: unknown library", f"use one of {', '.join(known)}"))
+    libs = {lib: known[lib].schemes for lib in available() if lib in (library or known)
+            and set(known[lib].schemes) & set(w.schemes)}
+    if not libs:
+        _fail(UserError(f"no library built here runs {', '.join(w.schemes)}", "run `fhemark setup`, or name one with --library"))
+    folder = out or Path("choose") / report_files.safe_name(w.name)
+    store_path = db or default_db()
+    print_requirements(w.name, for_all(w), console)
+    with Progress(TextColumn("[bold]{task.description}"), BarColumn(), TimeElapsedColumn(),
+                  TextColumn("{task.fields[last]}", markup=False), console=err_console, transient=True) as progress:
+        task = progress.add_task("searching parameters", total=None, last="")
+        answer = chooser.choose(w, libs, precision, security, table, repeats, store_path, verify_db,
+                                say=lambda stage, what: progress.update(task, description=stage, last=what),
+                                auto=chooser.openfhe_auto if auto and "openfhe" in libs else None)
+    chooser.write_snippets(answer, folder)
+    print_answer(answer, console)
+    if json_out:
+        _write_out(json_out, export_mod.strict_json(chooser.to_json(answer)), "--json")
+    raise typer.Exit(0 if answer.ranked() else 1)
+
+
 def main() -> None:
     app()
 

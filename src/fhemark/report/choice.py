@@ -1,0 +1,98 @@
+"""`fhemark choose` on the terminal: what the program needs, then the ranked, proven choices."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from ..choose import Answer, Candidate, client_bytes, eval_key_bytes, levels_available
+from ..requirements import Requirements
+from .tables import fmt_time
+
+
+def _bytes(n: int | None) -> str:
+    if n is None:
+        return "-"
+    for unit, size in (("GB", 1 << 30), ("MB", 1 << 20), ("kB", 1 << 10)):
+        if n >= size:
+            return f"{n / size:.1f} {unit}"
+    return f"{n} B"
+
+
+def print_requirements(name: str, reqs: dict[str, Requirements], console: Console) -> None:
+    t = Table(title=f"what {name} needs, read from its program (nothing run)", title_justify="left")
+    for col in ("scheme", "depth", "levels", "mult. in sequence", "rotations", "values", "plaintext bits", "timed steps"):
+        t.add_column(col)
+    for s, r in reqs.items():
+        bits = f"{r.plain_bits} (largest |value| {r.largest_value})" if r.plain_bits else "-"
+        t.add_row(s.upper(), str(r.depth), str(r.levels), str(r.multiplications),
+                  ", ".join(map(str, r.rotations)) or "none", str(r.slots or "all slots"), bits,
+                  ", ".join(f"{n} {op}" for op, n in sorted(r.counts.items())))
+    console.print(t)
+    for s, r in reqs.items():
+        for note in r.notes:
+            console.print(f"{s.upper()}: {escape(note)}", highlight=False)
+    console.print("depth: CKKS levels consumed on the deepest path; BFV/BGV multiplications in sequence "
+                  "(plaintext products counted too)", highlight=False)
+
+
+def _params(c: Candidate) -> tuple[str, str, str]:
+    s = c.spec or {}
+    if "preset" in s:
+        return "-", "-", f"preset {s['preset']}, {s.get('bits')}-bit integers"
+    extra = f"t {s['t_bits']} bits" if s.get("t_bits") else f"scale 2^{s.get('scale_bits')}"
+    return str(s.get("N")), str(c.log_qp()), f"q {'+'.join(map(str, s['q_bits']))}, P {s['p_bits'][0]}, {extra}"
+
+
+def _margin(ans: Answer, c: Candidate) -> str:
+    r = c.record or {}
+    if c.scheme == "ckks" and r.get("precision_bits") is not None:
+        return f"{r['precision_bits'] - ans.precision:+.1f} bits precision"
+    if r.get("noise_budget_bits") is not None:
+        return f"{r['noise_budget_bits']:.0f} bits noise budget"
+    return "-"
+
+
+def _security(c: Candidate) -> str:
+    sec = (c.record or {}).get("security") or {}
+    return ", ".join(f"{v['bits']} ({k})" for k, v in sec.items()) or "-"
+
+
+def _table(ans: Answer, cands: list[Candidate], title: str) -> Table:
+    t = Table(title=title, title_justify="left")
+    for col in ("#", "library", "scheme", "set", "N", "log QP", "chain", "security bits", "latency (95% CI)",
+                "peak memory", "eval keys", "client bytes", "margin", "levels need/have"):
+        t.add_column(col)
+    for i, c in enumerate(cands, 1):
+        r = c.record
+        lo, hi = r.get("ci95_ns") or (None, None)
+        lat = fmt_time(r["median_ns"]) + (f" [{fmt_time(lo)}, {fmt_time(hi)}]" if lo else "") + (" *" if c.within_best else "")
+        n, lqp, chain = _params(c)
+        req = ans.requirements[c.scheme]
+        t.add_row(str(i), c.library, c.scheme.upper(), c.origin, n, lqp, chain, _security(c), lat,
+                  _bytes(r.get("peak_rss_bytes")), _bytes(eval_key_bytes(r)), _bytes(client_bytes(ans.workload, r)),
+                  _margin(ans, c), f"{req.depth}/{levels_available(c, req)}")
+    return t
+
+
+def print_answer(ans: Answer, console: Console) -> None:
+    ranked = ans.ranked()
+    if ranked:
+        console.print(_table(ans, ranked, f"{ans.workload.name}: the smallest secure set each library runs it correctly "
+                                          f"at (proven: every output of every repetition checked), ranked by latency; "
+                                          f"* = indistinguishable from the best"))
+        for c in ranked:
+            if c.snippet:
+                console.print(f"{c.label} ({c.origin}): {escape(c.snippet)}", highlight=False)
+    measured_shared = [c for c in ans.shared if c.record and c.record["status"] == "ok"]
+    if measured_shared:
+        console.print(_table(ans, sorted(measured_shared, key=lambda c: c.record["median_ns"]),
+                             "the same program with every library at its scheme's largest chosen set: the gap left is "
+                             "the library's, not its parameters'"))
+    for c in ans.excluded():
+        why = "; ".join(c.tried[-2:]) if not c.verified else f"{c.record['status']}: {c.record.get('error')}" \
+            if c.record else "not measured"
+        console.print(f"not chosen: {c.label} ({c.origin}): {escape(why)}", highlight=False)
+    if ans.run_id:
+        console.print(f"measured in run {ans.run_id}", highlight=False)
