@@ -10,9 +10,12 @@ from fhemark.recommend import Workload, load_workload, recommend
 from test_cli import SMALL, fhemark, one_line_error, write
 
 
-def rec(lib, scheme, op, median, params="c8192", status="ok", bits=128, slots=4096, **extra):
-    return {"library": lib, "scheme": scheme, "op": op, "params": {"name": params, "N": 8192}, "status": status,
-            "check_passed": status == "ok", "job_key": f"{lib}{scheme}{params}{op}", "run_id": "r1",
+def rec(lib, scheme, op, median, params="c8192", status="ok", bits=128, slots=4096, q_bits=(50, 40, 40), run="r1",
+        **extra):
+    """A record as the store holds it; c8192's chains have 3 ciphertext primes (CKKS: 2 levels)."""
+    return {"library": lib, "scheme": scheme, "op": op, "params": {"name": params, "N": 8192, "q_bits": list(q_bits)},
+            "status": status,
+            "check_passed": status == "ok", "job_key": f"{lib}{scheme}{params}{op}", "run_id": run,
             "median_ns": median if status == "ok" else None, "ci95_ns": [median * 0.98, median * 1.02] if median else None,
             "security": {"hestd2018": {"bits": bits}}, "security_bits": bits, "slots": slots, **extra}
 
@@ -113,3 +116,157 @@ def test_an_application_workload_uses_its_measurement_and_falls_back_to_the_mode
     assert lattigo.modelled == ["matvec_4"] and lattigo.cost == pytest.approx(4 * 100 + 3 * 10 + 2 * 1000 + 50)
     assert lattigo.cost_ci[0] < lattigo.cost < lattigo.cost_ci[1]
     assert openfhe.excluded == "matvec_4 not measured"
+
+
+POLY_OPS = {"mul_plain": 100.0, "rescale": 50.0, "add_plain": 10.0, "mod_switch": 20.0, "mul_relin": 1000.0}
+DEEP = (50,) + (40,) * 7  # c16384's CKKS chain: 7 levels
+
+
+def test_a_workload_deeper_than_the_chain_is_excluded_measured_or_modelled():
+    """poly_7 on CKKS needs 7 levels (Horner: 7 rescales). c8192 has 3 primes, 2 levels: excluded
+    whether its poly_7 was modelled (SEAL) or measured (Lattigo); c16384 has 7: ranked, its cost
+    the level-aware sum of its steps."""
+    store = [rec("seal", "ckks", op, ns) for op, ns in POLY_OPS.items()]
+    store += [rec("lattigo", "ckks", op, ns) for op, ns in POLY_OPS.items()] + [rec("lattigo", "ckks", "poly_7", 9e3)]
+    store += [rec("seal", "ckks", op, ns, params="c16384", q_bits=DEEP) for op, ns in POLY_OPS.items()]
+    cands = recommend(store, Workload(ops={"poly_7": 1}, schemes=["ckks"]))
+    got = by_label(cands)
+    assert got["seal CKKS c8192"].excluded == "poly_7 needs 7 levels, c8192 has 2"
+    assert got["lattigo CKKS c8192"].excluded == "poly_7 needs 7 levels, c8192 has 2"
+    deep = got["seal CKKS c16384"]
+    assert [c.label for c in cands if not c.excluded] == ["seal CKKS c16384"]
+    assert deep.modelled == ["poly_7"] and deep.needs == {"poly_7": 7}
+    # Step i of the chain's 8 primes costs (8 - levels consumed) / 8 of the single op: never below 1/8.
+    from fhemark.apps.cost import predict
+    assert deep.cost == pytest.approx(predict({**store[-1], "op": "poly_7"}, store, same_run=False).ns_levels)
+    assert POLY_OPS["mul_relin"] * 6 / 8 < deep.cost < sum(POLY_OPS[op] * n for op, n in
+                                                          {"mul_plain": 1, "rescale": 7, "add_plain": 7,
+                                                           "mod_switch": 6, "mul_relin": 6}.items())
+
+
+def test_predict_has_no_price_for_a_program_the_chain_cannot_hold():
+    from fhemark.apps.cost import predict, requirement
+    singles = [rec("seal", "ckks", op, ns) for op, ns in POLY_OPS.items()]
+    p = predict({**singles[0], "op": "poly_7"}, singles, same_run=False)
+    assert p.ns is None and p.ns_levels is None and p.missing == [] and (p.levels, p.chain) == (7, 2) and p.beyond_chain
+    assert requirement("poly_7", "ckks") == 7 and requirement("poly_7_native", "ckks") == 3  # the power tree's
+    assert requirement("poly_7", "bfv") == 7  # 1 plaintext and 6 ciphertext products in sequence
+    assert requirement("dot_4096", "bgv") == 1 and requirement("tally_4096", "bfv") == 0
+    assert requirement("logreg_16", "ckks") == 4 and requirement("mul_relin", "ckks") is None
+    assert requirement("zmul_64", "tfhe_int") is None
+
+
+def test_bfv_workloads_need_their_depth_shown():
+    """BFV/BGV: poly_7 needs 7 multiplications in sequence. Shown by depth_mul, by a measured and
+    checked workload that needs as many, or (depth 1) by one checked multiplication; else excluded."""
+    ops = {"mul_plain": 100.0, "add_plain": 10.0, "mul_relin": 1000.0}
+    store = [rec(lib, "bfv", op, ns) for lib in ("seal", "lattigo", "openfhe") for op, ns in ops.items()]
+    store += [rec("lattigo", "bfv", "depth_mul", None, depth=8), rec("openfhe", "bfv", "depth_mul", None, depth=3)]
+    got = by_label(recommend(store, Workload(ops={"poly_7": 1})))
+    assert got["seal BFV c8192"].excluded == "poly_7 needs depth 7, measured depth 1"  # its mul_relin was checked
+    assert got["openfhe BFV c8192"].excluded == "poly_7 needs depth 7, measured depth 3"
+    assert got["lattigo BFV c8192"].excluded == "" and got["lattigo BFV c8192"].modelled == ["poly_7"]
+    # A measured poly_7 shows its own depth; a lone poly_7 with nothing else needs depth_mul.
+    measured = by_label(recommend([rec("seal", "bfv", "poly_7", 5e3), rec("tfhe", "bgv", "poly_7", 5e3, status="failed")],
+                                  Workload(ops={"poly_7": 1})))
+    assert measured["seal BFV c8192"].excluded == ""
+    assert measured["tfhe BGV c8192"].excluded == "poly_7: failed"
+    bare = by_label(recommend([rec("seal", "bfv", "add_plain", 10.0), rec("seal", "bfv", "poly_7", None, status="failed")],
+                              Workload(ops={"poly_3": 1})))
+    assert bare["seal BFV c8192"].excluded == "poly_3 not measured"  # no model without its single ops
+    # A measured, checked poly_6 shows depth 6: enough for a modelled poly_3 on the same set, not for poly_7.
+    six = [rec("seal", "bgv", op, ns) for op, ns in ops.items()] + [rec("seal", "bgv", "poly_6", 4e3)]
+    assert by_label(recommend(six, Workload(ops={"poly_3": 1})))["seal BGV c8192"].excluded == ""
+    assert by_label(recommend(six, Workload(ops={"poly_7": 1})))["seal BGV c8192"].excluded == \
+        "poly_7 needs depth 7, measured depth 6"
+
+
+def _printed(cands, w) -> str:
+    from rich.console import Console
+
+    from fhemark.report.text import print_recommendation
+    console = Console(record=True, width=300)
+    print_recommendation(cands, w, console)
+    return " ".join(console.export_text().split())  # lines as the terminal would wrap them, joined
+
+
+DOT_BFV = {"mul_relin": 1000.0, "rotate_1": 200.0, "add": 10.0}
+
+
+def test_a_modelled_workload_names_the_runs_and_jobs_it_was_summed_from():
+    """dot_4096 on BFV, never run as a workload: its evidence is the single ops it adds up (here from
+    two runs), in the text and the JSON; no run or job is ever null."""
+    from fhemark.recommend import ranking_json
+    store = [rec("seal", "bfv", op, ns, run="r1" if op == "mul_relin" else "r2") for op, ns in DOT_BFV.items()]
+    w = Workload(ops={"dot_4096": 1}, schemes=["bfv"])
+    cands = recommend(store, w)
+    (seal,) = cands
+    assert seal.excluded == "" and seal.modelled == ["dot_4096"] and seal.runs == ["r1", "r2"]
+    assert seal.cost == pytest.approx(1000 + 12 * 200 + 12 * 10)
+    ev = seal.by_op["dot_4096"]
+    assert ev["run_id"] == ["r1", "r2"] and ev["job_key"] == [f"sealbfvc8192{op}" for op in DOT_BFV]
+    assert {(s["op"], s["count"]) for s in ev["sources"]} == {("mul_relin", 1), ("rotate_1", 12), ("add", 12)}
+    text = _printed(cands, w)
+    assert "recommended: seal BFV c8192" in text and "Evidence: runs r1, r2." in text
+    assert "1 x mul_relin, 12 x rotate_1, 12 x add; runs r1, r2; jobs sealbfvc8192mul_relin" in text
+    out = ranking_json(cands, w)
+    evidence = out["candidates"][0]["evidence"]["dot_4096"]
+    assert evidence["modelled"] and None not in evidence["run_id"] and None not in evidence["job_key"]
+    assert all(s["run_id"] and s["job_key"] for s in evidence["sources"])
+    assert "added up" in out["cost_model"]["method"] and out["cost_model"]["checked_workloads"] == 0
+
+
+def test_the_cost_model_states_its_error_on_the_stores_own_workloads():
+    """dot_16 on CKKS measured beside its single ops in run r1: predicted (level-aware) 9.8 µs against
+    12.25 µs measured, -20%. A dot_16 whose single ops ran in another run is not a check."""
+    from fhemark.apps.cost import model_error
+    from fhemark.recommend import ranking_json
+    singles = {"mul_relin": 3000.0, "rescale": 500.0, "rotate_1": 2000.0, "add": 100.0}
+    store = [rec("seal", "ckks", op, ns, q_bits=(60, 40, 40, 60)) for op, ns in singles.items()]
+    store += [rec("seal", "ckks", "dot_16", 12250.0, q_bits=(60, 40, 40, 60)),
+              rec("lattigo", "ckks", "dot_16", 5000.0, q_bits=(60, 40, 40, 60), run="r9")]
+    store += [rec("lattigo", "ckks", op, ns, q_bits=(60, 40, 40, 60)) for op, ns in singles.items()]
+    err = model_error(store)
+    assert [(c.library, c.op) for c in err.checks] == [("seal", "dot_16")]
+    assert err.checks[0].ratio == pytest.approx(9800 / 12250)
+    w = Workload(ops={"dot_16": 1})
+    text = _printed(recommend(store, w), w)
+    assert "count x median of each operation, added up" in text
+    assert "the model's error on the 1 application workload measured in this store: -20% .. -20%, median -20%" in text
+    assert ranking_json(recommend(store, w), w)["cost_model"]["error_median"] == pytest.approx(-0.2)
+    plain = [rec("seal", "bgv", "mul_relin", 40e6)]
+    assert "the model's error cannot be checked here" in _printed(recommend(plain, Workload(ops={"mul_relin": 1})),
+                                                                   Workload(ops={"mul_relin": 1}))
+
+
+def test_without_a_depth_the_recommendation_says_depth_was_not_checked():
+    w = Workload(ops={"mul_relin": 10})
+    text = _printed(recommend(STORE, w), w)
+    assert "depth: not checked (no depth given)" in text
+    deep = STORE + [rec("seal", "bgv", "depth_mul", None, depth=4)]
+    w3 = Workload(ops={"mul_relin": 10}, depth=3, schemes=["bgv"])
+    assert "depth: 3 multiplications in sequence checked" in _printed(recommend(deep, w3), w3)
+
+
+def test_recommend_a_modelled_workload_from_the_cli(tmp_path):
+    """The user's case: poly_7 on CKKS from a store of single ops (c8192 and c16384), and dot_4096 on
+    BFV: no crash, c8192 excluded with the reason, the JSON's evidence never a null run."""
+    from fhemark.store import Store
+    db = tmp_path / "s.db"
+    store = Store(db)
+    run_id = store.start_run("apps", "h", False, {}, {})
+    recs = [rec("seal", "ckks", op, ns) for op, ns in POLY_OPS.items()]
+    recs += [rec("seal", "ckks", op, ns, params="c16384", q_bits=DEEP) for op, ns in POLY_OPS.items()]
+    recs += [rec("seal", "bfv", op, ns) for op, ns in DOT_BFV.items()]
+    for r in recs:
+        store.add(run_id, r["job_key"], {**r, "run_id": run_id, "timestamp": 0.0})
+    store.close()
+    for op, scheme in (("poly_7=1", "ckks"), ("dot_4096=1", "bfv")):
+        out = fhemark("recommend", "--op", op, "--scheme", scheme, "--db", str(db), "--json", str(tmp_path / "r.json"))
+        assert out.returncode == 0 and "internal error" not in out.stdout + out.stderr, out.stdout + out.stderr
+        assert f"Evidence: runs {run_id}." in out.stdout and "the model's error" in out.stdout
+        ranking = json.loads((tmp_path / "r.json").read_text())
+        runs = [ev["run_id"] for c in ranking["candidates"] for ev in c["evidence"].values()]
+        assert runs and all(r == [run_id] for r in runs)
+    assert "excluded: seal CKKS c8192: poly_7 needs 7 levels, c8192 has 2" in \
+        fhemark("recommend", "--op", "poly_7=1", "--scheme", "ckks", "--db", str(db)).stdout

@@ -30,7 +30,7 @@ from .metadata import environment
 from .catalog import CATALOG
 from .compare import compare
 from .plan import MAX_ESTIMATE_S, MAX_JOBS, build, check_size
-from .recommend import load_workload, recommend
+from .recommend import load_workload, ranking_json, recommend
 from . import report as report_files
 from .report.tables import timed_seconds
 from .report.text import print_comparison, print_recommendation, print_results
@@ -560,14 +560,7 @@ def recommend_cmd(workload: Optional[Path] = typer.Argument(None, help="workload
     cands = recommend(recs, w)
     print_recommendation(cands, w, console)
     if json_out:
-        _write_out(json_out, export_mod.strict_json({"workload": w.model_dump(), "candidates": [
-            {"library": c.library, "scheme": c.scheme, "params": c.params, "excluded": c.excluded or None,
-             "cost_ns": c.cost if not c.excluded else None, "cost_ci95_ns": c.cost_ci if not c.excluded else None,
-             "ciphertexts": c.copies, "within_best": c.within_best, "deviations": c.deviations,
-             "evidence": {op: {k: r.get(k) for k in ("run_id", "job_key", "median_ns", "ci95_ns", "security_bits",
-                                                     "security_table", "noise_budget_bits", "precision_bits",
-                                                     "deviations")}
-                          for op, r in c.by_op.items()}} for c in cands]}), "--json")
+        _write_out(json_out, export_mod.strict_json(ranking_json(cands, w)), "--json")
     raise typer.Exit(0 if any(not c.excluded for c in cands) else 1)
 
 

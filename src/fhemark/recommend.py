@@ -8,6 +8,12 @@ excluded with the reason. The rest are ranked by the workload's cost (sum of
 count x median) with an interval (sum of count x the medians' 95% bounds, a
 conservative envelope), and every candidate whose interval overlaps the best
 one's is reported as indistinguishable from it: the data cannot separate them.
+
+An application workload (poly_7, dot_4096, ...) needs levels or multiplications in sequence
+(`apps.cost.requirement`): a CKKS set whose chain is shorter, or a BFV/BGV set that has not shown
+that depth (depth_mul, the workload itself, or for depth 1 a checked multiplication), is excluded
+whether the workload was measured or modelled. The ranking carries the model's error on the
+store's own measured workloads (`apps.cost.model_error`), which the text and JSON state.
 """
 
 from __future__ import annotations
@@ -97,6 +103,7 @@ class Candidate:
     within_best: bool = False
     singles: dict[str, dict] = field(default_factory=dict)  # every measured op: what a cost model adds up
     modelled: list[str] = field(default_factory=list)  # workloads costed by the sum of their single ops
+    needs: dict[str, int] = field(default_factory=dict)  # app workload -> levels (CKKS) / depth (BFV, BGV) it needs
 
     @property
     def label(self) -> str:
@@ -105,6 +112,18 @@ class Candidate:
     @property
     def evidence(self) -> list[dict]:
         return list(self.by_op.values())
+
+    @property
+    def sources(self) -> list[dict]:
+        """The measured records behind the cost: a modelled workload's are the single ops it adds up."""
+        out = []
+        for r in self.evidence:
+            out += r["sources"] if r.get("modelled") else [r]
+        return out
+
+    @property
+    def runs(self) -> list[str]:
+        return sorted({r["run_id"] for r in self.sources if r.get("run_id")})
 
     @property
     def deviations(self) -> dict[str, str]:
@@ -135,6 +154,8 @@ def _security(r: dict, table: str) -> int | None:
 
 def _judge(c: Candidate, w: Workload) -> str:
     """Why a candidate cannot serve the workload ('' when it can)."""
+    if c.scheme == "ckks" and (short := _levels_short(c)):
+        return short  # a property of the parameter set: before what was or was not measured
     for op in w.ops:
         r = c.by_op.get(op)
         if r is None:
@@ -155,34 +176,91 @@ def _judge(c: Candidate, w: Workload) -> str:
             return "multiplicative depth not measured (add depth_mul to the suite)"
         if c.depth_rec["status"] != "ok" or c.depth_rec["depth"] < w.depth:
             return f"measured depth {c.depth_rec.get('depth')} < {w.depth}"
+    if c.scheme in ("bfv", "bgv") and c.needs:
+        op, need = max(c.needs.items(), key=lambda kv: kv[1])
+        shown = _shown_depth(c)
+        if need > shown:
+            if shown or (c.depth_rec and c.depth_rec["status"] == "ok"):
+                return f"{op} needs depth {need}, measured depth {shown}"
+            if c.depth_rec:
+                return f"{op} needs depth {need}, depth_mul: {c.depth_rec['status']}"
+            return f"{op} needs depth {need}: multiplicative depth not measured (add depth_mul to the suite)"
+    return ""
+
+
+def _passed(r: dict) -> bool:
+    return r["status"] == "ok" and r.get("check_passed") is not False and not r.get("modelled")
+
+
+def _shown_depth(c: Candidate) -> int:
+    """BFV/BGV: the multiplications in sequence this parameter set has been seen to decrypt correctly:
+    depth_mul's measured depth, every measured and checked application workload's own need, and 1
+    for a checked single multiplication (0: nothing shows any)."""
+    from .apps.cost import requirement
+    shown = [c.depth_rec["depth"]] if c.depth_rec and c.depth_rec["status"] == "ok" else []
+    shown += [n for op, r in c.singles.items() if _passed(r) and (n := requirement(op, c.scheme))]
+    shown += [1 for op in ("mul_relin", "mul_plain") if op in c.singles and _passed(c.singles[op])]
+    return max(shown, default=0)
+
+
+def _chain(c: Candidate) -> int | None:
+    """CKKS: the levels the candidate's parameter set offers, from any of its records."""
+    from .apps.cost import chain_levels
+    return next((n for r in [*c.by_op.values(), *c.singles.values()] if (n := chain_levels(r)) is not None), None)
+
+
+def _levels_short(c: Candidate) -> str:
+    """CKKS: why the chain cannot hold one of the workload's applications ('' when it can). A
+    measured, checked workload on a set whose chain is not recorded ran: that shows enough levels."""
+    chain = _chain(c)
+    for op, need in sorted(c.needs.items(), key=lambda kv: -kv[1]):
+        if chain is not None and need > chain:
+            return f"{op} needs {need} levels, {c.params} has {chain}"
+        if chain is None and (c.by_op.get(op) or {}).get("modelled"):
+            return f"{op} needs {need} levels, and {c.params}'s chain is not recorded"
     return ""
 
 
 def _model_missing_workloads(c: Candidate, w: Workload) -> None:
     """An application workload (matvec_256, ...) this candidate never ran is costed by the sum of
-    its steps' single-op medians, when the store has them all; the measured workload, where it
-    exists, is always used instead, and the candidate says which ones were modelled."""
+    its steps' single-op medians, when the store has them all and the chain holds the program
+    (CKKS); the measured workload, where it exists, is always used instead, and the candidate says
+    which ones were modelled. The modelled record names its sources: the single-op records (run,
+    job, median, count) it adds up; its run_id and job_key are the lists of theirs."""
     from .apps import app
-    from .apps.cost import predict
+    from .apps.cost import MODEL_OP, predict
     for op in w.ops:
         if op in c.by_op or not app(op) or not c.singles:
             continue
-        singles = [r for r in c.singles.values() if r["status"] == "ok" and r.get("median_ns")]
+        singles = [r for r in c.singles.values() if _passed(r) and r.get("median_ns")]
         if not singles:
             continue
-        rec = {**singles[0], "op": op, "run_id": None}
+        rec = {k: singles[0].get(k) for k in _CARRIED}
+        rec.update(op=op, status="ok", check_passed=None)
         mid = predict(rec, singles, same_run=False)
-        if mid.ns_levels is None:
+        if mid.ns_levels is None:  # a single op missing, or more levels than the chain has
             continue
         # Level-aware: in the apps suite it put CKKS workloads at 0.70-0.95 of measured where the
         # flat sum read 0.44-0.77 (poly_7, logreg_16, similarity; README, Application workloads).
         lo, hi = (predict(rec, [{**r, "bound": _bounds(r)[i]} for r in singles], same_run=False, key="bound").ns_levels
                   for i in (0, 1))
-        used = [r for r in singles if r["op"] in _model_ops(mid.steps)]
+        counts: dict[str, int] = {}
+        for prim, n in mid.steps.items():
+            counts[MODEL_OP.get(prim, prim)] = counts.get(MODEL_OP.get(prim, prim), 0) + n
+        used = [r for r in singles if r["op"] in counts]
+        sources = [{"op": r["op"], "count": counts[r["op"]], "run_id": r.get("run_id"), "job_key": r.get("job_key"),
+                    "median_ns": r["median_ns"]} for r in used]
         c.by_op[op] = {**rec, "median_ns": mid.ns_levels, "ci95_ns": [lo, hi], "modelled": True,
+                       "run_id": sorted({s["run_id"] for s in sources if s["run_id"]}),
+                       "job_key": [s["job_key"] for s in sources], "sources": sources,
                        "precision_bits": None, "noise_budget_bits": None,  # not measured on the workload
                        "deviations": {k: v for r in used for k, v in (r.get("deviations") or {}).items()}}
         c.modelled.append(op)
+
+
+# What a modelled workload's record keeps of its single ops' records: the setup, not the measurement.
+_CARRIED = ("library", "scheme", "params", "effective_params", "threads", "slots", "vector_length", "security",
+            "security_bits", "security_table", "insecure", "sizes_bytes")
 
 
 def _model_ops(steps: dict[str, int]) -> set[str]:
@@ -195,12 +273,21 @@ def _bounds(r: dict) -> tuple[float, float]:
     return tuple(r["ci95_ns"]) if r.get("ci95_ns") else (r.get("min_ns") or r["median_ns"], r.get("max_ns") or r["median_ns"])
 
 
-def recommend(recs: list[dict], w: Workload) -> list[Candidate]:
+class Ranking(list):
+    """`recommend`'s answer: the candidates (usable ones by cost, then the excluded), and the cost
+    model's error measured on the same evidence (`apps.cost.model_error`)."""
+
+    def __init__(self, cands: list[Candidate], model_error):
+        super().__init__(cands)
+        self.model_error = model_error
+
+
+def recommend(recs: list[dict], w: Workload) -> Ranking:
     """All candidates: the usable ones ranked by cost first, then the excluded ones."""
+    from .apps.cost import model_error, requirement
     cands: dict[tuple, Candidate] = {}
-    for r in latest(recs):
-        if w.schemes and r["scheme"] not in w.schemes:
-            continue
+    evidence = [r for r in latest(recs) if not w.schemes or r["scheme"] in w.schemes]
+    for r in evidence:
         # One candidate per parameter set as asked (not by name: two suites may reuse a name) and thread count.
         asked = json.dumps({k: v for k, v in r["params"].items() if k != "log_qp"}, sort_keys=True)
         key = (r["library"], r["scheme"], asked, r.get("threads"))
@@ -216,6 +303,7 @@ def recommend(recs: list[dict], w: Workload) -> list[Candidate]:
                 c.by_op[r["op"]] = r
     out = list(cands.values())
     for c in out:
+        c.needs = {op: n for op in w.ops if (n := requirement(op, c.scheme))}
         _model_missing_workloads(c, w)
         c.excluded = _judge(c, w)
         if c.excluded:
@@ -232,4 +320,43 @@ def recommend(recs: list[dict], w: Workload) -> list[Candidate]:
         for c in usable:
             # A candidate timed on different work is another case, never "indistinguishable" from the best.
             c.within_best = c.cost_ci[0] <= best.cost_ci[1] and c.deviations == best.deviations
-    return usable + sorted((c for c in out if c.excluded), key=lambda c: c.label)
+    return Ranking(usable + sorted((c for c in out if c.excluded), key=lambda c: c.label), model_error(evidence))
+
+
+def depth_note(cands: list[Candidate], w: Workload) -> str:
+    """What was checked of the computation's depth, for the text and the JSON ('' where nothing
+    of it applies: no BFV/BGV/CKKS candidate)."""
+    if not any(c.scheme in SCHEMES_RLWE for c in cands):
+        return ""
+    needs: dict[str, set[str]] = {}
+    for c in cands:
+        for op, n in c.needs.items():
+            needs.setdefault(op, set()).add(f"{n} level{'s' if n > 1 else ''}" if c.scheme == "ckks" else f"depth {n}")
+    apps = ("; each application workload's own need was checked ("
+            + ", ".join(f"{op}: {' / '.join(sorted(v))}" for op, v in needs.items()) + ")") if needs else ""
+    if w.depth:
+        return f"depth: {w.depth} multiplications in sequence checked against a measured depth_mul" + apps
+    return ("depth: not checked (no depth given): the costs and checks are of single operations on fresh "
+            "inputs; pass --depth (or depth: in the workload) with the multiplications in sequence your "
+            "computation needs" + apps)
+
+
+def ranking_json(cands: list[Candidate], w: Workload) -> dict:
+    """The ranking as `fhemark recommend --json` writes it: every number with the run and job it
+    came from (a modelled workload: its single ops' runs and jobs, and the records themselves under
+    `sources`), what the cost models and its measured error, and what was checked of depth."""
+    err = getattr(cands, "model_error", None)
+    return {"workload": w.model_dump(),
+            "cost_model": err.json() if err is not None else None,
+            "depth_check": depth_note(cands, w) or None,
+            "candidates": [
+                {"library": c.library, "scheme": c.scheme, "params": c.params, "excluded": c.excluded or None,
+                 "cost_ns": c.cost if not c.excluded else None,
+                 "cost_ci95_ns": c.cost_ci if not c.excluded else None,
+                 "ciphertexts": c.copies, "within_best": c.within_best, "deviations": c.deviations,
+                 "needs": c.needs, "modelled": c.modelled, "runs": c.runs,
+                 "evidence": {op: {**{k: r.get(k) for k in ("run_id", "job_key", "median_ns", "ci95_ns",
+                                                            "security_bits", "security_table", "noise_budget_bits",
+                                                            "precision_bits", "deviations")},
+                                   **({"modelled": True, "sources": r["sources"]} if r.get("modelled") else {})}
+                              for op, r in c.by_op.items()}} for c in cands]}

@@ -6,23 +6,30 @@ Two forms. `flat`: every step at its single op's top-level median. `levels` (CKK
 ciphertext that has consumed d of the chain's L levels costs (L + 1 - d) / (L + 1) of it, the
 share of RNS primes left (NTT, pointwise products and base conversions are linear in the primes;
 key switching's extension to the special primes is not, which this first-order model ignores).
-BFV keeps every prime and the BGV workloads here never switch modulus, so for them both agree."""
+BFV keeps every prime and the BGV workloads here never switch modulus, so for them both agree.
+
+A program that consumes more levels than the record's chain offers has no prediction: it cannot
+run on those parameters (`requirement` says what each workload needs). `model_error` checks the
+model where the store allows: every measured workload against the single ops of its own run."""
 
 from __future__ import annotations
 
-import math
+import statistics
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import lru_cache
 
 from ..catalog import lookup
 from ..ops import Program
+from ..params import SCHEMES_RLWE
+from ..requirements import walk
 from ..semantics import Plain
+from .workloads import app
 
 # The single-op job whose median stands for each primitive a workload steps through.
 MODEL_OP = {"mul_relin": "mul_relin", "mul_plain": "mul_plain", "mul_scalar": "mul_scalar", "rescale": "rescale",
             "rotate": "rotate_1", "rotate_rows": "rotate_1", "add": "add", "add_plain": "add_plain",
             "mod_switch": "mod_switch"}
-_LOWERING = ("rescale", "mod_switch")
 # The library routines of native variants (PROTOCOL.md): no single op stands for them.
 ROUTINES = frozenset({"inner_sum", "inner_product", "linear_transform", "poly_eval"})
 
@@ -33,6 +40,13 @@ class Prediction:
     steps: dict[str, int]     # timed steps per primitive
     missing: list[str]        # single-op jobs the model needed and the run lacks
     ns_levels: float | None = None  # level-aware (CKKS): each step scaled by the primes it still has
+    levels: int | None = None       # CKKS: levels the program consumes on its deepest path
+    chain: int | None = None        # CKKS: levels the record's chain offers (its primes less one)
+
+    @property
+    def beyond_chain(self) -> bool:
+        """The program needs more levels than the chain has: no prediction (it cannot run there)."""
+        return self.levels is not None and self.chain is not None and self.levels > self.chain
 
 
 def program(rec: dict) -> Program | None:
@@ -46,16 +60,31 @@ def program(rec: dict) -> Program | None:
 
 def depths(prog: Program) -> dict[str, int]:
     """Per timed step: the levels its inputs had consumed (the deepest input), as the builder counts."""
-    depth: dict[str, int] = {}
-    before: dict[str, int] = {}
-    for s in prog.steps:
-        d_in = max((depth.get(a, 0) for a in s["args"]), default=0)
-        before[s["out"]] = d_in
-        extra = 1 if s["op"] in _LOWERING else 0
-        if s["op"] == "poly_eval":
-            extra = math.ceil(math.log2(len((s.get("attrs") or {}).get("coeffs", [0, 0]))))
-        depth[s["out"]] = d_in + extra
-    return {s["out"]: before[s["out"]] for s in prog.steps if s["out"] in prog.timed}
+    at = walk(prog)
+    return {s["out"]: max((at[a][0] for a in s["args"] if a in at), default=0) for s in prog.steps if s["out"] in prog.timed}
+
+
+def program_requirement(prog: Program, scheme: str) -> int:
+    """What a program needs of a parameter set, on its deepest path: CKKS, the levels it consumes
+    (`Circuit.levels`); BFV/BGV, its ciphertext multiplications in sequence (requirements.walk)."""
+    return max((lv if scheme == "ckks" else mu for lv, mu in walk(prog).values()), default=0)
+
+
+@lru_cache(maxsize=256)
+def requirement(op: str, scheme: str) -> int | None:
+    """`program_requirement` of an application workload (apps.app: poly_7, dot_4096, ...) on an RLWE
+    scheme; None for anything else (a single op, a gate or integer scheme, a shape the scheme lacks)."""
+    if scheme not in SCHEMES_RLWE or not app(op):
+        return None
+    bench = lookup(op, scheme)
+    return program_requirement(bench.build(scheme), scheme) if bench is not None else None
+
+
+def chain_levels(rec: dict) -> int | None:
+    """CKKS: the levels the record's parameter set offers (its ciphertext primes less one), None
+    where the record does not say (a library preset)."""
+    primes = _chain_length(rec)
+    return primes - 1 if primes else None
 
 
 def _chain_length(rec: dict) -> int | None:
@@ -74,6 +103,8 @@ def predict(rec: dict, recs: list[dict], same_run: bool = True, key: str = "medi
             and r.get(key) is not None}
     primes = _chain_length(rec) if rec["scheme"] == "ckks" else None
     at = depths(prog) if prog and primes else {}
+    if prog and primes and (need := program_requirement(prog, "ckks")) > primes - 1:
+        return Prediction(None, counts, [], None, need, primes - 1)
     total, leveled, missing = 0.0, 0.0, []
     for s in timed:
         single = same.get(MODEL_OP.get(s["op"], s["op"]))
@@ -81,7 +112,73 @@ def predict(rec: dict, recs: list[dict], same_run: bool = True, key: str = "medi
             missing.append(MODEL_OP.get(s["op"], s["op"]))
             continue
         total += single[key]
-        leveled += single[key] * (max(primes - at[s["out"]], 1) / primes if primes else 1.0)
+        leveled += single[key] * ((primes - at[s["out"]]) / primes if primes else 1.0)
+    levels = program_requirement(prog, "ckks") if prog and primes else None
+    chain = primes - 1 if primes else None
     if missing or not counts:
-        return Prediction(None, counts, sorted(set(missing)))
-    return Prediction(total, counts, [], leveled)
+        return Prediction(None, counts, sorted(set(missing)), None, levels, chain)
+    return Prediction(total, counts, [], leveled, levels, chain)
+
+
+# What a `fhemark recommend` cost is, in one line for its text and its JSON.
+METHOD = ("cost = count x median of each operation, added up (the medians' 95% bounds added likewise); "
+          "an application workload not measured on a candidate is costed by the sum of its steps' "
+          "single-operation medians, level-aware for CKKS (each step scaled by the share of primes left)")
+
+
+@dataclass(frozen=True)
+class Check:
+    """One measured application workload against the model (its single ops from its own run)."""
+    op: str
+    library: str
+    scheme: str
+    params: str
+    run_id: str
+    job_key: str
+    ratio: float  # predicted / measured
+
+
+@dataclass(frozen=True)
+class ModelError:
+    """How far the sum-of-operations model was from measured application workloads in a store."""
+    checks: list[Check] = field(default_factory=list)
+
+    @property
+    def errors(self) -> list[float]:
+        """predicted / measured - 1, per check."""
+        return [c.ratio - 1 for c in self.checks]
+
+    def text(self) -> str:
+        if not self.checks:
+            return ("the model's error cannot be checked here: no application workload in this store was measured "
+                    "together with its single operations in the same run (the apps suite does both)")
+        e = self.errors
+        return (f"the model's error on the {len(e)} application workload{'s' if len(e) > 1 else ''} measured in this "
+                f"store: {min(e) * 100:+.0f}% .. {max(e) * 100:+.0f}%, median {statistics.median(e) * 100:+.0f}% "
+                "(predicted / measured - 1, single ops from the same run)")
+
+    def json(self) -> dict:
+        e = self.errors
+        return {"method": METHOD, "checked_workloads": len(e),
+                "error_min": min(e) if e else None, "error_max": max(e) if e else None,
+                "error_median": statistics.median(e) if e else None,
+                "checks": [vars(c) for c in self.checks], "text": self.text()}
+
+
+def model_error(recs: list[dict]) -> ModelError:
+    """The model's error on a store's records: for every application workload (RLWE) that was
+    measured, checked and has a median, and whose single operations were measured in its own run
+    (`predict(..., same_run=True)`, the report's check), predicted (level-aware) / measured.
+    Workloads with library routines (native variants) have no single op to add up: not counted."""
+    checks = []
+    for r in recs:
+        if (r["scheme"] not in SCHEMES_RLWE or r["status"] != "ok" or r.get("check_passed") is False
+                or not r.get("median_ns") or r.get("modelled") or not app(r["op"])):
+            continue
+        pred = predict(r, recs, same_run=True)
+        if pred.ns_levels is None:
+            continue
+        params = r["params"].get("name") or f"N={r['params'].get('N')}"
+        checks.append(Check(r["op"], r["library"], r["scheme"], params, r.get("run_id"), r.get("job_key"),
+                            pred.ns_levels / r["median_ns"]))
+    return ModelError(checks)

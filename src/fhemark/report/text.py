@@ -110,6 +110,10 @@ def _time(r: dict | None) -> str:
 
 
 def print_recommendation(cands: list[Candidate], w: Workload, console: Console) -> None:
+    """The ranking, then what the costs model (and the model's error measured in the store), which
+    workloads were modelled from which runs and jobs, every exclusion, what was checked of depth."""
+    from ..apps.cost import METHOD
+    from ..recommend import depth_note
     usable = [c for c in cands if not c.excluded]
     ops = ", ".join(f"{n} x {op}" for op, n in w.ops.items())
     t = RichTable(title=f"fhemark recommend: {w.name} = {ops}"
@@ -136,28 +140,41 @@ def print_recommendation(cands: list[Candidate], w: Workload, console: Console) 
     console.print(t)
     for note in devs.lines():
         console.print(f"{escape(note)} (this candidate's cost times different work: compare with care)", highlight=False)
+    err = getattr(cands, "model_error", None)  # recommend's Ranking carries it
+    console.print(METHOD, highlight=False, markup=False)
+    if err is not None:
+        console.print(err.text(), highlight=False, markup=False)
     for c in usable:
-        if c.modelled:
-            console.print(f"{escape(c.label)}: {', '.join(c.modelled)} not measured: costed by the sum of its steps' "
-                          "single-operation medians (the report's workload tables show how far that model is "
-                          "from a measured run)", highlight=False)
+        for op in c.modelled:
+            console.print(f"{c.label}: {op} not measured: costed by the sum of its steps' single-operation medians "
+                          f"({_sources(c.by_op[op]['sources'])})", highlight=False, markup=False)
     for c in cands:
         if c.excluded:
-            console.print(f"[dim]excluded:[/] {c.label}: {c.excluded}", highlight=False)
+            console.print(f"[dim]excluded:[/] {escape(c.label)}: {escape(c.excluded)}", highlight=False)
     if not usable:
         console.print("[yellow]no measured candidate meets the workload:[/] run a suite that measures its ops "
                       "(e.g. `fhemark run --suite quick`), or relax the requirements")
         return
+    if note := depth_note(cands, w):
+        console.print(note, highlight=False, markup=False)
     schemes = {c.scheme for c in usable}
     if "ckks" in schemes and len(schemes) > 1:
         console.print("note: CKKS is approximate (its precision is shown), BFV/BGV exact: pass --scheme or "
                       "--precision to state what your data needs")
     best = usable[0]
     ties = [c.label for c in usable[1:] if c.within_best]
-    console.print(f"[bold]recommended:[/] {best.label}, {fmt_time(best.cost)} per evaluation "
+    console.print(f"[bold]recommended:[/] {escape(best.label)}, {fmt_time(best.cost)} per evaluation "
                   f"[{fmt_time(best.cost_ci[0])}, {fmt_time(best.cost_ci[1])}]"
-                  + (f"; indistinguishable on this data (*): {', '.join(ties)}" if ties else "")
-                  + f". Evidence: runs {', '.join(sorted({r['run_id'] for r in best.evidence}))}.", highlight=False)
+                  + (f"; indistinguishable on this data (*): {escape(', '.join(ties))}" if ties else "")
+                  + (f" ({escape(', '.join(best.modelled))} modelled)" if best.modelled else "")
+                  + f". Evidence: runs {escape(', '.join(best.runs) or '-')}.", highlight=False)
+
+
+def _sources(srcs: list[dict]) -> str:
+    """A modelled workload's evidence: the single ops it adds up, with their runs and jobs."""
+    ops = ", ".join(f"{s['count']} x {s['op']}" for s in srcs)
+    runs = ", ".join(sorted({s["run_id"] for s in srcs if s["run_id"]}))
+    return f"{ops}; runs {runs or '-'}; jobs {', '.join(s['job_key'] for s in srcs if s['job_key']) or '-'}"
 
 
 def _size(n: int | None) -> str:
