@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import subprocess
 import tempfile
 from dataclasses import dataclass, field
@@ -102,7 +103,7 @@ def _ci(c: Candidate) -> tuple[float, float]:
 PRESET_REACH = (("c8192", 2, 2), ("c16384", 7, 5))  # (name, CKKS levels, BFV/BGV multiplications)
 
 
-def preset_suite(workloads: list[Workload], params: list[str] | None, full_policy: dict | None = None) -> Suite:
+def preset_suite(workloads: list[Workload], params: list[str | dict] | None, full_policy: dict | None = None) -> Suite:
     """A suite that runs the loaded workloads on every library with each scheme they name: at the
     given presets, or at the smallest common preset that holds each scheme's program."""
     cases = []
@@ -133,7 +134,7 @@ def search_space(w: Workload, req: Requirements, need: Need) -> list[dict]:
     """Parameter specs to try, smallest first."""
     if req.scheme in INT_SCHEMES:
         return [{"preset": "default", "bits": w.bits or 32}]
-    return list(candidates(need))[:MAX_TRIES]
+    return list(candidates(need))
 
 
 def _suite(w: Workload, need: Need, cases: list[dict], policy: dict) -> Suite:
@@ -169,7 +170,7 @@ def _margin(need: Need, rec: dict) -> float | None:
 def choose(w: Workload, libraries: dict[str, tuple[str, ...]], precision: float | None, security: int, table: str,
            repeats: int, store_path: Path, verify_db: Path | None = None,
            say: Callable[[str, str], None] = lambda stage, what: None,
-           auto: Callable[[Need], dict | None] | None = None) -> Answer:
+           auto: Callable[[Need, dict | None], dict | None] | None = None) -> Answer:
     """`libraries`: each available library and the schemes it offers."""
     reqs = for_all(w)
     prec = float(precision if precision is not None else w.precision_bits)
@@ -188,7 +189,7 @@ def choose(w: Workload, libraries: dict[str, tuple[str, ...]], precision: float 
                     continue
                 c = _search(w, need, lib, space, repeats, vdb, say)
                 ans.chosen.append(c)
-                extra = auto(need) if auto is not None and lib == "openfhe" else None
+                extra = auto(need, c.spec) if auto is not None and lib == "openfhe" else None
                 if extra and extra not in space:
                     say("searching parameters", f"{lib} {scheme}: OpenFHE's own choice N = {extra['N']}")
                     alt = _search(w, need, lib, [extra], repeats, vdb, say, origin="openfhe-auto")
@@ -199,20 +200,37 @@ def choose(w: Workload, libraries: dict[str, tuple[str, ...]], precision: float 
 
 def _search(w: Workload, need: Need, lib: str, space: list[dict], repeats: int, db: Path,
             say: Callable[[str, str], None], origin: str = "search") -> Candidate:
+    """The first set of `space` the program passes at. What a failure measured steers the search:
+    a ring the library refuses as insecure (OpenFHE sizes its own special primes) is left for the
+    next one, and a CKKS set short of precision by d bits moves the scale up by at least d."""
     c = Candidate(lib, need.scheme, origin=origin)
+    refused: set[int] = set()
+    scale_floor = 0
     for spec in space:
+        if len(c.tried) >= MAX_TRIES:
+            break
+        if spec.get("N") in refused or (spec.get("scale_bits") or 0) < scale_floor:
+            continue
         say("searching parameters", f"{lib} {need.scheme} {_short(spec)}")
         why, rec = verify(w, need, lib, spec, repeats, db)
-        if why:
-            c.tried.append(f"{_short(spec)}: {why}")
-            if rec is None or rec["status"] in STOP:
-                break
-            continue
-        c.spec, c.verified = spec, True
-        m = _margin(need, rec)
-        c.margins = [m] if m is not None else []
-        break
+        if not why:
+            c.spec, c.verified = spec, True
+            m = _margin(need, rec)
+            c.margins = [m] if m is not None else []
+            break
+        c.tried.append(f"{_short(spec)}: {why}")
+        if rec is None or rec["status"] in STOP:
+            break
+        if rec["status"] == "insecure_params" and spec.get("N"):
+            refused.add(spec["N"])
+        short = PRECISION_SHORT.search(why)
+        if short and spec.get("scale_bits"):
+            scale_floor = spec["scale_bits"] + math.ceil(float(short.group(2)) - float(short.group(1)))
     return c
+
+
+# checks.py's words for a CKKS output short of its precision
+PRECISION_SHORT = re.compile(r"precision (-?[\d.]+) bits below the required ([\d.]+)")
 
 
 def _short(spec: dict) -> str:
@@ -279,23 +297,25 @@ print(json.dumps({"N": cc.GetRingDimension(), "q_bits": bits(q), "p_bits": bits(
 """
 
 
-def openfhe_auto(need: Need) -> dict | None:
-    """OpenFHE's automatic CKKS set for the depth and the scale fhemark's search starts from (128
-    bits, HEStd 2018 table: OpenFHE's own), as a spec the drivers take; None where it has none."""
+def openfhe_auto(need: Need, found: dict | None) -> dict | None:
+    """OpenFHE's automatic CKKS set (ring and special primes its own) for the depth, at the scale and
+    first prime the search found OpenFHE needs for the precision (the rules of thumb's where it found
+    none), 128 bits under HEStd 2018 (OpenFHE's table), as a spec the drivers take; None where
+    OpenFHE is not here."""
     if need.scheme != "ckks" or need.security != 128 or need.table != "hestd2018":
         return None
     m = manifests().get("openfhe")
     if m is None or not m.available:
         return None
-    chain = _ckks_chain(need, _first_scale(need))
+    scale = found["scale_bits"] if found else _first_scale(need)
+    first = found["q_bits"][0] if found else _ckks_chain(need, scale)[0]
     try:
-        out = subprocess.run([m.command[0], "-c", _AUTO, str(max(need.depth, 1)), str(chain[-1] if need.depth else
-                                                                                          _first_scale(need)),
-                              str(chain[0])], cwd=m.folder, capture_output=True, text=True, timeout=120)
+        out = subprocess.run([m.command[0], "-c", _AUTO, str(max(need.depth, 1)), str(scale), str(first)],
+                             cwd=m.folder, capture_output=True, text=True, timeout=120)
         spec = json.loads(out.stdout.strip().splitlines()[-1])
     except (OSError, subprocess.TimeoutExpired, ValueError, IndexError):
         return None
-    return {**spec, "scale_bits": _first_scale(need)}
+    return {**spec, "scale_bits": scale}
 
 
 # -- what the answer says -------------------------------------------------------------------------

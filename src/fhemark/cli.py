@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 import typer
+import yaml
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.markup import escape
@@ -149,6 +150,20 @@ def _again(suite: str, db: Path | None, full: bool, allow_insecure: bool, librar
     return shlex.join(parts + ["--resume"])
 
 
+def _param_arg(text: str) -> str | dict:
+    """A --params value: a preset name, or an inline set as the suites write it ({N: 8192, q_bits: [...], ...})."""
+    if not text.lstrip().startswith("{"):
+        return text
+    try:
+        value = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise UserError(f"--params {text!r}: not a YAML mapping ({' '.join(str(exc).split())[:120]})",
+                        "write e.g. --params '{N: 8192, q_bits: [50, 40, 40], p_bits: [60], scale_bits: 40}'")
+    if not isinstance(value, dict):
+        raise UserError(f"--params {text!r}: not a mapping", "write e.g. --params '{N: 8192, q_bits: [50, 40], p_bits: [60]}'")
+    return value
+
+
 def _jobs(n: int) -> str:
     return f"{n} job" + ("" if n == 1 else "s")
 
@@ -200,7 +215,7 @@ def run(suite: str = typer.Option("quick", help="built-in suite name or path to 
     if workload:
         from .choose import preset_suite
         from .workload import load as load_workloads
-        s = preset_suite([w for f in workload for w in load_workloads(f)], params or None)
+        s = preset_suite([w for f in workload for w in load_workloads(f)], [_param_arg(p) for p in params or []] or None)
     elif params:
         raise UserError("--params is for --workload", "give the parameter sets in the suite file")
     else:

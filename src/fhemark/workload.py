@@ -141,10 +141,11 @@ class Workload:
         return {k: spec.draw(plain, rng) for k, spec in self.inputs.items()}
 
     def values(self) -> int | None:
-        """Values per evaluation: the declared `slots`, else the longest declared input."""
+        """Values per evaluation: the declared `slots`, else the longest drawn input (a constant
+        fills whatever the ring holds, so it sets none)."""
         if self.slots is not None or callable(self.inputs):
             return self.slots
-        lengths = [s.length for s in self.inputs.values()]
+        lengths = [s.length for s in self.inputs.values() if isinstance(s, Uniform)]
         return None if not lengths or None in lengths else max(lengths)
 
     def fits(self, params: Any) -> bool:
@@ -208,6 +209,12 @@ def registered(name: str) -> Workload | None:
 
 def register(w: Workload) -> Workload:
     """Make `w` an op every plan, runner and report can look up by its name."""
+    _check_name(w)
+    _REGISTRY[w.name] = w
+    return w
+
+
+def _check_name(w: Workload) -> None:
     from .catalog import known_builtin
     if not isinstance(w.name, str) or not NAME.match(w.name):
         raise ValueError(f"workload name {w.name!r}: use lower-case letters, digits and _ (e.g. 'stats_4096')")
@@ -219,8 +226,6 @@ def register(w: Workload) -> Workload:
     other = _REGISTRY.get(w.name)
     if other is not None and other.source != w.source:
         raise ValueError(f"workload name {w.name!r} is already taken by {other.source or 'another workload'}")
-    _REGISTRY[w.name] = w
-    return w
 
 
 class _Timeout(Exception):
@@ -288,6 +293,7 @@ def load(path: str | Path) -> list[Workload]:
     for w in dict.fromkeys(found):
         w = Workload(**{**w.__dict__, "source": str(path)})
         try:
+            _check_name(w)
             with _deadline(LOAD_TIMEOUT_S):
                 _try(w)
             out.append(register(w))
@@ -306,8 +312,15 @@ def _try(w: Workload) -> None:
         else:
             plain = Plain(scheme, 8192 if scheme != "ckks" else 4096, 65537 if scheme != "ckks" else None)
         w.program(scheme)
-        w.program(scheme, plain)
-        w.reference(plain, w.draw(plain, rng), (w.scalars or (lambda p, r: {}))(plain, rng))
+        prog = w.program(scheme, plain)
+        vecs, scalars = w.draw(plain, rng), (w.scalars or (lambda p, r: {}))(plain, rng)
+        made = {s["out"] for s in prog.steps}
+        used = {a for s in prog.steps if s["op"] in ("encode", "encrypt_sk") for a in s["args"] if a not in made}
+        missing = sorted(used - set(vecs))
+        if missing:
+            raise ValueError(f"input(s) {', '.join(map(repr, missing))} used but not in inputs: say how each is drawn "
+                             f"(e.g. inputs={{{missing[0]!r}: Uniform(0, 10)}})")
+        w.reference(plain, vecs, scalars)
 
 
 def load_many(paths: Sequence[str | Path]) -> list[str]:

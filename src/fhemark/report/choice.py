@@ -11,6 +11,10 @@ from ..requirements import Requirements
 from .tables import fmt_time
 
 
+def _or_dash(v: object) -> str:
+    return "-" if v is None else str(v)
+
+
 def _bytes(n: int | None) -> str:
     if n is None:
         return "-"
@@ -72,7 +76,7 @@ def _table(ans: Answer, cands: list[Candidate], title: str) -> Table:
         req = ans.requirements[c.scheme]
         t.add_row(str(i), c.library, c.scheme.upper(), c.origin, n, lqp, chain, _security(c), lat,
                   _bytes(r.get("peak_rss_bytes")), _bytes(eval_key_bytes(r)), _bytes(client_bytes(ans.workload, r)),
-                  _margin(ans, c), f"{req.depth}/{levels_available(c, req)}")
+                  _margin(ans, c), f"{req.depth}/{_or_dash(levels_available(c, req))}")
     return t
 
 

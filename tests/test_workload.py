@@ -1,0 +1,165 @@
+"""The public workload API (fhemark.workload): a user's own file, loaded by path, run on a real
+library (SEAL, from PyPI: always here) and checked against its own cleartext replay; requirements
+read from the program; bad files get one line with the file and line; `fhemark choose` proves,
+measures and ranks. Small rings where a run is needed (N = 2048: insecure, allowed and marked)."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from fhemark import cli as cli_mod
+from fhemark.catalog import known, lookup
+from fhemark.requirements import derive
+from fhemark.semantics import Plain
+from fhemark.store import Store
+from fhemark.workload import load
+
+EXAMPLES = Path(__file__).parent.parent / "examples"
+SMALL = "{N: 2048, q_bits: [50, 40], p_bits: [50], t: 12289, scale_bits: 40}"
+
+
+@pytest.fixture(autouse=True)
+def fresh_registry(monkeypatch):
+    """Each test loads its files afresh (one CLI call is one process: its names must not collide)."""
+    monkeypatch.setattr("fhemark.workload._REGISTRY", {})
+
+
+def cli(*args):
+    result = CliRunner().invoke(cli_mod.app, [str(a) for a in args])
+    assert result.exception is None or isinstance(result.exception, SystemExit), repr(result.exception)
+    return result
+
+
+def write(tmp_path: Path, body: str, name: str = "mine.py") -> Path:
+    path = tmp_path / name
+    path.write_text("from fhemark.workload import Constant, Uniform, Workload\n" + textwrap.dedent(body))
+    return path
+
+
+SUM_SQUARE = """
+def compute(c):
+    x = c.encrypted("x")
+    s = c.rotate_sum(x, 8)
+    return c.rescaled(c.mul(s, s))
+
+W = Workload("sum_square_t", compute, inputs={"x": Uniform(0, 3, length=8)})
+"""
+
+
+def test_a_file_becomes_an_op_with_its_requirements(tmp_path):
+    (w,) = load(write(tmp_path, SUM_SQUARE))
+    assert known("sum_square_t") and lookup("sum_square_t", "ckks").rotations == (1, 2, 4)
+    ckks, bfv = derive(w, "ckks"), derive(w, "bfv")
+    assert (ckks.depth, ckks.levels, bfv.depth) == (1, 1, 1)
+    assert ckks.rotations == [1, 2, 4] and ckks.slots == 8
+    assert ckks.counts == {"rotate": 3, "add": 3, "mul_relin": 1, "rescale": 1}
+    assert bfv.largest_value <= (8 * 3) ** 2 and bfv.plain_bits >= 20
+    # the replay is the computation: slot 0 holds (sum of the 8 values)^2
+    plain = Plain("bfv", 4096, 65537)
+    vecs = w.draw(plain, np.random.default_rng(1))
+    assert int(w.reference(plain, vecs, {})[0]) == int(vecs["x"][:8].sum()) ** 2
+
+
+def test_plain_bits_follow_the_largest_intermediate_value(tmp_path):
+    (w,) = load(write(tmp_path, """
+    def compute(c):
+        x = c.encrypted("x")
+        return c.mul(c.mul(x, x), x)
+    W = Workload("cube_t", compute, inputs={"x": Uniform(0, 1000, length=4)}, schemes=("bfv",))
+    """))
+    r = derive(w, "bfv")
+    assert r.depth == 2 and 10**8 < r.largest_value <= 10**9 and r.plain_bits == (2 * r.largest_value).bit_length() + 1
+
+
+def test_run_workload_checks_every_output_on_seal(tmp_path):
+    f = write(tmp_path, SUM_SQUARE)
+    db = tmp_path / "w.db"
+    r = cli("run", "--workload", f, "--library", "seal", "--params", SMALL, "--allow-insecure", "--db", db,
+            "--report", tmp_path / "rep")
+    assert r.exit_code == 0, r.output
+    recs = list(Store(db).records())
+    assert {x["scheme"] for x in recs} == {"bfv", "bgv", "ckks"}
+    assert all(x["status"] == "ok" and x["check_passed"] and x["workload"]["file"] == str(f.resolve()) for x in recs)
+
+
+def test_a_suite_lists_workload_files_beside_builtin_ops(tmp_path):
+    write(tmp_path, SUM_SQUARE)
+    suite = tmp_path / "s.yaml"
+    suite.write_text(f"name: s\npolicy: {{min_samples: 2, max_samples: 2}}\ncases:\n  - libraries: [seal]\n"
+                     f"    schemes: [bfv]\n    params: [{SMALL}]\n    ops: [add, mine.py]\n")
+    db = tmp_path / "s.db"
+    r = cli("run", "--suite", suite, "--allow-insecure", "--db", db, "--report", tmp_path / "rep")
+    assert r.exit_code == 0, r.output
+    assert {x["op"] for x in Store(db).records()} == {"add", "sum_square_t"}
+
+
+@pytest.mark.parametrize("body, needles", [
+    ("raise RuntimeError('no data here')\n", ["mine.py:2", "RuntimeError", "no data here"]),
+    ("def compute(c):\n    return c.frobnicate(c.encrypted('x'))\nW = Workload('bad_t', compute, inputs={})\n",
+     ["mine.py:3", "unknown operation", "frobnicate"]),
+    ("def compute(c):\n    c.encrypted('x')\nW = Workload('none_t', compute, inputs={})\n", ["mine.py", "returned ()"]),
+    ("X = 1\n", ["mine.py", "defines no Workload"]),
+    ("def compute(c):\n    while True:\n        pass\nW = Workload('loop_t', compute, inputs={})\n",
+     ["mine.py:3", "did not finish"]),
+    ("def compute(c):\n    return c.encrypted('x')\nW = Workload('mul_relin', compute, inputs={})\n",
+     ["mine.py", "built-in operation"]),
+])
+def test_a_bad_file_is_one_line_naming_file_and_line(tmp_path, monkeypatch, body, needles):
+    monkeypatch.setattr("fhemark.workload.LOAD_TIMEOUT_S", 1)
+    f = write(tmp_path, body)
+    db = tmp_path / "kept.db"
+    Store(db).close()
+    before = db.read_bytes()
+    for args in (("choose", f, "--explain"), ("run", "--workload", f, "--db", db)):
+        r = cli(*args)
+        lines = [ln for ln in r.stderr.splitlines() if ln.strip()]
+        assert r.exit_code == 2 and len(lines) == 1, r.output
+        assert all(n in lines[0] for n in needles), lines[0]
+        assert "Traceback" not in r.output
+    assert db.read_bytes() == before  # nothing stored was touched
+
+
+def test_explain_reads_the_examples_without_running(tmp_path):
+    r = cli("choose", EXAMPLES / "statistics.py", "--explain")
+    assert r.exit_code == 0 and "statistics_4096" in r.stdout and "CKKS" in r.stdout
+
+
+def test_choose_proves_measures_and_ranks_on_seal(tmp_path):
+    f = write(tmp_path, SUM_SQUARE)
+    out = tmp_path / "answer.json"
+    r = cli("choose", f, "--library", "seal", "--scheme", "bfv", "--scheme", "ckks", "--repeats", "2",
+            "--db", tmp_path / "c.db", "--json", out, "--out", tmp_path / "snippets")
+    assert r.exit_code == 0, r.output
+    ans = json.loads(out.read_text())
+    assert ans["workload"] == "sum_square_t" and set(ans["requirements"]) == {"bfv", "ckks"}
+    assert ans["requirements"]["ckks"]["depth"] == 1 and ans["requirements"]["bfv"]["plain_bits"] >= 20
+    cands = ans["candidates"]
+    assert {c["scheme"] for c in cands} == {"bfv", "ckks"}
+    for c in cands:
+        assert c["verified"] and c["levels_available"] >= c["levels_needed"] and c["security_bits"] >= 128
+        assert c["median_ns"] > 0 and c["ci95_ns"][0] <= c["median_ns"] <= c["ci95_ns"][1]
+        assert c["run_id"] and c["eval_key_bytes"] > 0 and c["client_bytes"] > 0 and c["peak_rss_bytes"] > 0
+        assert Path(c["snippet"]).is_file()
+    ckks = next(c for c in cands if c["scheme"] == "ckks")
+    assert ckks["margin"] >= 1.0  # precision above the requirement: the search's margin held when measured
+    recs = {x["job_key"]: x for x in Store(tmp_path / "c.db").records()}
+    assert all(recs[c["job_key"]]["check_passed"] for c in cands)
+
+
+def test_choose_says_what_cannot_be_done(tmp_path):
+    f = write(tmp_path, """
+    def compute(c):
+        x = c.encrypted("x")
+        for _ in range(40):
+            x = c.rescaled(c.mul(x, x))
+        return x
+    W = Workload("deep_t", compute, inputs={"x": Uniform(-1, 1, length=4)}, schemes=("ckks",))
+    """)
+    r = cli("choose", f, "--library", "seal")
+    assert r.exit_code == 2 and "impossible" in r.stderr and "deep_t" in r.stderr
