@@ -6,6 +6,7 @@ import json
 import numpy as np
 import pytest
 
+from fhemark.apps.builder import Circuit
 from fhemark.apps.workloads import baby_giant, matvec, matvec_layout
 from fhemark.catalog import known, lookup
 from fhemark.drivers import manifests
@@ -25,7 +26,8 @@ def test_matvec_is_the_matrix_vector_product(plain, d):
     rng = np.random.default_rng(d)
     m = rng.integers(0, plain.t, (d, d)) if plain.exact else rng.uniform(-1, 1, (d, d))
     v = rng.integers(0, plain.t, d) if plain.exact else rng.uniform(-1, 1, d)
-    circ, out = matvec(plain.scheme, d)
+    circ = Circuit(plain.scheme)
+    out = matvec(circ, d)
     got = circ.reference(plain, matvec_layout(plain, m, v), out)
     want = (m.astype(object) @ v.astype(object)) % plain.t if plain.exact else m @ v
     assert np.allclose(got[:d].astype(float), np.asarray(want, dtype=float))
@@ -65,7 +67,8 @@ def test_native_variants_compute_what_the_portable_ones_do(plain):
     m = rng.integers(0, plain.t, (d, d)) if plain.exact else rng.uniform(-1, 1, (d, d))
     v = rng.integers(0, plain.t, d) if plain.exact else rng.uniform(-1, 1, d)
     want = (m.astype(object) @ v.astype(object)) % plain.t if plain.exact else m @ v
-    circ, out = matvec(plain.scheme, d, native=True)
+    circ = Circuit(plain.scheme, native=True)
+    out = matvec(circ, d)
     assert circ.counts() == ({"linear_transform": 1} if plain.exact else {"linear_transform": 1, "rescale": 1})
     got = circ.reference(plain, matvec_layout(plain, m, v, native=True), out)
     assert np.allclose(got[:d].astype(float), np.asarray(want, dtype=float))
@@ -118,7 +121,6 @@ def test_logreg_is_the_sigmoid_cubic_of_every_records_score(n):
 
 
 def test_circuit_levels_mod_switches_and_plaintexts_like_a_ciphertext():
-    from fhemark.apps.builder import Circuit
     c = Circuit("ckks")
     x = c.encrypted("x")
     y = c.rescaled(c.mul(x, x))
@@ -156,7 +158,8 @@ def test_similarity_scores_are_the_cosine_of_query_and_every_record():
     from fhemark.apps.workloads import _unit, similarity, similarity_layout
     rng = np.random.default_rng(9)
     db, q = _unit(rng.normal(size=(200, 16))), _unit(rng.normal(size=16))
-    circ, outs = similarity("ckks", 200, 16, CKKS)  # 2048 slots: 128 records per plaintext, two plaintexts
+    circ = Circuit("ckks", plain=CKKS)
+    outs = similarity(circ, 200, 16)  # 2048 slots: 128 records per plaintext, two plaintexts
     got = circ.reference(CKKS, similarity_layout(CKKS, db, q), *outs)
     scores = np.concatenate([got[f"z{j}"][::16] for j in range(len(outs))])[:200]
     assert len(outs) == 2 and np.allclose(scores, db @ q) and np.all(np.abs(scores) <= 1 + 1e-9)

@@ -155,8 +155,9 @@ class Workload:
         n = self.values()
         return n is None or params.N is None or n <= params.N // 2
 
-    def bench_op(self) -> BenchOp:
-        """The catalog entry every runner, plan and report already understands."""
+    def bench_op(self, applies: Callable[[Any], bool] | None = None) -> BenchOp:
+        """The catalog entry every runner, plan and report already understands (`applies`: which
+        parameter sets it is planned on; default `fits`)."""
         rlwe = [s for s in self.schemes if s in RLWE_SCHEMES]
         rots = self.rotations if self.rotations is not None else (
             _rotations(self.program(rlwe[0])) if rlwe else ())
@@ -164,7 +165,7 @@ class Workload:
                  **({"file": self.source, "file_sha256": _digest(self.source)} if self.source else {}), **self.facts}
         return BenchOp(self.name, self.title or self.name, tuple(self.schemes), self.program, self.reference,
                        inputs=(), scalars=self.scalars or (lambda p, r: {}), rotations=tuple(sorted(set(rots))),
-                       group="app", gen=self.draw, applies=self.fits, facts=facts, sized=self.program)
+                       group="app", gen=self.draw, applies=applies or self.fits, facts=facts, sized=self.program)
 
 
 def _full(plain: Plain, name: str, v: Any) -> np.ndarray:

@@ -9,15 +9,16 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import replace
 from typing import Callable
 
 import numpy as np
 
-from ..bitops import static_ops
 from ..ops import INT, RLWE, BenchOp
 from ..semantics import Plain
+from ..workload import Uniform, Workload
 from .builder import Circuit
+
+INT_WORDS = ("tfhe_int",)
 
 # Slot layout: a workload's vector sits in the first n (or d) slots of a row; matvec repeats
 # its d-vector along the whole row so that a rotation within the row is a cyclic rotation of
@@ -45,12 +46,11 @@ def _fits(size: int) -> Callable[[Plain], bool]:
 
 # ---- dot_<n>: inner product of two encrypted vectors ------------------------------------------
 
-def dot(scheme: str, n: int, native: bool = False) -> tuple[Circuit, str]:
-    c = Circuit(scheme, native)
-    if native:
-        return c, c.rescaled(c.inner_product(c.encrypted("x"), c.encrypted("y"), n))
+def dot(c: Circuit, n: int) -> str:
+    if c.native:
+        return c.rescaled(c.inner_product(c.encrypted("x"), c.encrypted("y"), n))
     prod = c.rescaled(c.mul(c.encrypted("x"), c.encrypted("y")))
-    return c, c.rotate_sum(prod, n)
+    return c.rotate_sum(prod, n)
 
 
 def _dot_gen(n: int, native: bool = False):
@@ -68,23 +68,22 @@ def baby_giant(d: int) -> tuple[int, int]:
     return b, d // b
 
 
-def matvec(scheme: str, d: int, native: bool = False) -> tuple[Circuit, str]:
+def matvec(c: Circuit, d: int) -> str:
     """Halevi-Shoup diagonal method with baby-step giant-step rotations:
     M v = sum_g rot_{g b}( sum_j diag'_{g b + j} * rot_j(v) ), where diag'_k is diagonal k of M
     pre-rotated by -g b (done on the plaintext, outside the timed work). d + b + g - 2 rotations
     become b - 1 + g - 1; one rescale at the end (one level). Native: the library's linear
     transformation over the d plain diagonals (its own split, hoisting and pre-rotation)."""
-    c = Circuit(scheme, native)
     v = c.encrypted("v")
-    if native:
-        return c, c.rescaled(c.linear_transform(v, {k: f"m{k}" for k in range(d)}))
+    if c.native:
+        return c.rescaled(c.linear_transform(v, {k: f"m{k}" for k in range(d)}))
     b, g = baby_giant(d)
     babies = [v] + [c.rotate(v, j) for j in range(1, b)]
     outer = []
     for gi in range(g):
         inner = c.sum([c.mul_plain(babies[j], c.plaintext(f"m{gi * b + j}")) for j in range(b)])
         outer.append(c.rotate(inner, gi * b) if gi else inner)
-    return c, c.rescaled(c.sum(outer))
+    return c.rescaled(c.sum(outer))
 
 
 def _matvec_steps(d: int) -> list[int]:
@@ -113,16 +112,15 @@ def _matvec_gen(d: int, native: bool = False):
 
 # ---- poly_<deg>: an integer polynomial (BFV/BGV), Horner's rule --------------------------------
 
-def poly(scheme: str, deg: int, native: bool = False) -> tuple[Circuit, str]:
+def poly(c: Circuit, deg: int) -> str:
     """p(x) = c_deg x^deg + ... + c_0 with fresh coefficients (server-side plaintexts) each
     sample: deg - 1 ciphertext multiplications in sequence (depth deg - 1), deg plaintext
     additions and one plaintext multiplication."""
-    c = Circuit(scheme)
     x = c.encrypted("x")
     acc = c.add_plain(c.mul_plain(x, c.plaintext(f"c{deg}")), c.plaintext(f"c{deg - 1}"))
     for i in range(deg - 2, -1, -1):
         acc = c.add_plain(c.mul(acc, x), c.plaintext(f"c{i}"))
-    return c, acc
+    return acc
 
 
 def _poly_gen(deg: int, native: bool = False):
@@ -135,7 +133,7 @@ def _poly_gen(deg: int, native: bool = False):
 
 # ---- poly_<deg> on CKKS: a real polynomial, Horner's rule ---------------------------------------
 
-def poly_ckks(scheme: str, deg: int, native: bool = False) -> tuple[Circuit, str]:
+def poly_ckks(c: Circuit, deg: int) -> str:
     """p(x) = c_deg x^deg + ... + c_0 on real slots, Horner's rule, fresh coefficients each sample:
     one plaintext multiplication, deg - 1 ciphertext multiplications, deg rescales (depth deg)
     and deg plaintext additions, each constant encoded at the accumulator's level and exact scale
@@ -145,10 +143,9 @@ def poly_ckks(scheme: str, deg: int, native: bool = False) -> tuple[Circuit, str
     paths of rescales, whose scales differ (Delta^2 / q_i over different primes), and SEAL adds
     only terms of equal scale; Horner has one term per addition, made exactly like its constant.
     Native: the library's polynomial evaluator, the coefficients as numbers (per-sample scalars)."""
-    c = Circuit(scheme, native)
-    if native:
-        return c, c.poly_eval(c.encrypted("x"), [f"c{i}" for i in range(deg + 1)])
-    return c, c.horner(c.encrypted("x"), [f"c{i}" for i in range(deg + 1)])
+    if c.native:
+        return c.poly_eval(c.encrypted("x"), [f"c{i}" for i in range(deg + 1)])
+    return c.horner(c.encrypted("x"), [f"c{i}" for i in range(deg + 1)])
 
 
 def _poly_ckks_coeffs(deg: int, rng: np.random.Generator) -> list[float]:
@@ -187,7 +184,7 @@ def sigmoid3(z: np.ndarray) -> np.ndarray:
     return np.polynomial.polynomial.polyval(z, SIGMOID3)
 
 
-def logreg(scheme: str, n: int, native: bool = False) -> tuple[Circuit, str]:
+def logreg(c: Circuit, n: int) -> str:
     """Logistic-regression inference: slots / n records of n features each, packed one record per
     n-slot block of one ciphertext; the server holds plaintext weights w (repeated in every block)
     and a bias b: z = rotate_sum(x * w, n) + b (record i's score lands in slot i n), then the cubic
@@ -195,13 +192,12 @@ def logreg(scheme: str, n: int, native: bool = False) -> tuple[Circuit, str]:
     by the same Horner evaluation as poly_<deg> (its zero z^2 term left out). Depth 4: the weights'
     product and three of the cubic's. Every slot is decrypted and checked; the other slots of a
     block hold the sigmoid of partial sums. Native: inner_sum and the polynomial evaluator."""
-    c = Circuit(scheme, native)
     prod = c.rescaled(c.mul_plain(c.encrypted("x"), c.plaintext("w")))
     s = c.rotate_sum(prod, n)
     z = c.add_plain(s, c.plaintext_like("b", s))
-    if native:
-        return c, c.poly_eval(z, list(SIGMOID3))
-    return c, c.horner(z, [f"g{i}" if a else None for i, a in enumerate(SIGMOID3)])
+    if c.native:
+        return c.poly_eval(z, list(SIGMOID3))
+    return c.horner(z, [f"g{i}" if a else None for i, a in enumerate(SIGMOID3)])
 
 
 def logreg_layout(plain: Plain, records: np.ndarray, w: np.ndarray, b: float) -> dict[str, np.ndarray]:
@@ -242,16 +238,14 @@ def _logreg_gen(n: int, native: bool = False):
 
 # ---- tally_<n> (BFV/BGV) and mean_<n> (CKKS): statistics over encrypted records ---------------
 
-def tally(scheme: str, n: int, native: bool = False) -> tuple[Circuit, str]:
-    c = Circuit(scheme, native)
-    return c, c.rotate_sum(c.encrypted("x"), n)
+def tally(c: Circuit, n: int) -> str:
+    return c.rotate_sum(c.encrypted("x"), n)
 
 
-def mean(scheme: str, n: int, native: bool = False) -> tuple[Circuit, str]:
+def mean(c: Circuit, n: int) -> str:
     """The sum by rotations, then times a plaintext 1/n (a portable constant multiply: SEAL has no
     scalar call) and one rescale."""
-    c = Circuit(scheme, native)
-    return c, c.rescaled(c.mul_plain(c.rotate_sum(c.encrypted("x"), n), c.plaintext("w")))
+    return c.rescaled(c.mul_plain(c.rotate_sum(c.encrypted("x"), n), c.plaintext("w")))
 
 
 def _votes_gen(n: int, native: bool = False):
@@ -269,18 +263,16 @@ def _mean_gen(n: int, native: bool = False):
 
 # ---- similarity_<records>x<dim>: an encrypted query scored against a plaintext database ------
 
-def similarity(scheme: str, records: int, dim: int, plain: Plain | None,
-               native: bool = False) -> tuple[Circuit, tuple[str, ...]]:
+def similarity(c: Circuit, records: int, dim: int) -> tuple[str, ...]:
     """The scoring half of fetch-by-similarity: the query, unit-normalized by the client and
     repeated along the slots, times each plaintext of packed unit-normalized records, then a
     rotate-and-sum inside every dim-slot block: slot i * dim of result j holds the cosine score
-    of record j * (slots / dim) + i. One result ciphertext per database plaintext."""
-    per = (plain.slots if plain else 2 * dim) // dim
-    c = Circuit(scheme, native)
+    of record j * (slots / dim) + i. One result ciphertext per database plaintext (before a setup
+    says the slot count, the layout-free shape: two records per plaintext)."""
+    per = (c.slots or 2 * dim) // dim
     q = c.encrypted("q")
-    outs = tuple(c.rotate_sum(c.rescaled(c.mul_plain(q, c.plaintext(f"db{j}"))), dim)
+    return tuple(c.rotate_sum(c.rescaled(c.mul_plain(q, c.plaintext(f"db{j}"))), dim)
                  for j in range(math.ceil(records / per)))
-    return c, outs
 
 
 def _unit(rows: np.ndarray) -> np.ndarray:
@@ -310,25 +302,13 @@ def _similarity_gen(records: int, dim: int):
 
 
 def _similarity_op(name: str, records: int, dim: int, native: bool) -> BenchOp:
-    def program(scheme: str):
-        circ, outs = similarity(scheme, records, dim, None, native)
-        return circ.program(*outs)
-
-    def sized(scheme: str, plain: Plain):
-        circ, outs = similarity(scheme, records, dim, plain, native)
-        return circ.program(*outs)
-
-    def expect(plain: Plain, vecs: dict, scalars: dict):
-        circ, outs = similarity(plain.scheme, records, dim, plain, native)
-        return circ.reference(plain, vecs, *outs)
-
     variant = _variant(native)
-    return BenchOp(name, f"similarity scores of an encrypted query against {records} x {dim} plaintext records "
-                         f"({variant})", RLWE, program, expect, inputs=(), group="app", gen=_similarity_gen(records, dim),
-                   rotations=tuple(1 << i for i in range(int(math.log2(dim)))), sized=sized,
-                   applies=lambda ps: ps.N is None or dim <= ps.N // 2,
-                   facts={"workload": "similarity", "size": records, "dim": dim, "variant": variant, "instances": 1,
-                          "method": (similarity.__doc__ or "").split("\n")[0].strip()})
+    return Workload(name, lambda c: similarity(c, records, dim), _similarity_gen(records, dim), RLWE,
+                    f"similarity scores of an encrypted query against {records} x {dim} plaintext records ({variant})",
+                    native=native, rotations=tuple(1 << i for i in range(int(math.log2(dim)))),
+                    facts={"workload": "similarity", "size": records, "dim": dim, "variant": variant, "instances": 1,
+                           "method": (similarity.__doc__ or "").split("\n")[0].strip()}
+                    ).bench_op(applies=lambda ps: ps.N is None or dim <= ps.N // 2)
 
 
 def _packing(kind: str, n: int) -> dict[str, int]:
@@ -364,11 +344,12 @@ def zmul(bits: int) -> BenchOp:
     """Two encrypted `bits`-bit integers multiplied (mod 2^bits): TFHE-rs radix integers, the only
     library here whose integers are that wide. BFV/BGV cannot: t is below 2^60 in every library, so
     a 64-bit product wraps modulo t, not 2^64 (and t = 2^64 is no batching modulus)."""
-    mul = next(o for o in static_ops() if o.name == "int_mul")
-    return replace(mul, name=f"zmul_{bits}", title=f"multiply two encrypted {bits}-bit integers (radix)",
-                   group="app", applies=lambda ps: ps.bits == bits,
-                   facts={"workload": "zmul", "size": bits, "variant": "portable", "instances": 1,
-                          "method": "the library's integer multiply (TFHE-rs: radix blocks, carries propagated)"})
+    return Workload(f"zmul_{bits}", lambda c: c.mul(c.encrypted("x"), c.encrypted("y")),
+                    {"x": Uniform(0, 2**bits - 1), "y": Uniform(0, 2**bits - 1)}, INT_WORDS,
+                    f"multiply two encrypted {bits}-bit integers (radix)", bits=bits,
+                    facts={"workload": "zmul", "size": bits, "variant": "portable", "instances": 1,
+                           "method": "the library's integer multiply (TFHE-rs: radix blocks, carries propagated)"}
+                    ).bench_op()
 
 
 def _levels(ps) -> int:
@@ -392,24 +373,12 @@ _NATIVE_TITLES = {"poly": "real polynomial of degree {n} (the library's polynomi
 
 def _bench(name: str, kind: str, n: int, native: bool, build, schemes: tuple[str, ...], gen, title: str,
            rots: list[int], applies: Callable, scalars: Callable | None = None, **facts) -> BenchOp:
-    def outputs(scheme: str) -> tuple[Circuit, tuple[str, ...]]:
-        circ, out = build(scheme, n, native)
-        return circ, (out,)
-
-    def program(scheme: str):
-        circ, outs = outputs(scheme)
-        return circ.program(*outs)
-
-    def expect(plain: Plain, vecs: dict, scalars: dict) -> np.ndarray | dict[str, np.ndarray]:
-        circ, outs = outputs(plain.scheme)
-        return circ.reference(plain, {**vecs, **scalars}, *outs)
-
+    """A built-in application as a Workload of the public API (fhemark.workload), as a user writes one."""
     variant = _variant(native)
     facts = {"workload": kind, "size": n, "variant": variant, **_packing(kind, n),
              "method": (build.__doc__ or "").split("\n")[0].strip() or title, **facts}
-    return BenchOp(name, f"{title} ({variant})", schemes, program, expect, inputs=(), rotations=tuple(rots),
-                   group="app", gen=gen(n, native), facts=facts, applies=applies,
-                   **({"scalars": scalars} if scalars else {}))
+    return Workload(name, lambda c: build(c, n), gen(n, native), schemes, f"{title} ({variant})", scalars=scalars,
+                    native=native, rotations=tuple(rots), facts=facts).bench_op(applies=applies)
 
 
 def app(name: str) -> list[BenchOp] | None:
