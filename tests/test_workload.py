@@ -163,3 +163,14 @@ def test_choose_says_what_cannot_be_done(tmp_path):
     """)
     r = cli("choose", f, "--library", "seal")
     assert r.exit_code == 2 and "impossible" in r.stderr and "deep_t" in r.stderr
+
+
+def test_a_ckks_plaintext_at_the_wrong_level_is_refused_when_built(tmp_path):
+    f = write(tmp_path, """
+    def compute(c):
+        x = c.rescaled(c.mul(c.encrypted("x"), c.encrypted("x")))
+        return c.mul_plain(x, c.plaintext("w"))
+    W = Workload("late_plain_t", compute, inputs={"x": Uniform(-1, 1), "w": Constant(2)}, schemes=("ckks",))
+    """)
+    r = cli("choose", f, "--explain")
+    assert r.exit_code == 2 and "mine.py:5" in r.stderr and "plaintext_like('w', ct)" in r.stderr, r.output

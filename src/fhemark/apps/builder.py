@@ -41,6 +41,7 @@ class Circuit:
     _count: int = 0
     _depth: dict[str, int] = field(default_factory=dict)  # value -> levels consumed on its way
     _lowered: dict[tuple[str, int], str] = field(default_factory=dict)  # (value, depth) -> its mod-switched copy
+    _pt_level: dict[str, int] = field(default_factory=dict)  # CKKS plaintext -> the level it is encoded at
 
     @property
     def ckks(self) -> bool:
@@ -95,7 +96,15 @@ class Circuit:
             return self.plaintext(name)
         self.steps.append(step(f"p{name}", "encode", name, like=ct))
         self.replay.append((f"p{name}", lambda p, e: e[name]))
+        self._pt_level[f"p{name}"] = self.level_of(ct)
         return f"p{name}"
+
+    def _meets(self, ct: str, pt: str) -> None:
+        """CKKS: a plaintext meets a ciphertext at its own level (a library refuses, or worse, at run
+        time): said while the program is built, with the fix."""
+        if self.ckks and self._pt_level.get(pt, 0) != self.level_of(ct):
+            raise ValueError(f"plaintext {pt[1:]!r} is encoded at level {self._pt_level.get(pt, 0)} and meets a "
+                             f"ciphertext {self.level_of(ct)} level(s) down: use c.plaintext_like({pt[1:]!r}, ct)")
 
     # the timed work
     def rescaled(self, ct: str) -> str:
@@ -132,6 +141,7 @@ class Circuit:
         return self._op("square_relin", (a,), lambda p, e: p.mul(e[a], e[a]))
 
     def mul_plain(self, a: str, pt: str) -> str:
+        self._meets(a, pt)
         return self._op("mul_plain", (a, pt), lambda p, e: p.mul(e[a], e[pt]))
 
     def mul_scalar(self, a: str, scalar: int | float) -> str:
@@ -151,6 +161,7 @@ class Circuit:
         return self._op(f"int_{how}", (a, b), lambda p, e: semantics(p, np.asarray(e[a], np.uint64), np.asarray(e[b], np.uint64)))
 
     def add_plain(self, a: str, pt: str) -> str:
+        self._meets(a, pt)
         return self._op("add_plain", (a, pt), lambda p, e: p.add(e[a], e[pt]))
 
     def rotate(self, a: str, k: int) -> str:
