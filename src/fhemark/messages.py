@@ -107,6 +107,9 @@ class Capabilities(BaseModel):
     driver_version: str
     build: dict[str, Any] = {}
     threads: int
+    # Whether the library uses the thread count it was given (FHEMARK_THREADS): false for a library
+    # without threads (SEAL), null where the driver cannot tell.
+    threads_honoured: bool | None = None
     schemes: dict[str, SchemeCaps]
 
 
@@ -137,6 +140,9 @@ class SetupResult(BaseModel):
 
 class SampleResult(BaseModel):
     ns: dict[str, int]
+    # The driver process's CPU time (user + system, every thread, from the OS) between the same two
+    # clock reads as `ns`: CPU / wall is the parallelism the library really used in the region.
+    cpu_ns: dict[str, int] = {}
     outputs: dict[str, Vector] = {}
 
 
