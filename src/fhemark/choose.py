@@ -237,7 +237,7 @@ def _short(spec: dict) -> str:
     if "preset" in spec:
         return f"preset {spec['preset']} ({spec.get('bits')} bits)"
     extra = f"t {spec['t_bits']} bits" if spec.get("t_bits") else f"scale 2^{spec.get('scale_bits')}"
-    return f"N = {spec['N']}, q = {'+'.join(map(str, spec['q_bits']))}, P = {spec['p_bits'][0]}, {extra}"
+    return f"N = {spec['N']}, q = {'+'.join(map(str, spec['q_bits']))}, P = {'+'.join(map(str, spec['p_bits']))}, {extra}"
 
 
 def _measure(ans: Answer, store_path: Path, say: Callable[[str, str], None]) -> None:
@@ -249,14 +249,18 @@ def _measure(ans: Answer, store_path: Path, say: Callable[[str, str], None]) -> 
     for c in ok:
         cases.append({"libraries": [c.library], "schemes": [c.scheme], "params": [c.spec], "ops": [w.name]})
     for scheme in dict.fromkeys(c.scheme for c in ok):
-        mine = [c for c in ok if c.scheme == scheme]
+        # The libraries' own searches only: a library's automatic choice (OpenFHE's two special
+        # primes) may be a set another library cannot build at all.
+        mine = [c for c in ok if c.scheme == scheme and c.origin == "search"]
         if scheme in INT_SCHEMES or len(mine) < 2:
             continue
         top = max(mine, key=Candidate.size)
         for c in mine:
             if c.spec != top.spec:
                 shared.append(Candidate(c.library, scheme, top.spec, "shared", verified=False))
-                cases.append({"libraries": [c.library], "schemes": [scheme], "params": [top.spec], "ops": [w.name]})
+                case = {"libraries": [c.library], "schemes": [scheme], "params": [top.spec], "ops": [w.name]}
+                if case not in cases:
+                    cases.append(case)
     if not cases:
         return
     need = Need("ckks", 0, ans.precision, None, 1, ans.security, ans.table)
@@ -364,7 +368,7 @@ def to_json(ans: Answer) -> dict:
                 "eval_key_bytes": eval_key_bytes(r) if r else None,
                 "client_bytes": client_bytes(ans.workload, r) if r else None,
                 "margin": r.get("precision_bits") - ans.precision if c.scheme == "ckks" and r.get("precision_bits")
-                else r.get("noise_budget_bits"),
+                else r.get("noise_budget_bits"), "p_fail_log2": r.get("p_fail_log2"),
                 "within_best": c.within_best, "snippet": c.snippet, "run_id": r.get("run_id"),
                 "job_key": r.get("job_key"), "status": r.get("status"), "rejected_smaller": c.tried}
     return {"workload": ans.workload.name, "source": ans.workload.source,
@@ -404,6 +408,7 @@ def write_snippets(ans: Answer, folder: Path) -> None:
                   f"verified by running the program in fresh-key processes, every output checked; "
                   f"run {ans.run_id}, median {r['median_ns'] / 1e6:.3f} ms")
         try:
-            c.snippet = str(snippets.write(c.library, c.scheme, params, folder, header=header))
+            where = folder if c.origin == "search" else folder / c.origin  # one file name per library and scheme
+            c.snippet = str(snippets.write(c.library, c.scheme, params, where, header=header))
         except (KeyError, ValueError, NotImplementedError):  # a library without a snippet form here
             c.snippet = None

@@ -46,7 +46,7 @@ def _params(c: Candidate) -> tuple[str, str, str]:
     if "preset" in s:
         return "-", "-", f"preset {s['preset']}, {s.get('bits')}-bit integers"
     extra = f"t {s['t_bits']} bits" if s.get("t_bits") else f"scale 2^{s.get('scale_bits')}"
-    return str(s.get("N")), str(c.log_qp()), f"q {'+'.join(map(str, s['q_bits']))}, P {s['p_bits'][0]}, {extra}"
+    return str(s.get("N")), str(c.log_qp()), f"q {'+'.join(map(str, s['q_bits']))}, P {'+'.join(map(str, s['p_bits']))}, {extra}"
 
 
 def _margin(ans: Answer, c: Candidate) -> str:
@@ -55,6 +55,8 @@ def _margin(ans: Answer, c: Candidate) -> str:
         return f"{r['precision_bits'] - ans.precision:+.1f} bits precision"
     if r.get("noise_budget_bits") is not None:
         return f"{r['noise_budget_bits']:.0f} bits noise budget"
+    if r.get("p_fail_log2") is not None:
+        return f"p-fail 2^{r['p_fail_log2']:.0f}"
     return "-"
 
 
