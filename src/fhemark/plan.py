@@ -16,7 +16,7 @@ from .errors import UserError
 from .catalog import BOOTSTRAP, DEPTH, INTO, MICRO, PIPELINES, known, lookup
 from .params import SCHEMES_BITS, SCHEMES_RLWE, ParamSet, resolve
 from .security import Estimate, estimate
-from .suites import Policy, Suite
+from .suites import thread_counts, Policy, Suite
 
 
 @dataclass(frozen=True)
@@ -67,6 +67,7 @@ class Group:
     params: ParamSet
     security: Estimate | None
     jobs: list[Job] = field(default_factory=list)
+    threads: int = 1
 
     @property
     def rotations(self) -> list[int]:
@@ -193,17 +194,17 @@ def build(suite: Suite, available: list[str], allow_insecure: bool = False,
                         "use a larger N or a smaller modulus, or pass --allow-insecure to run it marked insecure")
                 if not ops:
                     continue
-                for lib in libs:
-                    g = groups.get((lib, scheme, params))
+                for lib, threads in ((lib, t) for t in thread_counts(case.threads or suite.threads) for lib in libs):
+                    g = groups.get((lib, scheme, params, threads))
                     for slots in dict.fromkeys(case.slots or [None]):
                         for op in ops:
-                            job = Job(lib, scheme, params, op, slots, policy, suite.threads, allow_insecure,
+                            job = Job(lib, scheme, params, op, slots, policy, threads, allow_insecure,
                                       named=case.libraries != "all")
                             if job.key in seen:
                                 continue
                             seen.add(job.key)
                             if g is None:
-                                g = groups[(lib, scheme, params)] = Group(lib, scheme, params, est)
+                                g = groups[(lib, scheme, params, threads)] = Group(lib, scheme, params, est, threads=threads)
                             g.jobs.append(job)
         if not isinstance(case.ops, str):
             for name in case.ops:

@@ -68,6 +68,10 @@ class Outcome:
     notes: set[str] = field(default_factory=set)
     stop_reason: str = ""
     elapsed_s: float = 0.0
+    # CPU and wall time summed over the timed regions of every sample whose driver reported its CPU
+    # time (cpu_ns): their ratio is the parallelism the library really used.
+    cpu_ns: float = 0.0
+    cpu_wall_ns: float = 0.0
     depth: int | None = None          # depth probes: the largest k that decrypted correctly
     depth_limit: str | None = None    # and what happened at k + 1
     noise_by_depth: list[float] = field(default_factory=list)
@@ -80,20 +84,23 @@ class Runner:
         self.plan, self.store, self.run_id, self.env = plan, store, run_id, env
         self.skip = skip or set()
         self.on_record = on_record or (lambda job, recs: None)
-        self.drivers: dict[str, Driver] = {}
-        self.caps: dict[str, Capabilities] = {}
+        self.drivers: dict[tuple[str, int], Driver] = {}
+        self.caps: dict[tuple[str, int], Capabilities] = {}  # one driver process per (library, threads)
         self.cancel = threading.Event()
 
     # -- drivers -----------------------------------------------------------------
-    def driver(self, library: str) -> Driver:
-        if library not in self.drivers:
-            self.drivers[library] = Driver(manifests()[library], self.plan.suite.threads, self.cancel)
-        return self.drivers[library]
+    def driver(self, library: str, threads: int = 1) -> Driver:
+        """The driver process of a library at a thread count: the count is the process's environment
+        (FHEMARK_THREADS, OMP_NUM_THREADS, ...), set before the library starts."""
+        if (library, threads) not in self.drivers:
+            self.drivers[(library, threads)] = Driver(manifests()[library], threads, self.cancel)
+        return self.drivers[(library, threads)]
 
-    def capabilities(self, library: str) -> Capabilities:
-        if library not in self.caps:
-            self.caps[library] = Capabilities(**self.driver(library).request("capabilities", timeout_s=120))
-        return self.caps[library]
+    def capabilities(self, library: str, threads: int = 1) -> Capabilities:
+        if (library, threads) not in self.caps:
+            self.caps[(library, threads)] = Capabilities(**self.driver(library, threads).request("capabilities",
+                                                                                               timeout_s=120))
+        return self.caps[(library, threads)]
 
     def close(self) -> None:
         for d in self.drivers.values():
@@ -138,8 +145,8 @@ class Runner:
         for p in range(processes):
             if p > 0:
                 for g in key_groups:
-                    if g.library in self.drivers:
-                        self.drivers[g.library].stop()
+                    if (g.library, g.threads) in self.drivers:
+                        self.drivers[(g.library, g.threads)].stop()
             prepared = {id(g): self._prepare(g) for g in key_groups
                         if any(j.key not in done and p < j.policy.processes for j in g.jobs)}
             for s in range(rounds):
@@ -156,20 +163,20 @@ class Runner:
         if any(j.named for j in g.jobs):
             return True
         try:
-            return g.scheme in self.capabilities(g.library).schemes
+            return g.scheme in self.capabilities(g.library, g.threads).schemes
         except DriverError:
             return True  # let the group record why the driver failed
 
     def _by_params(self) -> list[list[Group]]:
         out: dict[tuple, list[Group]] = {}
         for g in self.plan.groups:
-            out.setdefault((g.scheme, g.params), []).append(g)
+            out.setdefault((g.scheme, g.params, g.threads), []).append(g)
         return list(out.values())
 
     def _prepare(self, g: Group) -> Prepared | DriverError:
         setup_id = f"{g.scheme}-{g.params.N}-{abs(hash(g.params)) % 10**8}"
         try:
-            caps = self.capabilities(g.library)
+            caps = self.capabilities(g.library, g.threads)
             if g.scheme not in caps.schemes:
                 raise DriverError("unsupported", f"{g.library} has no {g.scheme.upper()}")
             t0 = time.monotonic()
@@ -203,13 +210,13 @@ class Runner:
         """One (process, round) slice of a job; True when the job is finished and its records are stored."""
         op = lookup(job.op, job.scheme)
         outcome = pending.setdefault(job.key, Outcome())
-        drv = self.drivers.get(job.library)
+        drv = self.drivers.get((job.library, job.threads))
         activity = Activity(drv.proc.pid if drv is not None and drv.alive else None)
         p, s = slot
         last = (p + 1 >= job.policy.processes and s + 1 >= job.policy.rounds) or op.chain is not None  # depth: once
         try:
             # What the library cannot do at all is said first, even when its setup failed.
-            caps = self.caps.get(job.library)
+            caps = self.caps.get((job.library, job.threads))
             if caps is not None and job.scheme in caps.schemes:
                 missing = op.program(job.scheme).primitives() - set(caps.schemes[job.scheme].ops)
                 if missing:
@@ -217,7 +224,7 @@ class Runner:
                                       f"{job.library} has no {', '.join(sorted(missing))} for {job.scheme}")
             if isinstance(prep, DriverError):
                 raise prep
-            drv = self.driver(job.library)
+            drv = self.driver(job.library, job.threads)
             if prep.setup_id not in drv.setups:  # the driver was restarted after a failure
                 self._reprepare(prep)
             if op.chain:
@@ -241,11 +248,11 @@ class Runner:
 
     def _setup(self, g: Group, setup_id: str) -> dict:
         """Context and keys for a group, kept alive in the driver under setup_id."""
-        result = self.driver(g.library).request(
+        result = self.driver(g.library, g.threads).request(
             "setup", timeout_s=self._timeout(g), setup_id=setup_id, scheme=g.scheme, params=g.params.wire(),
             rotations=g.rotations, rotations_pow2=g.rotations_pow2, allow_insecure=self.plan.allow_insecure,
             memory_limit_mb=g.jobs[0].policy.memory_limit_mb)
-        self.driver(g.library).setups.add(setup_id)
+        self.driver(g.library, g.threads).setups.add(setup_id)
         return result
 
     def _reprepare(self, prep: Prepared) -> None:
@@ -265,7 +272,7 @@ class Runner:
         # same vectors and scalars in the same order.
         rng = np.random.default_rng([pol.seed, int(job.input_key, 16) % 2**32, r])
         base = op.build(job.scheme, prep.plain)
-        drv = self.driver(job.library)
+        drv = self.driver(job.library, job.threads)
 
         # Noise, sizes and levels: read in the first batch of each driver process (fresh keys), not
         # in every round. Reading one can cost a driver far more than the op (OpenFHE's noise
@@ -296,6 +303,10 @@ class Runner:
                     got = {o: smp.outputs[suffix(o, i)] for o in base.outputs}
                     self._check(job, op, prep.plain, vecs, sc, got, out)
             out.overhead_ns.append(res.overhead_ns)
+            for smp in res.samples:
+                if smp.cpu_ns and set(smp.cpu_ns) == set(smp.ns):
+                    out.cpu_ns += sum(smp.cpu_ns.values())
+                    out.cpu_wall_ns += sum(smp.ns.values())
             out.noise += [res.noise_budget_bits[n] for n in program.noise if n in res.noise_budget_bits]
             out.sizes.update({base_name(n): v for n, v in res.sizes_bytes.items()})
             out.levels.update({base_name(n): v for n, v in res.levels.items()})
@@ -361,7 +372,7 @@ class Runner:
         """Run x * y^k for k = 1, 2, ... until the result stops decrypting
         correctly (noise) or the library refuses (levels): a measured limit."""
         rng = np.random.default_rng([job.policy.seed, int(job.input_key, 16) % 2**32])
-        drv = self.driver(job.library)
+        drv = self.driver(job.library, job.threads)
         out.stop_reason = "depth_limit"
         drv.reset_peak()
         started = time.monotonic()
@@ -432,7 +443,7 @@ class Runner:
     def _records(self, job: Job, op: BenchOp, prep: Prepared | DriverError, out: Outcome | None,
                  error: DriverError | None) -> list[dict]:
         ok_prep = isinstance(prep, Prepared)
-        caps = self.caps.get(job.library)
+        caps = self.caps.get((job.library, job.threads))
         eff = prep.effective if ok_prep else None
         log_qp = eff.log_qp if eff else float(job.params.log_qp_nominal)
         bits = job.params.kind == "bits"
@@ -462,7 +473,9 @@ class Runner:
             "p_fail_log2": eff.p_fail if eff else None,
             "slots": job.slots or (eff.slots if eff else job.params.slots(job.scheme)),
             "vector_length": job.slots,  # as the suite asked: null means every slot
-            "threads": caps.threads if caps else job.threads,
+            "threads": job.threads,  # as asked; what the driver says it uses, and whether the library uses it:
+            "threads_used": caps.threads if caps else None,
+            "threads_honoured": caps.threads_honoured if caps else None,
             **({"workload": op.facts} if op.facts else {}),
             "job_key": job.key,
             "suite": self.plan.suite.name,
@@ -484,7 +497,8 @@ class Runner:
             "max_abs_error": out.max_error if out.precision else None,
             "sizes_bytes": {**prep.sizes, **{f"output:{k}": v for k, v in out.sizes.items()}},
             "levels": out.levels,
-            "peak_rss_bytes": self.driver(job.library).peak_rss_bytes(),
+            "peak_rss_bytes": self.driver(job.library, job.threads).peak_rss_bytes(),
+            "parallelism": out.cpu_ns / out.cpu_wall_ns if out.cpu_wall_ns > 0 else None,
             "driver_overhead_ns": float(np.median(out.overhead_ns)) if out.overhead_ns else None,
             "copies": out.copies, "iters": out.copies,  # iters: the export contract's older name
             "stop_reason": out.stop_reason, "target_rel_ci": job.policy.target_rel_ci,

@@ -7,6 +7,7 @@ value must meet is stated once, in the models below, and every violation becomes
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -75,6 +76,15 @@ class Security(BaseModel):
 
 
 VectorLength = Annotated[int, Field(strict=True, ge=1, le=MAX_N)]
+# Threads each library may use: a count, `max` (this host's cores), or a list of them (a sweep axis).
+ThreadCount = Annotated[int, Field(strict=True, ge=1, le=1024)] | Literal["max"]
+Threads = ThreadCount | Annotated[list[ThreadCount], Field(min_length=1, max_length=64)]
+
+
+def thread_counts(threads: Threads) -> list[int]:
+    """The thread counts a suite or case asks for, `max` read as this host's cores, each once."""
+    cores = os.cpu_count() or 1
+    return list(dict.fromkeys(cores if t == "max" else t for t in (threads if isinstance(threads, list) else [threads])))
 Name = Annotated[str, Field(strict=True, min_length=1, max_length=100)]
 
 
@@ -86,6 +96,7 @@ class Case(BaseModel):
     ops: Annotated[list[Name], Field(min_length=1)] | Literal["all", "micro", "into", "pipelines", "depth"] = "micro"
     # Vector lengths; default: every slot. Checked against each scheme's slot count when planned.
     slots: list[VectorLength] | None = Field(None, min_length=1)
+    threads: Threads | None = None  # overrides the suite's
     policy: dict[str, Any] = {}
 
 
@@ -93,7 +104,7 @@ class Suite(BaseModel):
     model_config = ConfigDict(extra="forbid")
     name: Name
     description: str = ""
-    threads: int = Field(1, strict=True, ge=1, le=1024)
+    threads: Threads = 1
     security: Security = Security()
     policy: Policy = Policy()
     cases: list[Case] = Field(min_length=1)

@@ -34,7 +34,27 @@ def _cell(r: dict, devs: Deviations) -> str:
         extra.append(f"{r['precision_bits']:.0f}b prec")
     mark = (" [yellow]†[/]" if r.get("insecure") else "") + (" [yellow]≠[/]" if r.get("params_match") is False else "")
     mark += " [yellow]~[/]" if contended(r) else ""
+    par = parallelism_mark(r)
+    mark += f" [cyan]{par}[/]" if par else ""
     return f"{fmt_time(r['median_ns'])} {spread}" + (f" ({', '.join(extra)})" if extra else "") + mark + dev
+
+
+# How far the measured parallelism (CPU time / wall time in the timed regions) may sit from the
+# threads asked before a result is marked: the OS counts CPU time in coarse ticks, and a library's
+# serial parts keep even a well parallelised op below the count.
+SERIAL_BELOW = 1.2   # at 2+ threads, less than this: the library ran on about one core
+OVER_FACTOR = 1.15   # more than threads x this: it used more threads than asked
+
+
+def parallelism_mark(r: dict) -> str:
+    """'1c' where the library ran on about one core although asked for more; '>t' where it used more
+    threads than asked; '' otherwise (or unknown)."""
+    par, threads = r.get("parallelism"), r.get("threads") or 1
+    if par is None:
+        return ""
+    if threads > 1 and par < SERIAL_BELOW:
+        return "1c"
+    return ">t" if par > threads * OVER_FACTOR else ""
 
 
 def print_results(recs: list[dict], console: Console) -> None:
@@ -42,18 +62,19 @@ def print_results(recs: list[dict], console: Console) -> None:
     libs = sorted({r["library"] for r in recs})
     t = RichTable(title="fhemark: median ±95% CI half-width (noise budget bits | CKKS precision bits); "
                         "every result decrypted and checked", title_justify="left")
-    for col in ("scheme", "params", "op"):
+    swept = len({r.get("threads") or 1 for r in recs}) > 1  # threads as an axis: a column of its own
+    for col in ("scheme", "params", "op") + (("threads",) if swept else ()):
         t.add_column(col)
     for lib in libs:
         t.add_column(lib, justify="right")
     rows: dict[tuple, dict[str, dict]] = {}
     for r in recs:
         p = r["params"]
-        rows.setdefault((r["scheme"].upper(), p.get("name") or f"N={p['N']}", r["op"]), {})[r["library"]] = r
+        key = (r["scheme"].upper(), p.get("name") or f"N={p['N']}", r["op"]) + ((str(r.get("threads") or 1),) if swept else ())
+        rows.setdefault(key, {})[r["library"]] = r
     devs = Deviations()
-    for (scheme, params, op), by_lib in rows.items():  # names are the user's text, not console markup
-        t.add_row(escape(scheme), escape(params), escape(op),
-                  *[_cell(by_lib[lib], devs) if lib in by_lib else "" for lib in libs])
+    for key, by_lib in rows.items():  # names are the user's text, not console markup
+        t.add_row(*map(escape, key), *[_cell(by_lib[lib], devs) if lib in by_lib else "" for lib in libs])
     console.print(t)
     for note in devs.lines():
         console.print(f"[magenta]{note[0]}[/]{escape(note[1:])}", highlight=False)  # "[sk]" is text, not a style
@@ -64,6 +85,13 @@ def print_results(recs: list[dict], console: Console) -> None:
         console.print("≠ the library used different parameters than asked (see params_mismatch in the export)")
     if disagree := security_disagreements(recs):
         console.print(disagree, highlight=False)
+    marked = {m: sum(parallelism_mark(r) == m for r in recs) for m in ("1c", ">t")}
+    if marked["1c"]:
+        console.print(f"1c {marked['1c']} result(s) asked for several threads ran on about one core (CPU time / wall "
+                      f"time below {SERIAL_BELOW} in the timed regions): the library does not use them there", highlight=False)
+    if marked[">t"]:
+        console.print(f">t {marked['>t']} result(s) used more threads than asked (CPU time / wall time above the "
+                      f"thread count x {OVER_FACTOR})", highlight=False)
     busy = sum(contended(r) for r in recs)
     if busy:
         console.print(f"~ {busy} result(s) measured while other processes or the hypervisor took CPU "

@@ -1,0 +1,64 @@
+"""Threads as a sweep axis (suites, plan, runner) and parallelism measured from the drivers' CPU time:
+no timing thresholds, only what a user relies on (a job per thread count, the count asked recorded,
+one driver process per count, the CPU/wall ratio present and marked where it says one core)."""
+
+from __future__ import annotations
+
+import os
+
+from typer.testing import CliRunner
+
+from fhemark import cli as cli_mod
+from fhemark.plan import build
+from fhemark.report.text import parallelism_mark
+from fhemark.store import Store
+from fhemark.suites import Suite, thread_counts
+
+SMALL = {"N": 2048, "q_bits": [36, 36], "p_bits": [37], "t": 12289}
+
+
+def test_threads_expand_into_jobs_per_count_and_max_is_the_hosts_cores():
+    assert thread_counts(1) == [1] and thread_counts([1, 2, 2]) == [1, 2]
+    assert thread_counts([1, "max"]) == list(dict.fromkeys([1, os.cpu_count() or 1]))
+    s = Suite(name="t", threads=[1, 2], cases=[{"libraries": ["seal"], "schemes": ["bfv"], "params": [SMALL],
+                                                "ops": ["add", "mul_relin"]},
+                                               {"libraries": ["seal"], "schemes": ["bgv"], "params": [SMALL],
+                                                "ops": ["add"], "threads": 3}])
+    plan = build(s, ["seal"], allow_insecure=True)
+    got = sorted((j.scheme, j.op, j.threads) for j in plan.jobs)
+    assert got == [("bfv", "add", 1), ("bfv", "add", 2), ("bfv", "mul_relin", 1), ("bfv", "mul_relin", 2),
+                   ("bgv", "add", 3)]
+    assert len({j.key for j in plan.jobs}) == 5  # a thread count is part of the case's identity
+    assert {(g.scheme, g.threads) for g in plan.groups} == {("bfv", 1), ("bfv", 2), ("bgv", 3)}
+
+
+def test_a_bad_thread_count_is_one_line(tmp_path):
+    suite = tmp_path / "s.yaml"
+    suite.write_text("name: s\nthreads: [1, many]\ncases:\n  - {schemes: [bfv], params: [c8192], ops: [add]}\n")
+    r = CliRunner().invoke(cli_mod.app, ["run", "--suite", str(suite), "--db", str(tmp_path / "x.db")])
+    assert r.exit_code == 2 and "threads" in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.output
+
+
+def test_each_count_runs_in_its_own_driver_process_and_is_recorded(tmp_path):
+    suite = tmp_path / "s.yaml"
+    suite.write_text("name: s\nthreads: [1, 2]\npolicy: {min_samples: 2, max_samples: 2}\ncases:\n"
+                     "  - {libraries: [seal], schemes: [bfv], params: [{N: 2048, q_bits: [36, 36], p_bits: [37], "
+                     "t: 12289}], ops: [mul_relin]}\n")
+    db = tmp_path / "t.db"
+    r = CliRunner().invoke(cli_mod.app, ["run", "--suite", str(suite), "--allow-insecure", "--db", str(db),
+                                         "--report", str(tmp_path / "rep")])
+    assert r.exit_code == 0, r.output
+    recs = sorted(Store(db).records(), key=lambda x: x["threads"])
+    assert [x["threads"] for x in recs] == [1, 2]
+    for x in recs:  # SEAL has no threads: it says so, and the CPU time shows about one core
+        assert x["threads_used"] == 1 and x["threads_honoured"] is False
+        assert x["parallelism"] is not None and 0.3 < x["parallelism"] < 1.7
+    assert "threads" in r.stdout
+
+
+def test_parallelism_marks():
+    assert parallelism_mark({"threads": 2, "parallelism": 1.02}) == "1c"
+    assert parallelism_mark({"threads": 2, "parallelism": 1.8}) == ""
+    assert parallelism_mark({"threads": 1, "parallelism": 1.0}) == ""
+    assert parallelism_mark({"threads": 1, "parallelism": 3.5}) == ">t"
+    assert parallelism_mark({"threads": 2, "parallelism": None}) == ""
