@@ -76,15 +76,18 @@ class Security(BaseModel):
 
 
 VectorLength = Annotated[int, Field(strict=True, ge=1, le=MAX_N)]
-# Threads each library may use: a count, `max` (this host's cores), or a list of them (a sweep axis).
-ThreadCount = Annotated[int, Field(strict=True, ge=1, le=1024)] | Literal["max"]
+# Threads each library may use: a count, `max` (this host's cores), `all` (every count from 1 to
+# the host's cores), or a list of them: a sweep axis like N or the scheme.
+ThreadCount = Annotated[int, Field(strict=True, ge=1, le=1024)] | Literal["max", "all"]
 Threads = ThreadCount | Annotated[list[ThreadCount], Field(min_length=1, max_length=64)]
 
 
 def thread_counts(threads: Threads) -> list[int]:
-    """The thread counts a suite or case asks for, `max` read as this host's cores, each once."""
+    """The thread counts a suite or case asks for, on this host, each once, in order."""
     cores = os.cpu_count() or 1
-    return list(dict.fromkeys(cores if t == "max" else t for t in (threads if isinstance(threads, list) else [threads])))
+    named = {"max": [cores], "all": list(range(1, cores + 1))}
+    return list(dict.fromkeys(n for t in (threads if isinstance(threads, list) else [threads])
+                              for n in named.get(t, [t])))
 Name = Annotated[str, Field(strict=True, min_length=1, max_length=100)]
 
 
