@@ -75,6 +75,7 @@ class Answer:
     chosen: list[Candidate]              # every (library, scheme) searched
     shared: list[Candidate] = field(default_factory=list)
     run_id: str | None = None
+    threads: int = 1                     # the measurement's thread count (the search runs on one)
 
     def ranked(self) -> list[Candidate]:
         ok = sorted((c for c in self.chosen if _ok(c)), key=lambda c: c.record["median_ns"])
@@ -137,8 +138,8 @@ def search_space(w: Workload, req: Requirements, need: Need) -> list[dict]:
     return list(candidates(need))
 
 
-def _suite(w: Workload, need: Need, cases: list[dict], policy: dict) -> Suite:
-    return Suite(name=f"choose-{w.name}", threads=1, security={"min_bits": need.security, "table": need.table},
+def _suite(w: Workload, need: Need, cases: list[dict], policy: dict, threads: int = 1) -> Suite:
+    return Suite(name=f"choose-{w.name}", threads=threads, security={"min_bits": need.security, "table": need.table},
                  policy={"min_precision_bits": max(0.0, (need.precision or 0) + MARGIN_BITS) if need.precision else 0.0,
                          **policy}, cases=cases)
 
@@ -170,11 +171,12 @@ def _margin(need: Need, rec: dict) -> float | None:
 def choose(w: Workload, libraries: dict[str, tuple[str, ...]], precision: float | None, security: int, table: str,
            repeats: int, store_path: Path, verify_db: Path | None = None,
            say: Callable[[str, str], None] = lambda stage, what: None,
-           auto: Callable[[Need, dict | None], dict | None] | None = None) -> Answer:
-    """`libraries`: each available library and the schemes it offers."""
+           auto: Callable[[Need, dict | None], dict | None] | None = None, threads: int = 1) -> Answer:
+    """`libraries`: each available library and the schemes it offers; `threads`: the cores the
+    answer is for (the measurement runs at that count; whether a set is correct does not depend on it)."""
     reqs = for_all(w)
     prec = float(precision if precision is not None else w.precision_bits)
-    ans = Answer(w, reqs, prec, security, table, [])
+    ans = Answer(w, reqs, prec, security, table, [], threads=threads)
     with tempfile.TemporaryDirectory() as tmp:
         vdb = verify_db or Path(tmp) / "verify.db"
         for scheme, req in reqs.items():
@@ -266,7 +268,8 @@ def _measure(ans: Answer, store_path: Path, say: Callable[[str, str], None]) -> 
     need = Need("ckks", 0, ans.precision, None, 1, ans.security, ans.table)
     say("measuring", f"{len(cases)} sets, every sample checked")
     libs = sorted({c["libraries"][0] for c in cases})
-    recs = run_suite(_suite(w, need, cases, MEASURE_POLICY), libs, store_path, progress=lambda what: say("measuring", what))
+    recs = run_suite(_suite(w, need, cases, MEASURE_POLICY, ans.threads), libs, store_path,
+                     progress=lambda what: say("measuring", what))
     ans.run_id = recs[0]["run_id"] if recs else None
     for c in ok + shared:
         c.record = next((r for r in recs if r["library"] == c.library and r["scheme"] == c.scheme
@@ -370,11 +373,13 @@ def to_json(ans: Answer) -> dict:
                 "margin": r.get("precision_bits") - ans.precision if c.scheme == "ckks" and r.get("precision_bits")
                 else r.get("noise_budget_bits"), "p_fail_log2": r.get("p_fail_log2"),
                 "within_best": c.within_best, "snippet": c.snippet, "run_id": r.get("run_id"),
+                "threads": r.get("threads"), "threads_honoured": r.get("threads_honoured"),
+                "parallelism": r.get("parallelism"),
                 "job_key": r.get("job_key"), "status": r.get("status"), "rejected_smaller": c.tried}
     return {"workload": ans.workload.name, "source": ans.workload.source,
             "requirements": {s: {**r.to_json(), "precision_bits": ans.precision if s == "ckks" else None}
                              for s, r in ans.requirements.items()},
-            "security": {"min_bits": ans.security, "table": ans.table},
+            "security": {"min_bits": ans.security, "table": ans.table}, "threads": ans.threads,
             "cost_model": "measured: each candidate ran the whole program; latency is the program's median",
             "candidates": [cand(c) for c in ans.ranked()],
             "excluded": [{**cand(c), "reason": _why_excluded(c)} for c in ans.excluded()],

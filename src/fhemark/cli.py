@@ -557,6 +557,8 @@ def recommend_cmd(workload: Optional[Path] = typer.Argument(None, help="workload
                   precision: Optional[float] = typer.Option(None, help="CKKS: precision bits required"),
                   depth: Optional[int] = typer.Option(None, help="multiplicative depth required (measured by depth_mul)"),
                   slots: Optional[int] = typer.Option(None, help="values processed together"),
+                  threads: Optional[int] = typer.Option(None, help="the cores you deploy on: rank only results measured "
+                                                                   "at this thread count (a suite's threads: [1, 2, max])"),
                   db: Path = typer.Option(None, help="SQLite store"),
                   run_id: Optional[str] = typer.Option(None, "--run",
                                                        help=f"only this run: {RUN_REF} (default: the whole store)"),
@@ -567,7 +569,7 @@ def recommend_cmd(workload: Optional[Path] = typer.Argument(None, help="workload
     try:
         w = load_workload(workload, op or [], {"schemes": scheme or None, "min_security_bits": min_security,
                                                "security_table": table, "min_precision_bits": precision,
-                                               "depth": depth, "slots": slots})
+                                               "depth": depth, "slots": slots, "threads": threads})
         store = _open(db)
         recs = list(store.records(store.resolve_run(run_id)))
     except UserError as exc:
@@ -633,6 +635,8 @@ def choose_cmd(file: Path = typer.Argument(..., help="your workload file (Python
                library: list[str] = typer.Option(None, help="only these libraries (repeatable)"),
                scheme: list[str] = typer.Option(None, help="only these of the workload's schemes (repeatable)"),
                repeats: int = typer.Option(3, min=1, max=20, help="fresh-key runs of the program a set must pass"),
+               threads: int = typer.Option(1, min=1, max=1024, help="the cores you deploy on: the measurement runs the "
+                                                                     "libraries at this thread count"),
                auto: bool = typer.Option(True, "--auto/--no-auto", help="also try OpenFHE's own parameter choice"),
                db: Path = typer.Option(None, help="store for the measurement (default ./fhemark.db or $FHEMARK_DB)"),
                verify_db: Path = typer.Option(None, help="keep the search's runs in this store (default: a temporary one)"),
@@ -683,7 +687,7 @@ def choose_cmd(file: Path = typer.Argument(..., help="your workload file (Python
         task = progress.add_task("searching parameters", total=None, last="")
         answer = chooser.choose(w, libs, precision, security, table, repeats, store_path, verify_db,
                                 say=lambda stage, what: progress.update(task, description=stage, last=what),
-                                auto=chooser.openfhe_auto if auto and "openfhe" in libs else None)
+                                auto=chooser.openfhe_auto if auto and "openfhe" in libs else None, threads=threads)
     chooser.write_snippets(answer, folder)
     print_answer(answer, console)
     if json_out:

@@ -52,6 +52,9 @@ class Workload(BaseModel):
     depth: int | None = Field(None, ge=0, le=1000)    # sequential multiplications the computation needs
     # values processed together: more than a ciphertext holds costs copies
     slots: int | None = Field(None, ge=1, le=MAX_COUNT)
+    # the cores it will run on: only evidence measured at this thread count (default: every count,
+    # each its own candidate)
+    threads: int | None = Field(None, ge=1, le=1024)
 
 
 def load_workload(path: Path | None, ops: list[str], overrides: dict) -> Workload:
@@ -286,7 +289,8 @@ def recommend(recs: list[dict], w: Workload) -> Ranking:
     """All candidates: the usable ones ranked by cost first, then the excluded ones."""
     from .apps.cost import model_error, requirement
     cands: dict[tuple, Candidate] = {}
-    evidence = [r for r in latest(recs) if not w.schemes or r["scheme"] in w.schemes]
+    evidence = [r for r in latest(recs) if (not w.schemes or r["scheme"] in w.schemes)
+                and (w.threads is None or (r.get("threads") or 1) == w.threads)]
     for r in evidence:
         # One candidate per parameter set as asked (not by name: two suites may reuse a name) and thread count.
         asked = json.dumps({k: v for k, v in r["params"].items() if k != "log_qp"}, sort_keys=True)

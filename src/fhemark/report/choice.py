@@ -86,8 +86,15 @@ def print_answer(ans: Answer, console: Console) -> None:
     ranked = ans.ranked()
     if ranked:
         console.print(_table(ans, ranked, f"{ans.workload.name}: the smallest secure set each library runs it correctly "
-                                          f"at (proven: every output of every repetition checked), ranked by latency; "
-                                          f"* = indistinguishable from the best"))
+                                          f"at (proven: every output of every repetition checked), ranked by latency "
+                                          f"at {ans.threads} thread(s); * = indistinguishable from the best"))
+        if ans.threads > 1:
+            for c in ranked:
+                par = c.record.get("parallelism")
+                if c.record.get("threads_honoured") is False or (par is not None and par < 1.2):
+                    console.print(f"{c.label}: ran on about one core of the {ans.threads} asked "
+                                  f"(parallelism {par:.2f})" if par is not None else f"{c.label}: has no threads",
+                                  highlight=False)
         for c in ranked:
             if c.snippet:
                 console.print(f"{c.label} ({c.origin}): {escape(c.snippet)}", highlight=False)
