@@ -496,7 +496,7 @@ func buildFacts() map[string]any {
 		"gomaxprocs":     runtime.GOMAXPROCS(0),
 		"compression":    "none",
 		"serialization":  "Lattigo MarshalBinary/BinarySize: uncompressed, 8 bytes per coefficient per RNS limb, no seed compression",
-		"timer":          "Go time.Now/time.Since (monotonic clock); runtime.GC() before each timed region, outside it, so the driver's untimed garbage is not collected inside a region",
+		"timer":          "Go time.Now/time.Since (monotonic clock); cpu_ns from getrusage(RUSAGE_SELF) user + system, read inside the same clock pair; runtime.GC() once a sample, before its first timed region and outside it, so the driver's untimed garbage is not collected inside a region",
 		"allocation":     "base ops time Lattigo's allocating variants (output allocated inside the timed region); <op>_into variants write into an output allocated before it",
 		"security_check": "Lattigo has no built-in security check; allow_insecure has no effect",
 	}
@@ -542,6 +542,21 @@ func deviationsFor(scheme string) map[string]string {
 	return dev
 }
 
+// threadsHonoured is capabilities.threads_honoured: false. FHEMARK_THREADS sets
+// GOMAXPROCS (applyThreads), but Lattigo v6.2.0 runs every evaluator, encoder,
+// encryptor and key-generator call on the calling goroutine: in its module the
+// only goroutines outside examples and tests are in utils/bignum's Remez
+// (minimax_approximation.go, the offline search for a minimax polynomial's
+// coefficients, which this driver never calls); ring, core/rlwe, schemes and
+// circuits (bootstrapping, lintrans, polynomial) start none and have no
+// GOMAXPROCS/NumCPU. An evaluator holds its own scratch buffers and is not for
+// concurrent use (rlwe.Evaluator.WithKey's doc), so parallelism is the caller's:
+// one evaluator per goroutine. So a higher thread count only lets the Go
+// runtime (the collector's mark workers) use the extra cores, never makes an op
+// faster: CKKS mul_relin and rotate at N = 16384 read cpu_ns / ns = 1.00 at
+// GOMAXPROCS 1 and 2 alike, and the same wall time (2026-11-25, 8 samples each).
+const threadsHonoured = false
+
 func (d *driver) capabilities() map[string]any {
 	limitsBGV := map[string]any{
 		"log_n_min": latticeLogNMin, "log_n_max": latticeLogNMax,
@@ -552,12 +567,13 @@ func (d *driver) capabilities() map[string]any {
 		"max_prime_bits": maxQPrimeBits, "max_p_prime_bits": maxPPrimeBits,
 	}
 	return map[string]any{
-		"protocol":        protocolVersion,
-		"library":         "lattigo",
-		"library_version": libraryVersion(),
-		"driver_version":  driverVersion,
-		"build":           buildFacts(),
-		"threads":         runtime.GOMAXPROCS(0),
+		"protocol":         protocolVersion,
+		"library":          "lattigo",
+		"library_version":  libraryVersion(),
+		"driver_version":   driverVersion,
+		"build":            buildFacts(),
+		"threads":          runtime.GOMAXPROCS(0),
+		"threads_honoured": threadsHonoured,
 		"schemes": map[string]any{
 			"bfv":  map[string]any{"ops": opsFor("bfv"), "limits": limitsBGV, "deviations": deviationsFor("bfv")},
 			"bgv":  map[string]any{"ops": opsFor("bgv"), "limits": limitsBGV, "deviations": deviationsFor("bgv")},

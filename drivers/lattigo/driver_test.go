@@ -645,3 +645,83 @@ func TestCollectionOncePerSample(t *testing.T) {
 		}
 	}
 }
+
+// TestCPUTime checks PROTOCOL.md's cpu_ns: every sample has a CPU time for every
+// region, > 0, and at GOMAXPROCS 1 a heavy op's CPU time is about its wall time
+// (Lattigo is single-threaded per call). 0.5-1.5 is a sanity range, not a timing
+// threshold. Every sample must stay under 1.5 (nothing but the one thread runs
+// Go code); on a shared machine another process can take the core mid-region,
+// which only lowers a sample's ratio, so the best sample must reach 0.5.
+func TestCPUTime(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	d := newDriver()
+	sb := 40
+	if _, err := d.setup(&request{V: 2, Type: "setup", SetupID: "s-cpu", Scheme: "ckks",
+		Params:    &setupParams{N: 8192, QBits: []int{50, 40, 40}, PBits: []int{50}, ScaleBits: &sb, Secret: "ternary"},
+		Rotations: []int{1}, AllowInsecure: true}); err != nil {
+		t.Fatal(err)
+	}
+	c := d.setups["s-cpu"]
+	x := make([]float64, c.slots)
+	for j := range x {
+		x[j] = float64(j%17) / 32
+	}
+	// Two regions a sample: cz = mul_relin(cx, cy), then cw = rotate(cx, 1).
+	prog := copiesProgram(1, "mul_relin", 2, nil, nil)
+	prog.Steps = append(prog.Steps, step{Out: "cw", Op: "rotate", Args: []string{"cx.0"}, Attrs: map[string]any{"steps": json.Number("1")}})
+	prog.Timed = append(prog.Timed, region{Name: "cw", Steps: []string{"cw"}})
+	const n = 4
+	samples := make([]sampleIn, n)
+	for i := range samples {
+		samples[i] = sampleIn{Inputs: map[string]wireVector{"x.0": encodeF64(x), "y.0": encodeF64(x)}}
+	}
+	res, err := d.run(&request{V: 2, Type: "run", SetupID: "s-cpu", Program: prog, Samples: samples})
+	if err != nil {
+		t.Fatal(err)
+	}
+	best := 0.0
+	for i, smp := range res.(map[string]any)["samples"].([]sampleOut) {
+		if len(smp.CPU) != len(prog.Timed) {
+			t.Fatalf("sample %d: cpu_ns %v, want one entry per region %v", i, smp.CPU, prog.Timed)
+		}
+		for _, r := range prog.Timed {
+			if smp.CPU[r.Name] <= 0 || smp.NS[r.Name] <= 0 {
+				t.Fatalf("sample %d region %s: ns %d cpu_ns %d, want both > 0", i, r.Name, smp.NS[r.Name], smp.CPU[r.Name])
+			}
+		}
+		ratio := float64(smp.CPU["cz"]) / float64(smp.NS["cz"])
+		t.Logf("sample %d: mul_relin N = 8192, GOMAXPROCS 1: wall %d ns, cpu %d ns, cpu/wall %.3f", i, smp.NS["cz"], smp.CPU["cz"], ratio)
+		if ratio > 1.5 {
+			t.Errorf("sample %d: mul_relin cpu/wall %.2f at GOMAXPROCS 1, want <= 1.5", i, ratio)
+		}
+		best = max(best, ratio)
+	}
+	if best < 0.5 {
+		t.Errorf("mul_relin cpu/wall at GOMAXPROCS 1: best sample %.2f, want >= 0.5", best)
+	}
+	// The JSON reply names it cpu_ns.
+	b, err := json.Marshal(res)
+	if err != nil || !strings.Contains(string(b), `"cpu_ns":{"cw":`) {
+		t.Errorf("reply has no cpu_ns: %v %.200s", err, b)
+	}
+}
+
+// TestThreads checks FHEMARK_THREADS -> GOMAXPROCS and capabilities' threads and
+// threads_honoured (false: Lattigo's calls run on the calling goroutine).
+func TestThreads(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
+	for _, c := range []struct {
+		env  string
+		want int
+	}{{"", 1}, {"2", 2}, {"1", 1}, {"zero", 1}, {"-3", 1}} {
+		t.Setenv("FHEMARK_THREADS", c.env)
+		applyThreads()
+		caps := newDriver().capabilities()
+		if got := runtime.GOMAXPROCS(0); got != c.want || caps["threads"] != c.want {
+			t.Errorf("FHEMARK_THREADS=%q: GOMAXPROCS %d, threads %v, want %d", c.env, got, caps["threads"], c.want)
+		}
+		if h, ok := caps["threads_honoured"].(bool); !ok || h {
+			t.Errorf("threads_honoured %v, want false", caps["threads_honoured"])
+		}
+	}
+}

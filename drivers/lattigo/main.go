@@ -14,14 +14,14 @@ import (
 	"strconv"
 )
 
-const driverVersion = "0.4.1"
+const driverVersion = "0.5.0"
 
 func main() {
 	log.SetOutput(os.Stderr)
 	log.SetFlags(0)
 	log.SetPrefix("fhemark-lattigo: ")
 
-	applyThreads()
+	applyThreads() // before newDriver and before any request: no Lattigo context exists yet
 
 	d := newDriver()
 	if err := d.serve(os.Stdin, os.Stdout); err != nil {
@@ -30,7 +30,11 @@ func main() {
 	}
 }
 
-// applyThreads sets GOMAXPROCS from FHEMARK_THREADS (default 1).
+// applyThreads sets GOMAXPROCS from FHEMARK_THREADS (default 1), the number of
+// OS threads that run Go code at once; capabilities report it as `threads`. It
+// runs first in main, before any context, key or evaluator exists. Lattigo's
+// evaluators make every call on the calling goroutine (threadsHonoured), so more
+// than 1 only lets Go's runtime (the collector's mark workers) run beside them.
 func applyThreads() {
 	n := 1
 	if s := os.Getenv("FHEMARK_THREADS"); s != "" {

@@ -13,8 +13,20 @@ import (
 // timeRegion is the one timed code path: a monotonic clock read (Go's
 // time.Now carries the monotonic reading and time.Since uses it) immediately
 // before the first library call of a region and immediately after the last.
-// It returns the elapsed ns and, on failure, the index of the call that
-// failed; a panic in a call is returned as a *callPanic.
+// It returns the elapsed ns, the process's CPU time over the same calls
+// (cpu: getrusage(RUSAGE_SELF), user + system over all threads, read right
+// before the first clock read and right after the second, so that it covers
+// the same calls and its own system calls stay out of ns; PROTOCOL.md's
+// `cpu_ns`) and, on failure, the index of the
+// call that failed; a panic in a call is returned as a *callPanic.
+//
+// cpu counts every thread of the process, so Go's own runtime lands in it too:
+// the collector (its background mark workers take a quarter of GOMAXPROCS and
+// run beside the library call when GOMAXPROCS > 1), sysmon, the scavenger. The
+// sample's one forced collection (collect, below) runs before the first clock
+// read, outside both clocks, so little of the driver's garbage is collected
+// inside a region; what is collected there is the region's own allocation, paid
+// in wall and CPU time alike, as in any Go application.
 //
 // With collect, a full collection runs first, outside the clock: the sample's
 // first timed region asks for it, since the driver's untimed work (decoding
@@ -27,23 +39,26 @@ import (
 // churned that a region's fresh allocations page-faulted: CKKS add at N = 8192
 // read 220-260 us in the driver against 55-65 us in a plain Go loop (85 us
 // without), and a 256-rotation matrix-vector product took ~90 faults a step.
-func timeRegion(calls []func() error, collect bool) (ns int64, failed int, err error) {
+func timeRegion(calls []func() error, collect bool) (ns, cpu int64, failed int, err error) {
 	if collect && len(calls) > 0 {
 		runtime.GC()
 	}
 	i := 0
 	defer func() {
 		if r := recover(); r != nil {
-			ns, failed, err = 0, i, &callPanic{value: r, stack: debug.Stack()}
+			ns, cpu, failed, err = 0, 0, i, &callPanic{value: r, stack: debug.Stack()}
 		}
 	}()
+	// The CPU clock is read outside the wall clock (PROTOCOL.md): its system call stays out of ns.
+	c0 := processCPU()
 	t0 := time.Now()
 	for ; i < len(calls); i++ {
 		if err = calls[i](); err != nil {
-			return 0, i, err
+			return 0, 0, i, err
 		}
 	}
-	return time.Since(t0).Nanoseconds(), -1, nil
+	ns = time.Since(t0).Nanoseconds()
+	return ns, processCPU() - c0, -1, nil
 }
 
 // callPanic is a panic raised by a library call inside a timed region.
@@ -54,11 +69,12 @@ type callPanic struct {
 
 func (p *callPanic) Error() string { return fmt.Sprintf("lattigo panic: %v", p.value) }
 
-// measureOverhead is the median of 101 empty timed regions.
+// measureOverhead is the median of 101 empty timed regions (their wall time,
+// the same code path as every region's, CPU-time reads outside it).
 func measureOverhead() int64 {
 	ts := make([]int64, 101)
 	for i := range ts {
-		ts[i], _, _ = timeRegion(nil, false)
+		ts[i], _, _, _ = timeRegion(nil, false)
 	}
 	sort.Slice(ts, func(i, j int) bool { return ts[i] < ts[j] })
 	return ts[50]
@@ -66,6 +82,7 @@ func measureOverhead() int64 {
 
 type sampleOut struct {
 	NS      map[string]int64      `json:"ns"`
+	CPU     map[string]int64      `json:"cpu_ns"`
 	Outputs map[string]wireVector `json:"outputs"`
 }
 
@@ -199,20 +216,20 @@ func (d *driver) run(req *request) (any, error) {
 			return nil, err
 		}
 		x := &execState{c: c, env: env, scalars: smp.Scalars, notes: notes}
-		ns := map[string]int64{}
+		ns, cpu := map[string]int64{}, map[string]int64{}
 		collected := false // once a sample, before its first timed region (timeRegion)
 		for i := 0; i < len(prog.Steps); {
 			sp, timed := spans[i]
 			if !timed {
 				sp = regionSpan{first: i, n: 1}
 			}
-			t, err := x.runSteps(prog.Steps[sp.first:sp.first+sp.n], timed && !collected)
+			t, tc, err := x.runSteps(prog.Steps[sp.first:sp.first+sp.n], timed && !collected)
 			collected = collected || timed
 			if err != nil {
 				return nil, err
 			}
 			if timed {
-				ns[sp.name] = t
+				ns[sp.name], cpu[sp.name] = t, tc
 			}
 			i += sp.n
 		}
@@ -228,7 +245,7 @@ func (d *driver) run(req *request) (any, error) {
 				outs[name] = encodeF64(v.f)
 			}
 		}
-		samples = append(samples, sampleOut{NS: ns, Outputs: outs})
+		samples = append(samples, sampleOut{NS: ns, CPU: cpu, Outputs: outs})
 		last = x
 	}
 
@@ -327,24 +344,25 @@ func (x *execState) prepare(st *step) (fn func() error, out *value, err error) {
 
 // runSteps runs consecutive independent steps (one timed region, or one
 // untimed step): it prepares every step first, then makes their library calls
-// inside one timeRegion, then stores the results. It returns the region's ns.
-func (x *execState) runSteps(steps []step, collect bool) (ns int64, err error) {
+// inside one timeRegion, then stores the results. It returns the region's ns
+// and cpu ns.
+func (x *execState) runSteps(steps []step, collect bool) (ns, cpu int64, err error) {
 	x.post = nil
 	calls := make([]func() error, len(steps))
 	outs := make([]*value, len(steps))
 	for k := range steps {
 		if calls[k], outs[k], err = x.prepare(&steps[k]); err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 	}
-	ns, failed, err := timeRegion(calls, collect)
+	ns, cpu, failed, err := timeRegion(calls, collect)
 	if err != nil {
 		st := &steps[failed]
 		if p, ok := err.(*callPanic); ok {
 			log.Printf("panic in step %q (%s): %v\n%s", st.Out, st.Op, p.value, p.stack)
-			return 0, newErr(errInternal, "step %q (%s): %v", st.Out, st.Op, p)
+			return 0, 0, newErr(errInternal, "step %q (%s): %v", st.Out, st.Op, p)
 		}
-		return 0, stepErr(st, err)
+		return 0, 0, stepErr(st, err)
 	}
 	for k := range steps {
 		x.env[steps[k].Out] = outs[k]
@@ -353,7 +371,7 @@ func (x *execState) runSteps(steps []step, collect bool) (ns int64, err error) {
 		f()
 	}
 	x.post = nil
-	return ns, nil
+	return ns, cpu, nil
 }
 
 // inputEnv decodes a sample's inputs and adds the standard keys.
