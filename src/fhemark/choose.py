@@ -76,6 +76,7 @@ class Answer:
     shared: list[Candidate] = field(default_factory=list)
     run_id: str | None = None
     threads: int = 1                     # the measurement's thread count (the search runs on one)
+    impossible: dict[str, str] = field(default_factory=dict)  # scheme -> why no ring here holds the program
 
     def ranked(self) -> list[Candidate]:
         ok = sorted((c for c in self.chosen if _ok(c)), key=lambda c: c.record["median_ns"])
@@ -183,9 +184,9 @@ def choose(w: Workload, libraries: dict[str, tuple[str, ...]], precision: float 
             need = _need(w, req, prec, security, table)
             space = search_space(w, req, need)
             if not space:
-                raise UserError(f"impossible: {w.name} on {scheme.upper()} needs {need.describe()}, and no ring here "
-                                f"holds it at {security}-bit security ({table})",
-                                "lower the depth (fewer multiplications in sequence), the precision or the security level")
+                ans.impossible[scheme] = (f"{w.name} on {scheme.upper()} needs {need.describe()}, and no ring here holds "
+                                          f"it at {security}-bit security ({table})")
+                continue
             for lib, schemes in libraries.items():
                 if scheme not in schemes:
                     continue
@@ -196,6 +197,9 @@ def choose(w: Workload, libraries: dict[str, tuple[str, ...]], precision: float 
                     say("searching parameters", f"{lib} {scheme}: OpenFHE's own choice N = {extra['N']}")
                     alt = _search(w, need, lib, [extra], repeats, vdb, say, origin="openfhe-auto")
                     ans.chosen.append(alt)
+        if len(ans.impossible) == len(reqs):
+            raise UserError(f"impossible: {'; '.join(ans.impossible.values())}",
+                            "lower the depth (fewer multiplications in sequence), the precision or the security level")
         _measure(ans, store_path, say)
     return ans
 
@@ -383,7 +387,7 @@ def to_json(ans: Answer) -> dict:
             "cost_model": "measured: each candidate ran the whole program; latency is the program's median",
             "candidates": [cand(c) for c in ans.ranked()],
             "excluded": [{**cand(c), "reason": _why_excluded(c)} for c in ans.excluded()],
-            "shared": [cand(c) for c in ans.shared if c.record],
+            "shared": [cand(c) for c in ans.shared if c.record], "impossible": ans.impossible,
             "run_id": ans.run_id}
 
 

@@ -107,5 +107,7 @@ def print_answer(ans: Answer, console: Console) -> None:
         why = "; ".join(c.tried[-2:]) if not c.verified else f"{c.record['status']}: {c.record.get('error')}" \
             if c.record else "not measured"
         console.print(f"not chosen: {c.label} ({c.origin}): {escape(why)}", highlight=False)
+    for why in ans.impossible.values():
+        console.print(f"impossible: {escape(why)}", highlight=False)
     if ans.run_id:
         console.print(f"measured in run {ans.run_id}", highlight=False)
