@@ -11,7 +11,7 @@ import tempfile
 from pathlib import Path
 
 from ..errors import UserError
-from . import html, markdown, overview, plots, studies
+from . import html, markdown, overview, plots, scaling, studies
 from .tables import Table, all_tables, timed_seconds
 
 
@@ -100,7 +100,7 @@ def write(recs: list[dict], out: Path, heading: str, env: dict, runs: list[dict]
     except OSError as exc:
         raise UserError(f"report folder {out}: cannot create it ({exc.strerror or exc})", "pass --report with another folder")
     try:
-        tables = all_tables(recs)
+        tables = all_tables(recs) + [t for t in (scaling.table(recs),) if t is not None]  # threads swept: their table
         first = overview.build(recs)
         figures = plots.write(recs, stage / "plots", first)
         line = " ".join(x for x in (measured_on(env), method_line(recs), time_line(recs, runs or [])) if x)

@@ -64,8 +64,11 @@ class Overview:
 
 
 def param_key(rec: dict) -> str:
+    """A setup's name; libraries are set against each other at one thread count, so a count above
+    one is part of it (a threads sweep makes one setup per count)."""
     p = rec["params"]
-    return p.get("name") or f"N={p['N']}"
+    threads = rec.get("threads") or 1
+    return (p.get("name") or f"N={p['N']}") + (f", {threads} threads" if threads > 1 else "")
 
 
 def _op_label(rec: dict) -> str:

@@ -1,6 +1,7 @@
 """A page per study layout, where the records hold that layout: Study 1's time per pipeline stage
 as stacked bars, Study 2's operations against N, Study 3's operations against the vector length,
-Study 4's time against the number of operands and against the bit width, on log axes. Interactive
+Study 4's time against the number of operands and against the bit width, on log axes; where threads
+were swept, the speed-up against the thread count (scaling.py), its table above the figures. Interactive
 (Plotly, inlined once per page) and linked from the report's overview."""
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ import re
 from html import escape
 from pathlib import Path
 
+from . import scaling
 from .tables import fmt_time, latest
 
 _PIPE = re.compile(r"pipeline_(\w+)/(\w+)")
@@ -121,16 +123,22 @@ def applications(recs: list[dict]) -> list[dict]:
 STUDIES = {"study1": ("Study 1: pipeline stages", study1), "study2": ("Study 2: operations against N", study2),
            "study3": ("Study 3: operations against the vector length", study3),
            "study4": ("Study 4: integer workloads against size", study4),
-           "applications": ("Application workloads: latency against size", applications)}
+           "applications": ("Application workloads: latency against size", applications),
+           "threads": (scaling.TITLE, scaling.figures)}
+# A page whose own words differ from the others', and a page with its table above the figures.
+_INTRO = {"threads": scaling.INTRO}
+_TABLES = {"threads": scaling.table}
 
 
 def write(recs: list[dict], out: Path) -> list[tuple[str, Path]]:
     """The study pages the records call for: (title, path) for each, to link from the overview."""
+    from .html import _SORT_JS, _STYLE, _table
     from .interactive import plotly_js
     pages = []
     for slug, (title, build) in STUDIES.items():
         figs = build(recs)
-        if not figs:
+        table = _TABLES[slug](recs) if slug in _TABLES else None
+        if not figs and table is None:
             continue
         divs, calls = [], []
         for i, fig in enumerate(figs):
@@ -139,10 +147,13 @@ def write(recs: list[dict], out: Path) -> list[tuple[str, Path]]:
             calls.append(f"(function (f) {{ Plotly.newPlot('f{i}', f.data, f.layout, {{responsive: true}}); }})({data});")
         path = out / f"{slug}.html"
         path.write_text(f"<!doctype html>\n<html><head><meta charset='utf-8'><title>{escape(title)}</title>"
-                        "<style>body{font-family:system-ui,sans-serif;margin:1.5em;max-width:1400px}</style>"
+                        "<style>body{font-family:system-ui,sans-serif;margin:1.5em;max-width:1400px}"
+                        + (_STYLE if table else "") + "</style>"
                         f"<script>{plotly_js()}</script></head><body>\n<p><a href='report.html'>back to the report</a></p>"
-                        f"<h1>{escape(title)}</h1>\n<p>Median with its 95% interval per point; hover for the numbers, "
-                        "click a legend entry to hide a line, drag to zoom.</p>\n" + "\n".join(divs)
-                        + "\n<script>" + "\n".join(calls) + "</script>\n</body></html>\n")
+                        f"<h1>{escape(title)}</h1>\n<p>" + escape(_INTRO.get(slug, "Median with its 95% interval per point; "
+                        "hover for the numbers, click a legend entry to hide a line, drag to zoom.")) + "</p>\n"
+                        + (_table("table", table, 2) + "\n" if table else "") + "\n".join(divs)
+                        + "\n<script>" + "\n".join(calls) + "</script>\n"
+                        + (f"<script>{_SORT_JS}</script>\n" if table else "") + "</body></html>\n")
         pages.append((title, path))
     return pages

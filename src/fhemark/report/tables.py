@@ -135,6 +135,8 @@ def op_tables(recs: list[dict]) -> list[Table]:
     recs = [r for r in latest(recs) if not r["op"].startswith("pipeline_") and "depth" not in r
             and not r.get("workload")]
     by_slots = _swept(recs)
+    # Thread counts swept (threads: [1, 2]): each count a row of its own, never one cell for several.
+    per_thread = len({r.get("threads") or 1 for r in recs}) > 1
     if by_slots:
         col_of, row_of = (lambda r: str(r["slots"])), (lambda r: (r["library"], r["scheme"], r["params"]["N"], _param_key(r)))
         cols = sorted({col_of(r) for r in recs}, key=int)
@@ -148,13 +150,14 @@ def op_tables(recs: list[dict]) -> list[Table]:
     for op in sorted({r["op"] for r in recs}, key=lambda o: order.index(o) if o in order else len(order)):
         mine = [r for r in recs if r["op"] == op]
         rows, without, devs = [], set(), Deviations()
-        for key in sorted({row_of(r) for r in mine}):
-            by_col = {col_of(r): r for r in mine if row_of(r) == key}
+        for key in sorted({(*row_of(r), r.get("threads") or 1) for r in mine}):
+            by_col = {col_of(r): r for r in mine if (*row_of(r), r.get("threads") or 1) == key}
             if all(r["status"] == "unsupported" for r in by_col.values()):
                 without.add(key[0])
                 continue
             label = (f"{key[0]} / {key[1].upper()} / {key[3]}" if by_slots else
-                     f"{key[0]} / {key[1].upper()}" + (f" / {key[2]} values" if key[2] else ""))
+                     f"{key[0]} / {key[1].upper()}" + (f" / {key[2]} values" if key[2] else "")) + \
+                (f" / {key[-1]} thread{'s' if key[-1] > 1 else ''}" if per_thread else "")
             rows.append([label] + [cell(by_col.get(c), devs) for c in cols])
         title = CATALOG[op].title if op in CATALOG else op
         tables.append(Table(f"{title} (`{op}`)", [head] + cols, rows,
