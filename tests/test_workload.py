@@ -174,3 +174,28 @@ def test_a_ckks_plaintext_at_the_wrong_level_is_refused_when_built(tmp_path):
     """)
     r = cli("choose", f, "--explain")
     assert r.exit_code == 2 and "mine.py:5" in r.stderr and "plaintext_like('w', ct)" in r.stderr, r.output
+
+
+def test_numbers_in_a_polynomial_are_constants_and_ckks_magnitude_is_read(tmp_path):
+    (w,) = load(write(tmp_path, """
+    def compute(c):
+        return c.horner(c.encrypted("x"), [0.5, 0.25, 0.0, -0.125])
+    W = Workload("p3_t", compute, inputs={"x": Uniform(-1, 1, length=16)}, schemes=("ckks",))
+    """))
+    plain = Plain("ckks", 4096)
+    vecs = w.draw(plain, np.random.default_rng(3))
+    x = vecs["x"]
+    assert np.allclose(w.reference(plain, vecs, {}), 0.5 + 0.25 * x - 0.125 * x**3)
+    assert derive(w, "ckks").depth == 3 and derive(w, "ckks").magnitude_bits == 0
+    (big,) = load(write(tmp_path, """
+    def compute(c):
+        return c.rotate_sum(c.rescaled(c.mul_plain(c.encrypted("x"), c.plaintext("w"))), 1024)
+    W = Workload("wsum_t", compute, inputs={"x": Uniform(0, 100, length=1024), "w": Uniform(0, 9, length=1024)},
+                 schemes=("ckks",))
+    """, name="big.py"))
+    r = derive(big, "ckks")
+    assert 2**17 < r.largest_value < 2**20 and r.magnitude_bits in (18, 19, 20)
+    from fhemark.advisor import candidates
+    from fhemark.choose import _need
+    first = next(candidates(_need(big, r, 20.0, 128, "hestd2018")))
+    assert first["q_bits"][0] - first["scale_bits"] >= r.magnitude_bits + 2  # the last prime holds the sum

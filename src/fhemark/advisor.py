@@ -58,9 +58,12 @@ class Need:
     slots: int = 1
     security: int = 128
     table: str = "hestd2018"
+    magnitude_bits: int = 0          # CKKS: bits of the largest |value| (0: values within [-1, 1])
 
     def describe(self) -> str:
         what = f"{self.precision:g}-bit precision" if self.scheme == "ckks" else f"{self.plain_bits}-bit plaintexts"
+        if self.magnitude_bits:
+            what += f" on values up to 2^{self.magnitude_bits}"
         return (f"{self.scheme.upper()} depth {self.depth} with {what}, {self.slots} slots, "
                 f"{self.security}-bit security ({self.table})")
 
@@ -86,8 +89,9 @@ def _first_int_chain(need: Need, n: int) -> int:
 
 
 def _ckks_chain(need: Need, scale: int) -> list[int]:
-    """The first prime holds the result's magnitude with 10 bits to spare; one scale-sized prime per level."""
-    return [min(MAX_PRIME, scale + 10)] + [scale] * need.depth
+    """The first prime holds the result's magnitude (2^magnitude_bits at the scale) with 10 bits to
+    spare; one scale-sized prime per level."""
+    return [min(MAX_PRIME, scale + 10 + need.magnitude_bits)] + [scale] * need.depth
 
 
 def _rings(need: Need) -> list[int]:
@@ -101,7 +105,7 @@ def candidates(need: Need) -> Iterator[dict]:
         limit = _bound(n, need)
         if need.scheme == "ckks":
             scale = _first_scale(need)
-            while scale <= MAX_PRIME - 2:
+            while scale <= MAX_PRIME - 2 and scale + need.magnitude_bits + 2 <= MAX_PRIME:  # the last prime holds it
                 q = _ckks_chain(need, scale)
                 if sum(q) + SPECIAL_BITS > limit:
                     break

@@ -35,4 +35,4 @@ def check(plain: Plain, expected: np.ndarray, got: np.ndarray, min_precision_bit
     bits = -math.log2(err) if err > 0 else 64.0
     ok = bits >= min_precision_bits
     return Check(ok, err, bits, message="" if ok else
-                 f"precision {bits:.1f} bits below the required {min_precision_bits:g} (max error {err:.3g})")
+                 f"precision {bits:.1f} bits, below the required {min_precision_bits:g} (max error {err:.3g})")

@@ -38,7 +38,9 @@ from .workload import INT_SCHEMES, Workload
 MEASURE_POLICY = {"warmup": 1, "min_samples": 6, "max_samples": 20, "target_rel_ci": 0.05, "budget_s": 2.0,
                   "processes": 2, "rounds": 3}
 EVAL_KEYS = ("relin_keys", "galois_keys", "server_key", "bootstrapping_key", "keyswitching_key")
-STOP = ("unsupported", "crashed", "timeout", "out_of_memory")  # larger sets will not help
+# Larger sets will not help: the library lacks an op, fails on its own, or the program is wrong for it
+# (internal: e.g. a scale mismatch the program made, which no parameter set changes).
+STOP = ("unsupported", "crashed", "timeout", "out_of_memory", "internal")
 
 
 @dataclass
@@ -129,7 +131,7 @@ def preset_suite(workloads: list[Workload], params: list[str | dict] | None, ful
 
 def _need(w: Workload, req: Requirements, precision: float, security: int, table: str) -> Need:
     return Need(req.scheme, req.depth, precision if req.scheme == "ckks" else None, req.plain_bits,
-                req.slots or 1, security, table)
+                req.slots or 1, security, table, req.magnitude_bits)
 
 
 def search_space(w: Workload, req: Requirements, need: Need) -> list[dict]:
@@ -236,7 +238,7 @@ def _search(w: Workload, need: Need, lib: str, space: list[dict], repeats: int, 
 
 
 # checks.py's words for a CKKS output short of its precision
-PRECISION_SHORT = re.compile(r"precision (-?[\d.]+) bits below the required ([\d.]+)")
+PRECISION_SHORT = re.compile(r"precision (-?[\d.]+) bits, below the required ([\d.]+)")
 
 
 def _short(spec: dict) -> str:

@@ -56,9 +56,10 @@ class Requirements:
     counts: dict[str, int]      # timed steps per primitive
     slots: int | None           # values per evaluation (None: whatever the ring holds)
     plain_bits: int | None = None   # BFV/BGV: bits of t so that no intermediate value wraps
-    largest_value: int | None = None  # BFV/BGV: the largest |intermediate| seen on sampled inputs
+    largest_value: float | None = None  # the largest |intermediate| seen on sampled inputs
     outputs: int = 1
     notes: list[str] = field(default_factory=list)
+    magnitude_bits: int = 0         # CKKS: bits of the largest |value| above 1 (room the chain needs)
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -73,7 +74,12 @@ def derive(w: Workload, scheme: str) -> Requirements:
     counts = dict(Counter(s["op"] for s in timed))
     depth = levels if scheme == "ckks" else muls
     plain_bits = largest = None
+    magnitude_bits = 0
     notes = []
+    if scheme == "ckks":
+        # Values above 1 need room above the scale in the last prime: the search's chains start there.
+        largest = largest_value(w, scheme)
+        magnitude_bits = max(0, math.ceil(math.log2(largest))) if largest > 0 else 0
     if scheme in RLWE_SCHEMES and scheme != "ckks":
         largest = largest_value(w, scheme)
         plain_bits = max(MIN_PLAIN_BITS, (2 * largest).bit_length() + 1)
@@ -83,13 +89,14 @@ def derive(w: Workload, scheme: str) -> Requirements:
             plain_bits = MAX_PLAIN_BITS
     outputs = len(prog.outputs)
     return Requirements(scheme, depth, levels, muls, _rotations(prog), counts, w.values(), plain_bits, largest,
-                        outputs, notes)
+                        outputs, notes, magnitude_bits)
 
 
-def largest_value(w: Workload, scheme: str, slots: int = 8192) -> int:
-    """The largest |value| any step holds, replayed over the integers (modulo a 61-bit prime,
-    read centred) on SAMPLES draws of the inputs."""
-    plain = Plain(scheme, slots, WIDE)
+def largest_value(w: Workload, scheme: str, slots: int = 8192) -> float:
+    """The largest |value| any step holds on SAMPLES draws of the inputs: BFV/BGV replayed over the
+    integers (modulo a 61-bit prime, read centred), CKKS over the reals."""
+    exact = scheme != "ckks"
+    plain = Plain(scheme, slots if exact else slots // 2, WIDE if exact else None)
     circ, outs = w.circuit(scheme, plain)
     rng = np.random.default_rng(7)
     top = 0
@@ -97,9 +104,10 @@ def largest_value(w: Workload, scheme: str, slots: int = 8192) -> int:
         env: dict = {**w.draw(plain, rng), **(w.scalars or (lambda p, r: {}))(plain, rng)}
         for name, fn in circ.replay:
             env[name] = fn(plain, env)
-            v = np.asarray(env[name], dtype=np.int64)
+            v = np.asarray(env[name], dtype=np.int64 if exact else np.float64)
             if v.size:
-                top = max(top, int(np.abs(np.where(v > WIDE // 2, v - WIDE, v)).max()))
+                top = max(top, int(np.abs(np.where(v > WIDE // 2, v - WIDE, v)).max()) if exact else
+                          float(np.abs(v).max()))
     return top
 
 

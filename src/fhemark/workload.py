@@ -136,9 +136,13 @@ class Workload:
         return circ.reference(plain, {**vecs, **scalars}, *outs)
 
     def draw(self, plain: Plain, rng: np.random.Generator) -> dict[str, np.ndarray]:
+        """A sample's inputs: the declared ones drawn fresh, and the constants the program names."""
         if callable(self.inputs):
-            return {k: _full(plain, k, v) for k, v in self.inputs(plain, rng).items()}
-        return {k: spec.draw(plain, rng) for k, spec in self.inputs.items()}
+            out = {k: _full(plain, k, v) for k, v in self.inputs(plain, rng).items()}
+        else:
+            out = {k: spec.draw(plain, rng) for k, spec in self.inputs.items()}
+        consts = self.circuit(plain.scheme, plain)[0].constants if not plain.words else {}
+        return {**out, **{k: Constant(v).draw(plain, rng) for k, v in consts.items()}}
 
     def values(self) -> int | None:
         """Values per evaluation: the declared `slots`, else the longest drawn input (a constant
@@ -317,10 +321,11 @@ def _try(w: Workload) -> None:
         vecs, scalars = w.draw(plain, rng), (w.scalars or (lambda p, r: {}))(plain, rng)
         made = {s["out"] for s in prog.steps}
         used = {a for s in prog.steps if s["op"] in ("encode", "encrypt_sk") for a in s["args"] if a not in made}
-        missing = sorted(used - set(vecs))
+        missing = sorted(map(str, used - set(vecs)))
         if missing:
-            raise ValueError(f"input(s) {', '.join(map(repr, missing))} used but not in inputs: say how each is drawn "
-                             f"(e.g. inputs={{{missing[0]!r}: Uniform(0, 10)}})")
+            raise ValueError(f"input(s) {', '.join(map(repr, missing))} named in the program but not in inputs: say how "
+                             f"each is drawn (e.g. inputs={{{missing[0]!r}: Uniform(0, 10)}}), or give a number as "
+                             "c.constant(value)")
         w.reference(plain, vecs, scalars)
 
 

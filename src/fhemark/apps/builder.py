@@ -42,6 +42,7 @@ class Circuit:
     _depth: dict[str, int] = field(default_factory=dict)  # value -> levels consumed on its way
     _lowered: dict[tuple[str, int], str] = field(default_factory=dict)  # (value, depth) -> its mod-switched copy
     _pt_level: dict[str, int] = field(default_factory=dict)  # CKKS plaintext -> the level it is encoded at
+    constants: dict[str, float] = field(default_factory=dict)  # inputs the program itself names: value in every slot
 
     @property
     def ckks(self) -> bool:
@@ -98,6 +99,15 @@ class Circuit:
         self.replay.append((f"p{name}", lambda p, e: e[name]))
         self._pt_level[f"p{name}"] = self.level_of(ct)
         return f"p{name}"
+
+    def constant(self, value: float, like: str | None = None) -> str:
+        """A server-side constant, `value` in every slot, as a plaintext (with `like`: encoded like that
+        ciphertext, see plaintext_like). BFV/BGV: an integer, taken modulo t."""
+        if not self.ckks and float(value) != int(value):
+            raise ValueError(f"constant {value!r}: BFV/BGV plaintexts are integers (modulo t)")
+        name = f"const{len(self.constants)}_"
+        self.constants[name] = value
+        return self.plaintext_like(name, like) if like is not None else self.plaintext(name)
 
     def _meets(self, ct: str, pt: str) -> None:
         """CKKS: a plaintext meets a ciphertext at its own level (a library refuses, or worse, at run
@@ -216,21 +226,26 @@ class Circuit:
         self.levels = max(self.levels, self._depth[out])
         return out
 
-    def horner(self, x: str, coeffs: list[str | None]) -> str:
+    def horner(self, x: str, coeffs: list[str | float | None]) -> str:
         """p(x) = sum_i c_i x^i by Horner's rule, (((c_d x + c_{d-1}) x + c_{d-2}) x + ...) + c_0:
-        `coeffs[i]` names the plaintext input of c_i (None: a coefficient known to be zero, whose
-        addition is left out; c_d must be given). Every constant is a plaintext encoded like the
-        ciphertext it meets, and x is mod-switched down to the accumulator's level before each
-        product. d products in sequence: CKKS consumes d levels."""
+        `coeffs` lowest degree first; `coeffs[i]` a number or the name of the plaintext input of c_i
+        (None or 0: a coefficient known to be zero, whose addition is left out; c_d must be given).
+        Every constant is a plaintext encoded like the ciphertext it meets, and x is mod-switched
+        down to the accumulator's level before each product. d products in sequence: CKKS
+        consumes d levels."""
         if coeffs[-1] is None or len(coeffs) < 2:
             raise ValueError("Horner needs a leading coefficient and degree >= 1")
-        acc = self.rescaled(self.mul_plain(x, self.plaintext_like(coeffs[-1], x)))
+        acc = self.rescaled(self.mul_plain(x, self._coefficient(coeffs[-1], x)))
         for i in range(len(coeffs) - 2, -1, -1):
-            if coeffs[i] is not None:
-                acc = self.add_plain(acc, self.plaintext_like(coeffs[i], acc))
+            if coeffs[i] is not None and coeffs[i] != 0:
+                acc = self.add_plain(acc, self._coefficient(coeffs[i], acc))
             if i:
                 acc = self.rescaled(self.mul(acc, self.down_to(x, acc)))
         return acc
+
+    def _coefficient(self, c: str | float, like: str) -> str:
+        """A polynomial's coefficient: the name of an input, or a number (a constant)."""
+        return self.plaintext_like(c, like) if isinstance(c, str) else self.constant(c, like)
 
     def sum(self, cts: list[str]) -> str:
         """A balanced tree of additions."""

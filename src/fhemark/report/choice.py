@@ -26,10 +26,12 @@ def _bytes(n: int | None) -> str:
 
 def print_requirements(name: str, reqs: dict[str, Requirements], console: Console) -> None:
     t = Table(title=f"what {name} needs, read from its program (nothing run)", title_justify="left")
-    for col in ("scheme", "depth", "levels", "mult. in sequence", "rotations", "values", "plaintext bits", "timed steps"):
+    for col in ("scheme", "depth", "levels", "mult. in sequence", "rotations", "values", "plaintext bits / largest value",
+                "timed steps"):
         t.add_column(col)
     for s, r in reqs.items():
-        bits = f"{r.plain_bits} (largest |value| {r.largest_value})" if r.plain_bits else "-"
+        bits = f"t {r.plain_bits} bits (largest |value| {r.largest_value})" if r.plain_bits else \
+            f"largest |value| {r.largest_value:.3g} (2^{r.magnitude_bits})" if r.largest_value is not None else "-"
         t.add_row(s.upper(), str(r.depth), str(r.levels), str(r.multiplications),
                   ", ".join(map(str, r.rotations)) or "none", str(r.slots or "all slots"), bits,
                   ", ".join(f"{n} {op}" for op, n in sorted(r.counts.items())))
