@@ -41,6 +41,8 @@ fn one_line(s: &str) -> String {
 }
 
 fn main() {
+    // The rayon global pool is sized from FHEMARK_THREADS (protocol default 1)
+    // before any key or ciphertext exists; TFHE-rs uses no other threads on CPU.
     let threads = threads_from_env();
     if let Err(e) = rayon::ThreadPoolBuilder::new().num_threads(threads).build_global() {
         eprintln!("fhemark-tfhe: could not build the rayon pool: {e}");
