@@ -28,6 +28,7 @@ every attribute raises if called. Nothing this driver compiles touches it.
 from __future__ import annotations
 
 import base64
+import ctypes
 import importlib.util
 import math
 import os
@@ -40,7 +41,9 @@ from importlib import metadata
 from pathlib import Path
 
 THREADS = max(1, int(os.environ.get("FHEMARK_THREADS", "1") or 1))
-os.environ.setdefault("OMP_NUM_THREADS", str(THREADS))  # Concrete's loop parallelism is OpenMP
+# Concrete's loop parallelism is OpenMP (the wheel's own libomp), which reads OMP_NUM_THREADS when
+# its runtime starts: set before Concrete loads, from FHEMARK_THREADS whatever the caller's value.
+os.environ["OMP_NUM_THREADS"] = str(THREADS)
 TORCH_MESSAGE = "torch is not installed: fhemark's Concrete driver does not use convolution or max-pool"
 
 
@@ -79,7 +82,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "python_shared")
 from jsonl_driver import (PROTOCOL, Failure, overhead_ns, resolve, run_samples, serve,  # noqa: E402
                           time_region, vec_in)
 
-DRIVER_VERSION = "0.1.0"
+DRIVER_VERSION = "0.2.0"
 CONCRETE_VERSION = metadata.version("concrete-python")
 SCHEME = "tfhe_int"
 CHUNK_BITS = 2
@@ -432,12 +435,13 @@ def prepare(s: Setup, op: str, args: list, attrs: dict, vals: dict) -> Prepared:
                     lambda outs: Cts([o[0] for o in outs], fn, ks))
 
 
-def run_sample(s: Setup, program: dict, regions: dict, sample: dict) -> tuple[dict, dict]:
+def run_sample(s: Setup, program: dict, regions: dict, sample: dict) -> tuple[dict, dict, dict]:
     vals: dict = {name: vec_in(v) for name, v in sample["inputs"].items()}
     vals.update(sk=s.std)
     scalars = sample.get("scalars", {})
     steps = program["steps"]
     ns: dict[str, int] = {}
+    cpu: dict[str, int] = {}
     i = 0
     while i < len(steps):
         name, names = regions.get(steps[i]["out"], (None, [steps[i]["out"]]))
@@ -447,13 +451,13 @@ def run_sample(s: Setup, program: dict, regions: dict, sample: dict) -> tuple[di
         if name is None:
             outs = [c() for c in calls]
         else:
-            outs, ns[name] = time_region(calls)
+            outs, ns[name], cpu[name] = time_region(calls)
         at = 0
         for b, p in zip(batch, prepared):
             vals[b["out"]] = p.post(outs[at: at + len(p.calls)])
             at += len(p.calls)
         i += len(names)
-    return vals, ns
+    return vals, ns, cpu
 
 
 def vec_out_u64(a: np.ndarray) -> dict:
@@ -489,7 +493,29 @@ def handle_run(setups: dict, req: dict) -> dict:
             "sizes_bytes": {n: v for n, v in sizes.items() if v is not None}, "notes": notes}
 
 
+def openmp_threads() -> tuple[list[str], int | None]:
+    """The libomp files mapped into this process (Concrete's runtime brings its own, in
+    concrete_python.libs) and, when there is exactly one, its omp_get_max_threads(): the thread
+    count the compiled loops get. None when the driver cannot tell."""
+    try:
+        with open("/proc/self/maps") as f:
+            libs = sorted({line.split()[-1] for line in f if "libomp" in line.rsplit("/", 1)[-1]})
+    except OSError:
+        return [], None
+    if len(libs) != 1:
+        return libs, None
+    try:
+        return libs, int(ctypes.CDLL(libs[0]).omp_get_max_threads())  # dlopen returns the copy already loaded
+    except (OSError, AttributeError):
+        return libs, None
+
+
 def capabilities() -> dict:
+    libs, omp_max = openmp_threads()
+    # One thread: loop_parallelize is off, nothing else in the runtime spreads a call (measured: CPU / wall 1).
+    # More: OpenMP's own count, read back, when it is certainly the runtime the compiled loops use.
+    threads = 1 if THREADS == 1 else (omp_max if omp_max is not None else THREADS)
+    honoured = True if THREADS == 1 or omp_max is not None else None
     return {"protocol": PROTOCOL, "library": "concrete", "library_version": CONCRETE_VERSION,
             "driver_version": DRIVER_VERSION, "extensions": ["bits"],
             "build": {"binding": f"concrete-python {CONCRETE_VERSION} (PyPI manylinux wheel, installed without its torch "
@@ -501,7 +527,8 @@ def capabilities() -> dict:
                       "encoding": f"tfhe_int: an integer of `bits` bits is a tensor of bits/{CHUNK_BITS} chunks of "
                                   f"{CHUNK_BITS} bits (little-endian); sums wrap modulo 2^bits (top carry dropped)",
                       "parallelism": (f"loop_parallelize={THREADS > 1} (OpenMP, OMP_NUM_THREADS="
-                                      f"{os.environ.get('OMP_NUM_THREADS')}), dataflow_parallelize=False, "
+                                      f"{os.environ.get('OMP_NUM_THREADS')}; {', '.join(libs) or 'no libomp mapped'}: "
+                                      f"omp_get_max_threads() {omp_max}), dataflow_parallelize=False, "
                                       f"auto_parallelize=False"),
                       "compile": "one fhe.module per width and preset, compiled at setup (once per process); "
                                  "parameters chosen by Concrete's optimizer, reported in setup's effective",
@@ -513,8 +540,9 @@ def capabilities() -> dict:
                                "compilation feedback",
                       "security": "Concrete's optimizer targets 128 bits (SecurityLevel.SECURITY_128_BITS); "
                                   "allow_insecure is ignored",
-                      "timing": "time.perf_counter_ns around a region's prepared calls, Python's cyclic gc off"},
-            "threads": THREADS,
+                      "timing": "time.perf_counter_ns around a region's prepared calls, Python's cyclic gc off; "
+                                "cpu_ns: time.process_time_ns inside the same pair of clock reads"},
+            "threads": threads, "threads_honoured": honoured,
             "schemes": {SCHEME: {"ops": list(OPS), "deviations": DEVIATIONS,
                                  "limits": {"bits": list(WIDTHS), "presets": ["default", *PRESETS],
                                             "default_preset": DEFAULT_PRESET, "block_bits": CHUNK_BITS}}}}

@@ -458,7 +458,7 @@ def run(req, s, vec_encode):
     env = {}
     for sample in samples:
         env, scalars = read_sample(sample)
-        ns = run_steps(steps, regions, lambda st, env=env, scalars=scalars: prog.prepare(st, env, scalars), env)
+        ns, cpu = run_steps(steps, regions, lambda st, env=env, scalars=scalars: prog.prepare(st, env, scalars), env)
         out = {}
         for o in outputs:
             if o not in env:
@@ -467,7 +467,7 @@ def run(req, s, vec_encode):
             if not isinstance(v, np.ndarray):
                 raise DriverError("internal", "output %r is not a decrypted vector" % o)
             out[o] = vec_encode(v.astype(np.uint64), "u64")
-        results.append({"ns": ns, "outputs": out})
+        results.append({"ns": ns, "cpu_ns": cpu, "outputs": out})
     result = {"samples": results, "overhead_ns": measure_overhead()}
     if program.get("sizes"):
         sz = {}

@@ -20,7 +20,7 @@ import time
 import traceback
 from functools import partial
 
-DRIVER_VERSION = "0.4.0"
+DRIVER_VERSION = "0.5.0"
 PROTOCOL = 2
 
 # OpenMP reads OMP_NUM_THREADS when the runtime starts: set it before import.
@@ -47,6 +47,8 @@ import ckksboot  # noqa: E402
 import routines  # noqa: E402
 
 clock = time.perf_counter_ns
+# The process's CPU time, user + system over every thread (OpenMP's workers included): cpu_ns.
+cpu_clock = time.process_time_ns
 
 
 # --------------------------------------------------------------------------
@@ -148,17 +150,21 @@ def read_regions(steps, timed):
 def time_region(calls):
     """One timed region: the prepared library calls, one after the other, between two reads of
     the monotonic clock (Python's garbage collector held off). The results are returned, so
-    freeing them is not timed."""
+    freeing them is not timed. -> (ns, cpu_ns, results): cpu_ns is the process's CPU time over
+    the same calls (PROTOCOL.md), read outside the clock pair (cpu, wall ... wall, cpu), so the
+    CPU reads' own cost (two system calls) stays out of ns."""
     gc_on = gc.isenabled()
     gc.disable()
     try:
+        c0 = cpu_clock()
         t0 = clock()
         res = [c() for c in calls]
         t1 = clock()
+        c1 = cpu_clock()
     finally:
         if gc_on:
             gc.enable()
-    return t1 - t0, res
+    return t1 - t0, c1 - c0, res
 
 
 def read_sample(sample):
@@ -174,8 +180,9 @@ def run_steps(steps, regions, prepare, env):
     """One sample: the steps in program order, each result kept in env under the step's out.
     prepare(step) -> (call, wrap): the library call(s) to make, and wrap(result) -> the value
     kept (None: the result itself). A step outside every region runs untimed; at a region every
-    step is prepared first, then its calls are timed together (time_region). -> {region: ns}."""
-    ns = {}
+    step is prepared first, then its calls are timed together (time_region).
+    -> ({region: ns}, {region: cpu_ns})."""
+    ns, cpu = {}, {}
     i, n = 0, len(steps)
     while i < n:
         name, end = regions.get(i, (None, i + 1))
@@ -183,11 +190,11 @@ def run_steps(steps, regions, prepare, env):
         if name is None:
             results = [prepared[0][0]()]
         else:
-            ns[name], results = time_region([call for call, _ in prepared])
+            ns[name], cpu[name], results = time_region([call for call, _ in prepared])
         for st, (_, wrap), r in zip(steps[i:end], prepared, results):
             env[st["out"]] = r if wrap is None else wrap(r)
         i = end
-    return ns
+    return ns, cpu
 
 
 def measure_overhead():
@@ -238,11 +245,23 @@ def openfhe_error(e, default="invalid_params"):
 _GOMP = None
 
 
+def gomp_copies():
+    """The libgomp files mapped into this process. The PyPI wheel ships openfhe/lib/libgomp.so, but
+    its libraries ask for the soname libgomp.so.1, which that folder lacks: the loader takes the
+    system's copy (seen here: /usr/lib/x86_64-linux-gnu/libgomp.so.1.0.0 is the only one mapped).
+    One copy means the calls below reach the OpenMP runtime OpenFHE really uses."""
+    try:
+        with open("/proc/self/maps") as f:
+            return sorted({line.split()[-1] for line in f if "libgomp" in line.rsplit("/", 1)[-1]})
+    except OSError:
+        return []
+
+
 def _gomp():
     global _GOMP
     if _GOMP is None:
         try:
-            # By soname: the copy OpenFHE's libraries already loaded.
+            # By soname: the copy OpenFHE's libraries already loaded (dlopen returns it).
             _GOMP = ctypes.CDLL("libgomp.so.1")
         except OSError:
             _GOMP = False
@@ -258,10 +277,13 @@ def apply_threads(n):
 
 
 def real_threads():
+    """(threads, honoured): OpenMP's max threads read back from the runtime OpenFHE uses, and
+    whether it is certainly that runtime (one libgomp mapped); (FHEMARK_THREADS, None) when the
+    driver cannot tell."""
     g = _gomp()
-    if g is None:
-        return _THREADS_WANTED
-    return int(g.omp_get_max_threads())
+    if g is None or len(gomp_copies()) != 1:
+        return _THREADS_WANTED, None
+    return int(g.omp_get_max_threads()), True
 
 
 # --------------------------------------------------------------------------
@@ -1128,7 +1150,7 @@ def do_run(req, reg):
                     meta[st["out"]] = towers
                 return call, wrap
 
-            ns = run_steps(steps, regions, prepare, env)
+            ns, cpu = run_steps(steps, regions, prepare, env)
             out = {}
             for oname in outputs:
                 if oname not in env:
@@ -1143,7 +1165,7 @@ def do_run(req, reg):
                 if len(v) < s.slots:
                     v = np.concatenate([v, np.zeros(s.slots - len(v), dtype=v.dtype)])
                 out[oname] = vec_encode(v[:s.slots])
-            results.append({"ns": ns, "outputs": out})
+            results.append({"ns": ns, "cpu_ns": cpu, "outputs": out})
     finally:
         # a failed keygen step must not leave the key caches emptied
         prog.restore_caches()
@@ -1244,13 +1266,15 @@ def binding_call_ns():
 
 def do_capabilities():
     lib, binding, pkg = library_version()
-    threads = real_threads()
+    threads, honoured = real_threads()
+    copies = gomp_copies()
     build = {
         "binding": "openfhe-python %s (PyPI openfhe %s)" % (binding, pkg),
         "python": sys.version.split()[0],
         "native_int_bits": int(ofhe.get_native_int()) if hasattr(ofhe, "get_native_int") else None,
         "hexl": "no (PyPI wheel)",
-        "openmp": "libgomp (omp_set_num_threads via ctypes)",
+        "openmp": "libgomp %s: FHEMARK_THREADS as OMP_NUM_THREADS before import and omp_set_num_threads (ctypes); "
+                  "threads = omp_get_max_threads() read back" % (", ".join(copies) or "(none mapped)"),
         "compression": "none",
         "serialization": "cereal SERBINARY (Serialize)",
         "plaintext_size": "in-memory N x limbs x 8 bytes (OpenFHE cannot serialize plaintexts)",
@@ -1262,7 +1286,8 @@ def do_capabilities():
                   "sizes via SerializeToFile(BINARY)",
         "timing": "time.perf_counter_ns around a region's prepared binding calls (functools.partial, one "
                   "after the other, gc off); overhead_ns is an empty region, binding_call_ns a region with "
-                  "one trivial binding call (the per-op floor)",
+                  "one trivial binding call (the per-op floor); cpu_ns: time.process_time_ns (every thread, "
+                  "OpenMP's workers included) inside the same pair of clock reads",
         "into": "<op>_into: OpenFHE's in-place call on a copy of the first operand made before the region",
         "routines": "inner_sum: EvalSum; inner_product: EvalInnerProduct; linear_transform: baby-step giant-step "
                     "by the driver (EvalFastRotationPrecompute/EvalFastRotation baby steps, EvalRotate giant steps, "
@@ -1279,6 +1304,7 @@ def do_capabilities():
         "driver_version": DRIVER_VERSION,
         "build": build,
         "threads": threads,
+        "threads_honoured": honoured,
         "schemes": {
             "bfv": {"ops": OPS["bfv"], "limits": limits, "deviations": DEVIATIONS["bfv"]},
             "bgv": {"ops": OPS["bgv"], "limits": limits, "deviations": DEVIATIONS["bgv"]},

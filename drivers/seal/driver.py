@@ -21,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "python_shared")
 from jsonl_driver import (PROTOCOL, Failure, array_out, overhead_ns, resolve, run_samples, serve,  # noqa: E402
                           time_region, vec_in)
 
-DRIVER_VERSION = "0.4.0"
+DRIVER_VERSION = "0.5.0"
 SCHEMES = {"bfv": seal.scheme_type.bfv, "bgv": seal.scheme_type.bgv, "ckks": seal.scheme_type.ckks}
 COMMON = ["encode", "decode", "encrypt_pk", "encrypt_sk", "decrypt", "add", "sub", "add_plain", "mul",
           "mul_relin", "square_relin", "mul_plain", "mul_scalar", "square", "relinearize", "keygen_secret", "keygen_public",
@@ -311,12 +311,13 @@ def coeffs_of(pt, n: int, t: int) -> np.ndarray:
 
 
 
-def run_sample(s: Setup, program: dict, regions: dict, sample: dict) -> tuple[dict, dict]:
+def run_sample(s: Setup, program: dict, regions: dict, sample: dict) -> tuple[dict, dict, dict]:
     vals = {name: vec_in(v) for name, v in sample["inputs"].items()}
     vals.update(sk=s.sk, pk=s.pk, rlk=s.rlk, gk=s.gk)
     scalars = sample.get("scalars", {})
     steps = program["steps"]
     ns: dict[str, int] = {}
+    cpu: dict[str, int] = {}
     i = 0
     while i < len(steps):
         st = steps[i]
@@ -329,11 +330,11 @@ def run_sample(s: Setup, program: dict, regions: dict, sample: dict) -> tuple[di
         batch = steps[i: i + len(names)]
         prepared = [prepare(s, b["op"], b.get("args", []), resolve(b.get("attrs", {}), scalars), vals) for b in batch]
         calls = [c for c, _ in prepared]
-        outs, ns[name] = time_region(calls)
+        outs, ns[name], cpu[name] = time_region(calls)
         for b, (_, post), o in zip(batch, prepared, outs):
             vals[b["out"]] = post(o) if post else o
         i += len(names)
-    return vals, ns
+    return vals, ns, cpu
 
 
 def handle_run(setups: dict, req: dict) -> dict:
@@ -362,8 +363,12 @@ def capabilities() -> dict:
                       "numpy": np.__version__,
                       "compression_modes": sorted(seal.compr_mode_type.__members__),
                       "sizes": "uncompressed serialization",
-                      "timing": "time.perf_counter_ns around a region's prepared calls, Python's cyclic gc off"},
-            "threads": 1,  # SEAL's evaluator is single-threaded
+                      "timing": "time.perf_counter_ns around a region's prepared calls, Python's cyclic gc off; "
+                                "cpu_ns: time.process_time_ns inside the same pair of clock reads",
+                      "threads": "SEAL has no thread setting: FHEMARK_THREADS is not used, every call runs on the "
+                                 "calling thread"},
+            # SEAL's evaluator is single-threaded and has no thread count to set, whatever FHEMARK_THREADS says.
+            "threads": 1, "threads_honoured": False,
             "schemes": {k: {"ops": v, "limits": limits, "deviations": DEVIATIONS[k]} for k, v in OPS.items()}}
 
 

@@ -73,7 +73,11 @@ class Driver:
     def start(self) -> None:
         env = dict(os.environ)
         n = str(self.threads)
-        env.update(FHEMARK_THREADS=n, OMP_NUM_THREADS=n, RAYON_NUM_THREADS=n, PYTHONUNBUFFERED="1")
+        # The drivers' own numpy (encoding, checks: never timed) gets one thread: with OMP_NUM_THREADS=2
+        # OpenBLAS starts a second thread that spin-waits after each call, and that CPU time landed in
+        # SEAL's timed regions (parallelism 1.88 for a library without threads).
+        env.update(FHEMARK_THREADS=n, OMP_NUM_THREADS=n, RAYON_NUM_THREADS=n, PYTHONUNBUFFERED="1",
+                   OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1")
         try:
             self.proc = subprocess.Popen(list(self.manifest.command), cwd=self.manifest.folder, env=env,
                                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
