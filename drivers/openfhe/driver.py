@@ -42,6 +42,7 @@ except Exception as e:  # still answer requests, with a clear error
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import noise as noise_mod  # noqa: E402
+from dnum import choose_dnum  # noqa: E402
 import binfhe  # noqa: E402
 import ckksboot  # noqa: E402
 import routines  # noqa: E402
@@ -474,21 +475,6 @@ def build_params(scheme, params, allow_insecure, depth_override=None):
         cp.SetStandardDeviation(float(params["sigma"]))
     cp.SetSecurityLevel(ofhe.HEStd_NotSet if allow_insecure else ofhe.HEStd_128_classic)
     return cp, notes, dnum
-
-
-def choose_dnum(q_bits, p_bits):
-    """Digits so that one digit's modulus is about the size of P.
-
-    OpenFHE splits the chain into dnum digits of ceil(len(q)/dnum) primes
-    and refuses a dnum that leaves a digit empty; it then picks P (60-bit
-    primes) to cover the largest digit."""
-    n = len(q_bits)
-    valid = [d for d in range(1, n + 1) if -(-n // (-(-n // d))) == d]
-    if not p_bits:
-        return n
-    target = -(-sum(q_bits) // max(1, sum(p_bits)))
-    above = [d for d in valid if d >= target]
-    return min(above) if above else max(valid)
 
 
 def make_context(cp):

@@ -11,6 +11,7 @@ gets primes of exactly the asked sizes from its own generator, TFHE-rs gets the 
 
 from __future__ import annotations
 
+import importlib.util
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,6 +19,7 @@ from string import Template
 from typing import Any
 
 from .errors import UserError
+from .locations import project_root
 from .params import SCHEMES_BITS, ParamSet, resolve
 
 LANGUAGES = {"seal": "python", "openfhe": "python", "tenseal": "python", "lattigo": "go", "tfhe-rs": "rust"}
@@ -299,15 +301,13 @@ def _openfhe(scheme: str, ps: ParamSet, insecure: bool) -> str:
 
 
 def openfhe_dnum(q_bits: list[int], p_bits: list[int]) -> int:
-    """The driver's rule (drivers/openfhe/driver.py choose_dnum): the fewest digits whose modulus is
-    about the size of P; OpenFHE refuses a digit count that leaves a digit empty."""
-    n = len(q_bits)
-    valid = [d for d in range(1, n + 1) if -(-n // (-(-n // d))) == d]
-    if not p_bits:
-        return n
-    target = -(-sum(q_bits) // max(1, sum(p_bits)))
-    above = [d for d in valid if d >= target]
-    return min(above) if above else max(valid)
+    """The OpenFHE driver's own digit-count rule, read from its file (drivers/openfhe/dnum.py: no
+    imports, so it loads here without OpenFHE), so that a snippet builds what the driver builds."""
+    path = project_root() / "drivers" / "openfhe" / "dnum.py"
+    spec = importlib.util.spec_from_file_location("fhemark_openfhe_dnum", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.choose_dnum(q_bits, p_bits)
 
 
 # ---------------------------------------------------------------- Lattigo v6, as drivers/lattigo/context.go
