@@ -89,9 +89,9 @@ def _first_int_chain(need: Need, n: int) -> int:
 
 
 def _ckks_chain(need: Need, scale: int) -> list[int]:
-    """The first prime holds the result's magnitude (2^magnitude_bits at the scale) with 10 bits to
-    spare; one scale-sized prime per level."""
-    return [min(MAX_PRIME, scale + 10 + need.magnitude_bits)] + [scale] * need.depth
+    """The first prime holds the result at the scale with 10 bits to spare, or its magnitude
+    (2^magnitude_bits) with 3 where that is more; one scale-sized prime per level."""
+    return [min(MAX_PRIME, scale + max(10, need.magnitude_bits + 3))] + [scale] * need.depth
 
 
 def _rings(need: Need) -> list[int]:

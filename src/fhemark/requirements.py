@@ -77,9 +77,11 @@ def derive(w: Workload, scheme: str) -> Requirements:
     magnitude_bits = 0
     notes = []
     if scheme == "ckks":
-        # Values above 1 need room above the scale in the last prime: the search's chains start there.
+        # A value that has consumed every level lives modulo the last prime alone: above 1 it needs
+        # that much room above the scale there (values higher up the chain have a prime's worth more).
         largest = largest_value(w, scheme)
-        magnitude_bits = max(0, math.ceil(math.log2(largest))) if largest > 0 else 0
+        last = largest_value(w, scheme, at_level=levels)
+        magnitude_bits = max(0, math.ceil(math.log2(last))) if last > 0 else 0
     if scheme in RLWE_SCHEMES and scheme != "ckks":
         largest = largest_value(w, scheme)
         plain_bits = max(MIN_PLAIN_BITS, (2 * largest).bit_length() + 1)
@@ -92,12 +94,14 @@ def derive(w: Workload, scheme: str) -> Requirements:
                         outputs, notes, magnitude_bits)
 
 
-def largest_value(w: Workload, scheme: str, slots: int = 8192) -> float:
+def largest_value(w: Workload, scheme: str, slots: int = 8192, at_level: int | None = None) -> float:
     """The largest |value| any step holds on SAMPLES draws of the inputs: BFV/BGV replayed over the
-    integers (modulo a 61-bit prime, read centred), CKKS over the reals."""
+    integers (modulo a 61-bit prime, read centred), CKKS over the reals (`at_level`: only values
+    that have consumed that many levels)."""
     exact = scheme != "ckks"
     plain = Plain(scheme, slots if exact else slots // 2, WIDE if exact else None)
     circ, outs = w.circuit(scheme, plain)
+    level = {k: lv for k, (lv, _) in walk(circ.program(*outs)).items()}
     rng = np.random.default_rng(7)
     top = 0
     for _ in range(SAMPLES):
@@ -105,9 +109,9 @@ def largest_value(w: Workload, scheme: str, slots: int = 8192) -> float:
         for name, fn in circ.replay:
             env[name] = fn(plain, env)
             v = np.asarray(env[name], dtype=np.int64 if exact else np.float64)
-            if v.size:
-                top = max(top, int(np.abs(np.where(v > WIDE // 2, v - WIDE, v)).max()) if exact else
-                          float(np.abs(v).max()))
+            if not v.size or (at_level is not None and level.get(name, 0) != at_level):
+                continue
+            top = max(top, int(np.abs(np.where(v > WIDE // 2, v - WIDE, v)).max()) if exact else float(np.abs(v).max()))
     return top
 
 
