@@ -31,7 +31,7 @@ import hashlib
 import importlib.util
 import re
 import signal
-import sys
+import threading
 import traceback
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -107,7 +107,7 @@ class Workload:
     title: str = ""
     scalars: Callable[[Plain, np.random.Generator], dict[str, Any]] | None = None  # per-sample `$name`s (poly_eval)
     precision_bits: float = 20.0   # CKKS: what `choose` asks of every output by default
-    bits: int | None = None        # tfhe_int: the integer width it runs at (8, 16, 32, 64, 128)
+    bits: int | None = None        # tfhe_int: the integer width it runs at (8, 16, 32 or 64)
     native: bool = False           # the libraries' own routines where the program spells them out
     slots: int | None = None       # values per evaluation (default: the longest input's length)
     rotations: Sequence[int] | None = None  # Galois keys (default: read from the program)
@@ -240,7 +240,7 @@ class _Timeout(Exception):
 @contextmanager
 def _deadline(seconds: int) -> Iterator[None]:
     """SIGALRM in the main thread (the CLI); elsewhere no deadline can be set, and none is."""
-    if not hasattr(signal, "SIGALRM") or sys.modules["threading"].current_thread().name != "MainThread":
+    if not hasattr(signal, "SIGALRM") or threading.current_thread() is not threading.main_thread():
         yield
         return
 
