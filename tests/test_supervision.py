@@ -80,5 +80,5 @@ def test_ctrl_c_during_a_hung_job_stops_at_once_and_keeps_what_was_measured(fake
         runner.execute()
     assert time.monotonic() - t0 < 10  # not the job's 120 s timeout, nor a 10 s polite shutdown
     assert [r["op"] for r in store.records(run_id)] == ["add"]
-    assert not runner.drivers["fake"].alive
+    assert not runner.drivers[("fake", 1)].alive  # one driver process per (library, threads)
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
