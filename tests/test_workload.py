@@ -199,3 +199,22 @@ def test_numbers_in_a_polynomial_are_constants_and_ckks_magnitude_is_read(tmp_pa
     from fhemark.choose import _need
     first = next(candidates(_need(big, r, 20.0, 128, "hestd2018")))
     assert first["q_bits"][0] - first["scale_bits"] >= r.magnitude_bits + 2  # the last prime holds the sum
+
+
+def test_a_scalar_after_a_product_decrypts_right_on_every_library(tmp_path):
+    """Cross-driver contract beyond fresh operands: Lattigo's scalar multiply dropped the Scale a
+    BFV/BGV product leaves (every nonzero slot wrong); every RLWE library built here must agree."""
+    from fhemark.drivers import available, manifests
+    libs = [lib for lib in available() if {"bfv", "bgv"} & set(manifests()[lib].schemes)]
+    f = write(tmp_path, """
+    def compute(c):
+        x = c.encrypted("x")
+        return c.mul_scalar(c.square(x), 4096)
+    W = Workload("scalar_after_product_t", compute, inputs={"x": Uniform(0, 15, length=64)}, schemes=("bfv", "bgv"))
+    """)
+    db = tmp_path / "s.db"
+    args = [x for lib in libs for x in ("--library", lib)]
+    r = cli("run", "--workload", f, *args, "--params", "c8192", "--db", db, "--report", tmp_path / "rep")
+    recs = [x for x in Store(db).records() if x["status"] != "unsupported"]
+    assert recs and all(x["status"] == "ok" and x["check_passed"] for x in recs), r.output
+    assert {"seal"} <= {x["library"] for x in recs}

@@ -14,7 +14,7 @@ import (
 	"strconv"
 )
 
-const driverVersion = "0.5.0"
+const driverVersion = "0.5.1"
 
 func main() {
 	log.SetOutput(os.Stderr)

@@ -560,9 +560,23 @@ func opMulScalar(x *execState, s *step, args []*value, out *value, into bool) (f
 		t := new(big.Int).SetUint64(c.bgvP.PlaintextModulus())
 		sc := new(big.Int).Mod(bi, t).Uint64()
 		e := c.ev.bgv
+		// Lattigo v6.2.0's scalar Mul multiplies the polynomials but leaves the output's Scale at
+		// the new ciphertext's default: after a product (whose Scale is no longer 1) the result
+		// decrypted wrong in every nonzero slot. The input's Scale is carried over (a field copy,
+		// inside the region as part of the call it completes).
 		return c.timedOutput(out, into, a.Degree(), a.Level(),
-			func(o *rlwe.Ciphertext) error { return e.Mul(a, sc, o) },
-			func() (*rlwe.Ciphertext, error) { return e.MulNew(a, sc) }), nil
+			func(o *rlwe.Ciphertext) error {
+				err := e.Mul(a, sc, o)
+				o.Scale = a.Scale
+				return err
+			},
+			func() (*rlwe.Ciphertext, error) {
+				o, err := e.MulNew(a, sc)
+				if o != nil {
+					o.Scale = a.Scale
+				}
+				return o, err
+			}), nil
 	}
 	f, err := toFloat(v)
 	if err != nil {
