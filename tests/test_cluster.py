@@ -81,3 +81,15 @@ def test_a_cluster_spec_that_is_neither_local_nor_tcp_is_one_line():
         cluster.connect("udp://x")
     with pytest.raises(UserError, match="local needs a worker count"):
         cluster.connect("local:zero")
+
+
+def test_a_failed_worker_record_uses_the_protocols_status_words():
+    """`crashed`, as the supervisor and docs/export.md spell it: the advisor and choose stop a
+    library's search on it, which a record saying `crash` slipped past."""
+    from typing import get_args
+
+    from fhemark.messages import ErrorValue
+    suite = Suite(name="c", cases=[{"libraries": ["seal"], "schemes": ["bfv"], "params": ["c8192"], "ops": ["add"]}])
+    job = build(suite, ["seal"]).jobs[0]
+    rec = cluster._failed(job, "r1", "its worker failed twice")
+    assert rec["status"] in get_args(ErrorValue.model_fields["kind"].annotation)

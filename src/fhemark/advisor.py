@@ -204,7 +204,7 @@ def advise(need: Need, libraries: list[str], repeats: int = 3, db: Path | None =
                 why, recs = _verify(need, lib, spec, repeats, store_path)
                 if why:
                     prop.rejected.append(f"N = {spec['N']}, q = {spec['q_bits']}: {why}")
-                    if recs and recs[-1]["status"] in ("unsupported", "crash", "timeout", "out_of_memory"):
+                    if recs and recs[-1]["status"] in ("unsupported", "crashed", "timeout", "out_of_memory"):
                         break  # the library cannot run it at all: larger sets will not help
                     continue
                 prop.spec = spec

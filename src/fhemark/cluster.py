@@ -141,6 +141,6 @@ def execute(plan: Plan, client: Any, run_id: str, store: Any, skip: set[str],
 
 def _failed(job: Job, run_id: str, why: str) -> dict:
     return {"library": job.library, "scheme": job.scheme, "op": job.op, "params": {**job.params.wire(),
-            "name": job.params.name}, "status": "crash", "error": why, "check_passed": None, "samples_ns": [],
+            "name": job.params.name}, "status": "crashed", "error": why, "check_passed": None, "samples_ns": [],
             "median_ns": None, "ci95_ns": None, "job_key": job.key, "run_id": run_id, "timestamp": time.time(),
             "suite": "", "vector_length": job.slots, "slots": job.slots, "env": {}}
