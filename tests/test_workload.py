@@ -218,3 +218,26 @@ def test_a_scalar_after_a_product_decrypts_right_on_every_library(tmp_path):
     recs = [x for x in Store(db).records() if x["status"] != "unsupported"]
     assert recs and all(x["status"] == "ok" and x["check_passed"] for x in recs), r.output
     assert {"seal"} <= {x["library"] for x in recs}
+
+
+def test_the_search_is_steered_by_what_failures_measured(tmp_path, monkeypatch):
+    """A ring the library refuses as insecure is left; a CKKS set short of precision by d bits
+    moves the scale up by d (checks.py's words, parsed back): the sets in between are not run."""
+    from fhemark import choose as chooser
+    from fhemark.advisor import Need
+    space = [{"N": n, "q_bits": [s + 10, s], "p_bits": [60], "scale_bits": s} for n in (8192, 16384) for s in (30, 34, 38, 42)]
+    tried = []
+
+    def fake_verify(w, need, lib, spec, repeats, db):
+        tried.append((spec["N"], spec["scale_bits"]))
+        if spec["N"] == 8192 and spec["scale_bits"] == 30:
+            return "wrong_result: precision 13.0 bits, below the required 22 (max error 1e-4)", {"status": "wrong_result"}
+        if spec["N"] == 8192:
+            return "insecure_params: the ring is too small for this library", {"status": "insecure_params"}
+        return "", {"status": "ok", "precision_bits": 23.0}
+    monkeypatch.setattr(chooser, "verify", fake_verify)
+    c = chooser._search(None, Need("ckks", 1, 20.0), "lib", space, 1, tmp_path / "v.db", lambda *a: None)
+    # 30 is 9 bits short: the floor becomes 39, so 34 and 38 are skipped; 42 at 8192 is refused as
+    # insecure, and the ring is left; at 16384 the first set at or above the floor passes.
+    assert tried == [(8192, 30), (8192, 42), (16384, 42)]
+    assert c.verified and c.spec["N"] == 16384 and c.spec["scale_bits"] == 42
