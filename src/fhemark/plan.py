@@ -16,7 +16,7 @@ from .errors import UserError
 from .catalog import BOOTSTRAP, DEPTH, INTO, MICRO, PIPELINES, known, lookup
 from .params import SCHEMES_BITS, SCHEMES_RLWE, ParamSet, resolve
 from .security import Estimate, estimate
-from .suites import thread_counts, Policy, Suite
+from .suites import Policy, Suite, thread_counts
 
 
 @dataclass(frozen=True)

@@ -88,6 +88,8 @@ def thread_counts(threads: Threads) -> list[int]:
     named = {"max": [cores], "all": list(range(1, cores + 1))}
     return list(dict.fromkeys(n for t in (threads if isinstance(threads, list) else [threads])
                               for n in named.get(t, [t])))
+
+
 Name = Annotated[str, Field(strict=True, min_length=1, max_length=100)]
 
 
