@@ -87,8 +87,17 @@ def test_depth_probe_compares_depth():
 
 
 def test_cases_match_on_the_resolved_job():
-    cmp = compare([rec(samples=noisy(1e6), key="old")], [rec(samples=noisy(1e6), key="new")], ENV, ENV)
-    assert sorted(c.verdict for c in cmp.changes) == ["added", "removed"] and cmp.exit_status == 0
+    cmp = compare([rec(samples=noisy(1e6), key="old"), rec(samples=noisy(1e6), key="both")],
+                  [rec(samples=noisy(1e6), key="new"), rec(samples=noisy(1e6, seed=1), key="both")], ENV, ENV)
+    assert sorted(c.verdict for c in cmp.changes) == ["added", "removed", "same"] and cmp.exit_status == 0
+
+
+def test_a_comparison_with_no_case_in_common_does_not_pass():
+    """An empty run, or another suite's, judged nothing: bad input (exit 2), never a green gate."""
+    with pytest.raises(UserError, match="no case in common"):
+        compare([rec(samples=noisy(1e6), key="old")], [rec(samples=noisy(1e6), key="new")], ENV, ENV)
+    with pytest.raises(UserError, match="no case in common"):
+        compare([rec(samples=noisy(1e6), key="old")], [], ENV, ENV)
 
 
 def test_other_host_is_refused_unless_accepted():

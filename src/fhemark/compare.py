@@ -134,6 +134,12 @@ def compare(base_recs: list[dict], new_recs: list[dict], base_env: dict, new_env
     if diffs and not other_host:
         raise UserError(f"the runs were measured on different hosts ({'; '.join(diffs)}): their timings do not compare",
                         "rerun both on one machine, or pass --other-host to compare anyway (marked)")
+    if not base.keys() & new.keys():
+        # A gate that judged nothing must not pass: an empty run (interrupted, refused) or another
+        # suite's run would otherwise read "N removed", exit 0.
+        raise UserError(f"the runs have no case in common ({len(base)} in the baseline, {len(new)} in the new run): "
+                        "the comparison would judge nothing",
+                        "compare a run with one of the same suite (same library, scheme, parameters, op, policy, threads)")
     changes = [compare_case(base.get(k), new.get(k), threshold, alpha)
                for k in list(base) + [k for k in new if k not in base]]
     return Comparison(changes, diffs)
