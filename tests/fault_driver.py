@@ -13,6 +13,7 @@ Faults, each happening while the driver runs OP (a primitive of the program it w
   wrong      answers a wrong result (every slot off by one)
   notime     answers without the time of its timed region
   negative   answers a negative time
+  zero       answers a time of 0 ns (what a driver that forgot to read its clock would send)
 Special names: `start=crash` exits before reading anything; `caps=v1` answers capabilities as protocol v1;
 `setup=refuse` refuses every setup with invalid_params.
 """
@@ -101,7 +102,7 @@ def run(req) -> dict:
     regions = {r["name"]: r["steps"] for r in prog["timed"]}
     timed_steps = {s: name for name, steps in regions.items() for s in steps}
     samples = []
-    notime = negative = False
+    notime = negative = zero = False
     for s in req["samples"]:
         vals = {k: vec(v) for k, v in s["inputs"].items()}
         ns: dict[str, int] = {}
@@ -109,6 +110,7 @@ def run(req) -> dict:
             kind = fault(st["op"], req["id"])
             notime |= kind == "notime"
             negative |= kind == "negative"
+            zero |= kind == "zero"
             vals[st["out"]] = value(st["op"], [vals[x] for x in st["args"]], kind)
             if st["out"] in timed_steps:
                 name = timed_steps[st["out"]]
@@ -117,6 +119,8 @@ def run(req) -> dict:
             ns.pop(next(iter(ns)), None)
         if negative:
             ns = {k: -v for k, v in ns.items()}
+        if zero:
+            ns = {k: 0 for k in ns}
         samples.append({"ns": ns, "outputs": {o: enc(vals[o]) for o in prog["outputs"]}})
     return {"samples": samples, "overhead_ns": 10}
 

@@ -653,7 +653,8 @@ FAULTS = {
     "half_a_reply_then_exit": ("mul_relin=partial", "internal", "not protocol v2"),
     "wrong_result": ("mul_relin=wrong", "wrong_result", "wrong"),
     "missing_time": ("mul_relin=notime", "internal", "timed region"),
-    "negative_time": ("mul_relin=negative", "internal", "negative time"),
+    "negative_time": ("mul_relin=negative", "internal", "impossible time"),
+    "zero_time": ("mul_relin=zero", "internal", "impossible time"),
 }
 
 

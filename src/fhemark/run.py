@@ -552,8 +552,11 @@ def _check_reply(job: Job, program: Program, res: RunResult, count: int) -> None
         if set(s.ns) != want_ns:
             raise DriverError("internal", f"{job.library} sample {i}: times for {sorted(s.ns)}, "
                                           f"expected one per timed region {sorted(want_ns)}")
-        if any(v < 0 for v in s.ns.values()):
-            raise DriverError("internal", f"{job.library} sample {i}: a negative time {s.ns}")
+        # A region made at least one library call: no clock reads zero or less for it, and a result
+        # timed at 0 ns would be ranked as free (recommend picked one "at 0 ns per evaluation").
+        if any(v <= 0 for v in s.ns.values()) or any(v < 0 for v in s.cpu_ns.values()):
+            raise DriverError("internal", f"{job.library} sample {i}: an impossible time {s.ns} (cpu {s.cpu_ns}): "
+                                          "a region of library calls cannot take zero or negative time")
         if missing := want_out - set(s.outputs):
             raise DriverError("internal", f"{job.library} sample {i}: no output {sorted(missing)}")
 
