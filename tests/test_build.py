@@ -48,3 +48,18 @@ def test_a_build_reports_its_outcome_and_a_built_driver_is_not_rebuilt(registry)
     assert "compiler error" in text
     assert registry["rlwe"].available and build_mod.needed(suite()) == ["broken"]  # built once, then not again
     assert "rlwe" in build_mod.needed(suite(), missing_only=False)  # setup --suite brings it up to date
+
+
+def test_a_relative_cache_folder_is_made_absolute_once_at_start(tmp_path, monkeypatch):
+    """FHEMARK_CACHE=relcache means ./relcache where fhemark started, for fhemark and for every build
+    script and driver it starts in their own folders (it wrote the Lattigo binary into the checkout)."""
+    import os
+
+    from fhemark.drivers import manifests
+    from fhemark.locations import cache_dir, settle_environment
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("FHEMARK_CACHE", "relcache")
+    settle_environment()
+    assert os.environ["FHEMARK_CACHE"] == str(tmp_path / "relcache") and cache_dir() == tmp_path / "relcache"
+    lattigo = manifests()["lattigo"].command[0]
+    assert lattigo.startswith(str(tmp_path / "relcache"))

@@ -26,7 +26,7 @@ from . import build as drivers_build
 from . import export as export_mod
 from .drivers import available, manifests
 from .errors import DriverError, UserError
-from .locations import default_db, project_root
+from .locations import default_db, project_root, settle_environment
 from .metadata import environment
 from .catalog import CATALOG
 from .compare import compare
@@ -57,6 +57,7 @@ class _Commands(TyperGroup):
     def main(self, args: Any = None, prog_name: str | None = None, complete_var: str | None = None,
              standalone_mode: bool = True, **extra: Any) -> Any:
         try:
+            settle_environment()
             code = super().main(args=args, prog_name=prog_name, complete_var=complete_var, standalone_mode=False,
                                 **extra)
         except NoArgsIsHelpError as exc:

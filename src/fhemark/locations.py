@@ -6,6 +6,21 @@ import os
 from pathlib import Path
 
 
+# Folders named by the environment, read by fhemark and by the drivers' build scripts, which run in
+# their own folders: a relative one would mean another place there (a relative FHEMARK_CACHE wrote the
+# Lattigo binary into the checkout and every Lattigo job then crashed).
+FOLDER_VARIABLES = ("FHEMARK_CACHE", "FHEMARK_HOME", "XDG_CACHE_HOME")
+
+
+def settle_environment() -> None:
+    """Make every folder the environment names absolute, once, from the directory fhemark started in,
+    so that every process it starts (drivers, builds) reads the same place."""
+    for var in FOLDER_VARIABLES:
+        value = os.environ.get(var)
+        if value and not os.path.isabs(os.path.expanduser(value)):
+            os.environ[var] = str(Path(value).expanduser().absolute())
+
+
 def project_root() -> Path:
     """The checkout holding drivers/ and suites/ (fhemark is installed editable from it)."""
     env = os.environ.get("FHEMARK_HOME")
