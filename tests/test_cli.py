@@ -184,3 +184,22 @@ def test_the_budget_binds_once_six_samples_give_an_interval(tmp_path):
     assert fhemark("run", "--suite", suite, "--db", db, "--allow-insecure", cwd=tmp_path).returncode == 0
     (r,) = json.loads(fhemark("export", "--db", db, "--format", "json").stdout)
     assert r["stop_reason"] == "budget" and len(r["samples_ns"]) == 6 and r["ci95_ns"] is not None
+
+
+@pytest.mark.parametrize("args, needles", [
+    (["params", "--scheme", "bfv", "--depth", "2", "--plain-bits", "20", "--library", "sael"], ["--library sael", "unknown"]),
+    (["params", "--scheme", "ckks", "--depth", "2", "--precision", "20", "--security", "100"], ["--security 100", "128"]),
+    (["params", "--scheme", "bfv", "--depth", "2"], ["--plain-bits"]),
+    (["params", "--scheme", "ckks", "--depth", "2"], ["--precision"]),
+    (["params", "--scheme", "ckks", "--depth", "2", "--precision", "20", "--slots", "0"], ["--slots 0"]),
+])
+def test_params_names_the_flag_at_fault(args, needles):
+    one_line_error(fhemark(*args), *needles)
+
+
+def test_version_and_an_empty_store_variable(tmp_path):
+    r = fhemark("--version")
+    assert r.returncode == 0 and r.stdout.startswith("fhemark ")
+    r = subprocess.run([sys.executable, "-m", "fhemark.cli", "runs"], capture_output=True, text=True, cwd=tmp_path,
+                       timeout=120, env={**os.environ, "FHEMARK_DB": ""})
+    one_line_error(r, "FHEMARK_DB", "empty")

@@ -93,6 +93,19 @@ class _Commands(TyperGroup):
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, cls=_Commands, pretty_exceptions_enable=False,
                   help="Benchmark FHE libraries and schemes on this machine, with checked results.")
+
+
+def _version(value: bool) -> None:
+    if value:
+        from . import __version__
+        console.print(f"fhemark {__version__}", markup=False, highlight=False)
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _main(version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+                                       help="print fhemark's version and exit")) -> None:
+    """Benchmark FHE libraries and schemes on this machine, with checked results."""
 # Wide enough for the result table when output goes to a file or a CI log.
 console = Console(width=None if sys.stdout.isatty() else 200)
 err_console = Console(stderr=True, width=None if sys.stderr.isatty() else 200)
@@ -604,6 +617,18 @@ def params_cmd(scheme: str = typer.Option(..., help="bfv, bgv, ckks, or any (CKK
     if not schemes:
         _fail(UserError(f"--scheme {scheme}: unknown or without a requirement",
                         "use bfv, bgv or ckks, or any with --precision (CKKS) or --plain-bits (BFV/BGV)"))
+    if security not in (128, 192, 256):
+        _fail(UserError(f"--security {security}: not a level of either security table", "use 128, 192 or 256"))
+    if slots < 1:
+        _fail(UserError(f"--slots {slots}: a computation packs at least one value", "give --slots 1 or more"))
+    if "ckks" in schemes and precision is None:
+        _fail(UserError("--scheme ckks needs --precision (bits of precision after the last multiplication)",
+                        "e.g. --precision 20"))
+    if set(schemes) & {"bfv", "bgv"} and plain_bits is None:
+        _fail(UserError(f"--scheme {scheme} needs --plain-bits (bits of the plaintext modulus t)", "e.g. --plain-bits 20"))
+    for lib in library or []:
+        if lib not in manifests():
+            _fail(UserError(f"--library {lib}: unknown library", f"use one of {', '.join(manifests())}"))
     needs = [advisor.Need(sch, depth, precision, plain_bits, slots, security, table) for sch in schemes]
     for need in needs:
         advisor.check_possible(need)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from .errors import UserError
+
 
 # Folders named by the environment, read by fhemark and by the drivers' build scripts, which run in
 # their own folders: a relative one would mean another place there (a relative FHEMARK_CACHE wrote the
@@ -41,4 +43,7 @@ def cache_dir() -> Path:
 
 def default_db() -> Path:
     """`fhemark.db` in the working directory, unless FHEMARK_DB names another file."""
-    return Path(os.environ.get("FHEMARK_DB", "fhemark.db"))
+    value = os.environ.get("FHEMARK_DB", "fhemark.db")
+    if not value.strip():
+        raise UserError("FHEMARK_DB is set but empty: it names no store", "unset it, or set it to a file such as runs.db")
+    return Path(value)
