@@ -241,3 +241,19 @@ def test_the_search_is_steered_by_what_failures_measured(tmp_path, monkeypatch):
     # insecure, and the ring is left; at 16384 the first set at or above the floor passes.
     assert tried == [(8192, 30), (8192, 42), (16384, 42)]
     assert c.verified and c.spec["N"] == 16384 and c.spec["scale_bits"] == 42
+
+
+def test_choose_interrupted_is_one_line_and_exit_130(tmp_path):
+    """Ctrl-C in the search: no traceback, the drivers stopped, what was stored stays."""
+    import signal
+    import subprocess
+    import sys
+    import time
+    # the statistics example: three schemes to search and measure, far more than 4 s of work
+    p = subprocess.Popen([sys.executable, "-m", "fhemark.cli", "choose", str(EXAMPLES / "statistics.py"), "--library",
+                          "seal", "--db", str(tmp_path / "c.db"), "--out", str(tmp_path / "s")], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+    time.sleep(4)
+    p.send_signal(signal.SIGINT)
+    out, err = p.communicate(timeout=60)
+    assert p.returncode == 130 and "interrupted" in err and "Traceback" not in err, err

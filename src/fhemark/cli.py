@@ -711,9 +711,15 @@ def choose_cmd(file: Path = typer.Argument(..., help="your workload file (Python
     with Progress(TextColumn("[bold]{task.description}"), BarColumn(), TimeElapsedColumn(),
                   TextColumn("{task.fields[last]}", markup=False), console=err_console, transient=True) as progress:
         task = progress.add_task("searching parameters", total=None, last="")
-        answer = chooser.choose(w, libs, precision, security, table, repeats, store_path, verify_db,
-                                say=lambda stage, what: progress.update(task, description=stage, last=what),
-                                auto=chooser.openfhe_auto if auto and "openfhe" in libs else None, threads=threads)
+        try:
+            answer = chooser.choose(w, libs, precision, security, table, repeats, store_path, verify_db,
+                                    say=lambda stage, what: progress.update(task, description=stage, last=what),
+                                    auto=chooser.openfhe_auto if auto and "openfhe" in libs else None, threads=threads)
+        except KeyboardInterrupt:
+            progress.stop()
+            err_console.print(f"interrupted: nothing was chosen; measurements finished so far are in {store_path}",
+                              highlight=False, markup=False, soft_wrap=True)
+            raise typer.Exit(130)
     chooser.write_snippets(answer, folder)
     print_answer(answer, console)
     if json_out:
