@@ -30,6 +30,7 @@ from typing import Callable
 from .advisor import MARGIN_BITS, MAX_TRIES, Need, _ckks_chain, _first_scale, candidates, run_suite
 from .drivers import manifests
 from .errors import UserError
+from .recommend import median_bounds
 from .requirements import Requirements, for_all
 from .suites import Suite
 from .workload import INT_SCHEMES, Workload
@@ -51,7 +52,6 @@ class Candidate:
     origin: str = "search"      # search | openfhe-auto | shared
     verified: bool = False
     tried: list[str] = field(default_factory=list)   # why each smaller set failed
-    margins: list[float] = field(default_factory=list)
     record: dict | None = None  # the measurement at `spec`
     within_best: bool = False
     snippet: str | None = None
@@ -83,9 +83,9 @@ class Answer:
     def ranked(self) -> list[Candidate]:
         ok = sorted((c for c in self.chosen if _ok(c)), key=lambda c: c.record["median_ns"])
         if ok:
-            best_hi = _ci(ok[0])[1]
+            best_hi = median_bounds(ok[0].record)[1]
             for c in ok:
-                c.within_best = _ci(c)[0] <= best_hi
+                c.within_best = median_bounds(c.record)[0] <= best_hi
         return ok
 
     def excluded(self) -> list[Candidate]:
@@ -97,24 +97,19 @@ def _ok(c: Candidate) -> bool:
     return c.verified and r is not None and r["status"] == "ok" and r.get("median_ns") is not None
 
 
-def _ci(c: Candidate) -> tuple[float, float]:
-    r = c.record
-    return tuple(r["ci95_ns"]) if r.get("ci95_ns") else (r.get("min_ns") or r["median_ns"], r.get("max_ns") or r["median_ns"])
-
-
 # The common presets (params.py) a `run --workload` uses when no --params is given: the first
 # whose chain holds the program (CKKS levels; BFV/BGV multiplications in sequence, t of 20 bits).
 PRESET_REACH = (("c8192", 2, 2), ("c16384", 7, 5))  # (name, CKKS levels, BFV/BGV multiplications)
 
 
-def preset_suite(workloads: list[Workload], params: list[str | dict] | None, full_policy: dict | None = None) -> Suite:
+def preset_suite(workloads: list[Workload], params: list[str | dict] | None) -> Suite:
     """A suite that runs the loaded workloads on every library with each scheme they name: at the
     given presets, or at the smallest common preset that holds each scheme's program."""
     cases = []
     for w in workloads:
         for scheme, req in for_all(w).items():
             if scheme in INT_SCHEMES:
-                sets: list = [{"preset": "default", "bits": w.bits or 32}]
+                sets: list = [_integer_set(w)]
             elif params:
                 sets = list(params)
             else:
@@ -126,7 +121,13 @@ def preset_suite(workloads: list[Workload], params: list[str | dict] | None, ful
                 sets = reach[:1]
             cases.append({"schemes": [scheme], "params": sets, "ops": [w.name]})
     return Suite(name="-".join(w.name for w in workloads)[:100], threads=1,
-                 policy=full_policy or MEASURE_POLICY, cases=cases)
+                 policy=MEASURE_POLICY, cases=cases)
+
+
+def _integer_set(w: Workload) -> dict:
+    """TFHE-family integers: the library's default set at the workload's width (no search: the
+    library's preset is its parameter choice, every operation bootstrapped)."""
+    return {"preset": "default", "bits": w.bits or 32}
 
 
 def _need(w: Workload, req: Requirements, precision: float, security: int, table: str) -> Need:
@@ -137,7 +138,7 @@ def _need(w: Workload, req: Requirements, precision: float, security: int, table
 def search_space(w: Workload, req: Requirements, need: Need) -> list[dict]:
     """Parameter specs to try, smallest first."""
     if req.scheme in INT_SCHEMES:
-        return [{"preset": "default", "bits": w.bits or 32}]
+        return [_integer_set(w)]
     return list(candidates(need))
 
 
@@ -173,10 +174,13 @@ def verify(w: Workload, need: Need, library: str, spec: dict, repeats: int, db: 
     return "", rec
 
 
-def _margin(need: Need, rec: dict) -> float | None:
-    if need.scheme == "ckks":
-        return rec["precision_bits"] - need.precision if rec.get("precision_bits") is not None else None
-    return rec.get("noise_budget_bits")
+def margin(c: Candidate, precision: float) -> float | None:
+    """What the measurement left to spare: CKKS, precision bits above the requirement; BFV/BGV, noise
+    budget bits (None where the record has neither)."""
+    r = c.record or {}
+    if c.scheme == "ckks":
+        return r["precision_bits"] - precision if r.get("precision_bits") is not None else None
+    return r.get("noise_budget_bits")
 
 
 def choose(w: Workload, libraries: dict[str, tuple[str, ...]], precision: float | None, security: int, table: str,
@@ -231,8 +235,6 @@ def _search(w: Workload, need: Need, lib: str, space: list[dict], repeats: int, 
         why, rec = verify(w, need, lib, spec, repeats, db)
         if not why:
             c.spec, c.verified = spec, True
-            m = _margin(need, rec)
-            c.margins = [m] if m is not None else []
             break
         c.tried.append(f"{_short(spec)}: {why}")
         if rec is None or rec["status"] in STOP:
@@ -249,11 +251,16 @@ def _search(w: Workload, need: Need, lib: str, space: list[dict], repeats: int, 
 PRECISION_SHORT = re.compile(r"precision (-?[\d.]+) bits, below the required ([\d.]+)")
 
 
+def plaintext_text(spec: dict) -> str:
+    """A set's plaintext side: t's bits (BFV/BGV) or the scale (CKKS)."""
+    return f"t {spec['t_bits']} bits" if spec.get("t_bits") else f"scale 2^{spec.get('scale_bits')}"
+
+
 def _short(spec: dict) -> str:
     if "preset" in spec:
         return f"preset {spec['preset']} ({spec.get('bits')} bits)"
-    extra = f"t {spec['t_bits']} bits" if spec.get("t_bits") else f"scale 2^{spec.get('scale_bits')}"
-    return f"N = {spec['N']}, q = {'+'.join(map(str, spec['q_bits']))}, P = {'+'.join(map(str, spec['p_bits']))}, {extra}"
+    return (f"N = {spec['N']}, q = {'+'.join(map(str, spec['q_bits']))}, P = {'+'.join(map(str, spec['p_bits']))}, "
+            f"{plaintext_text(spec)}")
 
 
 def _measure(ans: Answer, store_path: Path, say: Callable[[str, str], None]) -> None:
@@ -384,8 +391,7 @@ def to_json(ans: Answer) -> dict:
                 "median_ns": r.get("median_ns"), "ci95_ns": r.get("ci95_ns"), "peak_rss_bytes": r.get("peak_rss_bytes"),
                 "eval_key_bytes": eval_key_bytes(r) if r else None,
                 "client_bytes": client_bytes(ans.workload, r) if r else None,
-                "margin": r.get("precision_bits") - ans.precision if c.scheme == "ckks" and r.get("precision_bits")
-                else r.get("noise_budget_bits"), "p_fail_log2": r.get("p_fail_log2"),
+                "margin": margin(c, ans.precision), "p_fail_log2": r.get("p_fail_log2"),
                 "within_best": c.within_best, "snippet": c.snippet, "run_id": r.get("run_id"),
                 "threads": r.get("threads"), "threads_honoured": r.get("threads_honoured"),
                 "parallelism": r.get("parallelism"),

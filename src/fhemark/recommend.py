@@ -245,7 +245,7 @@ def _model_missing_workloads(c: Candidate, w: Workload) -> None:
             continue
         # Level-aware: in the apps suite it put CKKS workloads at 0.70-0.95 of measured where the
         # flat sum read 0.44-0.77 (poly_7, logreg_16, similarity; README, Application workloads).
-        lo, hi = (predict(rec, [{**r, "bound": _bounds(r)[i]} for r in singles], same_run=False, key="bound").ns_levels
+        lo, hi = (predict(rec, [{**r, "bound": median_bounds(r)[i]} for r in singles], same_run=False, key="bound").ns_levels
                   for i in (0, 1))
         counts: dict[str, int] = {}
         for prim, n in mid.steps.items():
@@ -271,7 +271,7 @@ def _model_ops(steps: dict[str, int]) -> set[str]:
     return {MODEL_OP.get(p, p) for p in steps}
 
 
-def _bounds(r: dict) -> tuple[float, float]:
+def median_bounds(r: dict) -> tuple[float, float]:
     """The median's 95% interval; with too few samples for one (n < 6), the samples' range."""
     return tuple(r["ci95_ns"]) if r.get("ci95_ns") else (r.get("min_ns") or r["median_ns"], r.get("max_ns") or r["median_ns"])
 
@@ -315,7 +315,7 @@ def recommend(recs: list[dict], w: Workload) -> Ranking:
         slots = min(r.get("slots") or 1 for r in c.evidence)
         c.copies = math.ceil(w.slots / slots) if w.slots else 1
         c.cost = c.copies * sum(n * c.by_op[op]["median_ns"] for op, n in w.ops.items())
-        bounds = {op: _bounds(r) for op, r in c.by_op.items()}
+        bounds = {op: median_bounds(r) for op, r in c.by_op.items()}
         c.cost_ci = (c.copies * sum(n * bounds[op][0] for op, n in w.ops.items()),
                      c.copies * sum(n * bounds[op][1] for op, n in w.ops.items()))
     usable = sorted((c for c in out if not c.excluded), key=lambda c: c.cost)

@@ -35,6 +35,7 @@ import threading
 import traceback
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
@@ -141,7 +142,7 @@ class Workload:
             out = {k: _full(plain, k, v) for k, v in self.inputs(plain, rng).items()}
         else:
             out = {k: spec.draw(plain, rng) for k, spec in self.inputs.items()}
-        consts = self.circuit(plain.scheme, plain)[0].constants if not plain.words else {}
+        consts = _constants(self, plain) if not plain.words else {}
         return {**out, **{k: Constant(v).draw(plain, rng) for k, v in consts.items()}}
 
     def values(self) -> int | None:
@@ -170,6 +171,13 @@ class Workload:
         return BenchOp(self.name, self.title or self.name, tuple(self.schemes), self.program, self.reference,
                        inputs=(), scalars=self.scalars or (lambda p, r: {}), rotations=tuple(sorted(set(rots))),
                        group="app", gen=self.draw, applies=applies or self.fits, facts=facts, sized=self.program)
+
+
+@lru_cache(maxsize=256)
+def _constants(w: Workload, plain: Plain) -> dict[str, float]:
+    """The constants a program names at a slot layout: built once, not once per sample drawn (a
+    workload's inputs are drawn for every copy of every sample; matvec_256's program has ~500 steps)."""
+    return w.circuit(plain.scheme, plain)[0].constants
 
 
 def _full(plain: Plain, name: str, v: Any) -> np.ndarray:

@@ -6,22 +6,13 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from ..choose import Answer, Candidate, client_bytes, eval_key_bytes, levels_available
+from ..choose import Answer, Candidate, client_bytes, eval_key_bytes, levels_available, margin, plaintext_text
 from ..requirements import Requirements
-from .tables import fmt_time
+from .tables import fmt_bytes, fmt_time
 
 
 def _or_dash(v: object) -> str:
     return "-" if v is None else str(v)
-
-
-def _bytes(n: int | None) -> str:
-    if n is None:
-        return "-"
-    for unit, size in (("GB", 1 << 30), ("MB", 1 << 20), ("kB", 1 << 10)):
-        if n >= size:
-            return f"{n / size:.1f} {unit}"
-    return f"{n} B"
 
 
 def print_requirements(name: str, reqs: dict[str, Requirements], console: Console) -> None:
@@ -47,19 +38,15 @@ def _params(c: Candidate) -> tuple[str, str, str]:
     s = c.spec or {}
     if "preset" in s:
         return "-", "-", f"preset {s['preset']}, {s.get('bits')}-bit integers"
-    extra = f"t {s['t_bits']} bits" if s.get("t_bits") else f"scale 2^{s.get('scale_bits')}"
-    return str(s.get("N")), str(c.log_qp()), f"q {'+'.join(map(str, s['q_bits']))}, P {'+'.join(map(str, s['p_bits']))}, {extra}"
+    return (str(s.get("N")), str(c.log_qp()),
+            f"q {'+'.join(map(str, s['q_bits']))}, P {'+'.join(map(str, s['p_bits']))}, {plaintext_text(s)}")
 
 
 def _margin(ans: Answer, c: Candidate) -> str:
-    r = c.record or {}
-    if c.scheme == "ckks" and r.get("precision_bits") is not None:
-        return f"{r['precision_bits'] - ans.precision:+.1f} bits precision"
-    if r.get("noise_budget_bits") is not None:
-        return f"{r['noise_budget_bits']:.0f} bits noise budget"
-    if r.get("p_fail_log2") is not None:
-        return f"p-fail 2^{r['p_fail_log2']:.0f}"
-    return "-"
+    m, r = margin(c, ans.precision), c.record or {}
+    if m is not None:
+        return f"{m:+.1f} bits precision" if c.scheme == "ckks" else f"{m:.0f} bits noise budget"
+    return f"p-fail 2^{r['p_fail_log2']:.0f}" if r.get("p_fail_log2") is not None else "-"
 
 
 def _security(c: Candidate) -> str:
@@ -79,7 +66,8 @@ def _table(ans: Answer, cands: list[Candidate], title: str) -> Table:
         n, lqp, chain = _params(c)
         req = ans.requirements[c.scheme]
         t.add_row(str(i), c.library, c.scheme.upper(), c.origin, n, lqp, chain, _security(c), lat,
-                  _bytes(r.get("peak_rss_bytes")), _bytes(eval_key_bytes(r)), _bytes(client_bytes(ans.workload, r)),
+                  fmt_bytes(r.get("peak_rss_bytes")), fmt_bytes(eval_key_bytes(r)),
+                  fmt_bytes(client_bytes(ans.workload, r)),
                   _margin(ans, c), f"{req.depth}/{_or_dash(levels_available(c, req))}")
     return t
 

@@ -10,7 +10,7 @@ from html import escape as _escape
 
 from ..catalog import CATALOG
 from ..stats import paired_ratio
-from .tables import DEVIATION_MARK, Deviations, Table, contended, fmt_time, latest, security_disagreements
+from .tables import DEVIATION_MARK, Deviations, Table, contended, fmt_time, latest, params_name, security_disagreements
 
 
 def escape(text: str) -> str:
@@ -66,9 +66,8 @@ class Overview:
 def param_key(rec: dict) -> str:
     """A setup's name; libraries are set against each other at one thread count, so a count above
     one is part of it (a threads sweep makes one setup per count)."""
-    p = rec["params"]
     threads = rec.get("threads") or 1
-    return (p.get("name") or f"N={p['N']}") + (f", {threads} threads" if threads > 1 else "")
+    return params_name(rec) + (f", {threads} threads" if threads > 1 else "")
 
 
 def _op_label(rec: dict) -> str:

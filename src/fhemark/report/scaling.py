@@ -7,7 +7,7 @@ and, per operation, a figure of speed-up against threads with the ideal y = x.""
 from __future__ import annotations
 
 from ..catalog import CATALOG
-from .tables import DEVIATION_MARK, Deviations, Table, cell, fmt_time, latest
+from .tables import DEVIATION_MARK, Deviations, Table, cell, fmt_time, latest, params_name
 from .text import OVER_FACTOR, SERIAL_BELOW, parallelism_mark
 
 TITLE = "Thread scaling: speed-up against the thread count"
@@ -16,10 +16,6 @@ INTRO = ("Speed-up = the library's median at 1 thread / its median at t threads 
          "Hover for the numbers, click a legend entry to hide a line, drag to zoom.")
 
 Case = tuple[str, str, str, str, int | None]  # library, scheme, params, op, vector length
-
-
-def _params(r: dict) -> str:
-    return r["params"].get("name") or f"N={r['params']['N']}"
 
 
 def _op(op: str, length: int | None) -> str:
@@ -38,7 +34,7 @@ def cases(recs: list[dict]) -> dict[Case, dict[int, dict]]:
     the other libraries' records of such a setup come along, so one without a 1-thread record shows."""
     out: dict[Case, dict[int, dict]] = {}
     for r in sorted((r for r in latest(recs) if _counted(r)), key=lambda r: r.get("timestamp") or 0):
-        key = (r["library"], r["scheme"], _params(r), r["op"], r.get("vector_length"))
+        key = (r["library"], r["scheme"], params_name(r), r["op"], r.get("vector_length"))
         out.setdefault(key, {})[int(r.get("threads") or 1)] = r
     swept = {k[1:] for k, by_t in out.items() if len(by_t) > 1}
     order = list(CATALOG)
@@ -119,7 +115,7 @@ def _hover(r: dict, t: int, s: float, ci: tuple[float, float] | None, base: dict
     med = r.get("ci95_ns")
     par = r.get("parallelism")
     mark = note(r, t, base)
-    return (f"{r['library']} {r['scheme'].upper()} {_params(r)} {_op(r['op'], r.get('vector_length'))}, {t} thread(s)<br>"
+    return (f"{r['library']} {r['scheme'].upper()} {params_name(r)} {_op(r['op'], r.get('vector_length'))}, {t} thread(s)<br>"
             f"speed-up {s:.2f}x" + (f" [{ci[0]:.2f}, {ci[1]:.2f}]" if ci else " (no interval)")
             + f", efficiency {s / t:.2f}<br>{fmt_time(r['median_ns'])}"
             + (f" [{fmt_time(med[0])}, {fmt_time(med[1])}]" if med else " (no interval)")

@@ -85,7 +85,7 @@ def security_disagreements(recs: list[dict]) -> str:
     for r in recs:
         sec = r.get("security") or {}
         if len(sec) > 1 and len({v["bits"] for v in sec.values()}) > 1:
-            seen.setdefault(_param_key(r), ", ".join(f"{v['bits']} ({t})" for t, v in sorted(sec.items(), reverse=True)))
+            seen.setdefault(params_name(r), ", ".join(f"{v['bits']} ({t})" for t, v in sorted(sec.items(), reverse=True)))
     return "; ".join(f"security of {k}: {v} bits" for k, v in sorted(seen.items()))
 
 
@@ -100,14 +100,14 @@ def timed_seconds(recs: list[dict]) -> float:
     return total / 1e9
 
 
-def _param_key(rec: dict) -> str:
+def params_name(rec: dict) -> str:
     p = rec["params"]
     return p.get("name") or f"N={p['N']}"
 
 
 def _col_sort(label: str, recs: list[dict]) -> tuple:
     for r in recs:
-        if _param_key(r) == label:
+        if params_name(r) == label:
             return (r["params"]["N"], r["params"]["log_qp"], label)
     return (0, 0, label)
 
@@ -124,7 +124,7 @@ def _swept(recs: list[dict]) -> bool:
     """True when the records vary the vector length for one setup (Study 3's layout)."""
     seen: dict[tuple, set] = {}
     for r in recs:
-        seen.setdefault((r["library"], r["scheme"], _param_key(r), r["op"]), set()).add(r.get("vector_length"))
+        seen.setdefault((r["library"], r["scheme"], params_name(r), r["op"]), set()).add(r.get("vector_length"))
     return any(len(v) > 1 for v in seen.values())
 
 
@@ -138,11 +138,11 @@ def op_tables(recs: list[dict]) -> list[Table]:
     # Thread counts swept (threads: [1, 2]): each count a row of its own, never one cell for several.
     per_thread = len({r.get("threads") or 1 for r in recs}) > 1
     if by_slots:
-        col_of, row_of = (lambda r: str(r["slots"])), (lambda r: (r["library"], r["scheme"], r["params"]["N"], _param_key(r)))
+        col_of, row_of = (lambda r: str(r["slots"])), (lambda r: (r["library"], r["scheme"], r["params"]["N"], params_name(r)))
         cols = sorted({col_of(r) for r in recs}, key=int)
         head = "library / scheme / params"
     else:
-        col_of, row_of = _param_key, (lambda r: (r["library"], r["scheme"], r.get("vector_length") or 0))
+        col_of, row_of = params_name, (lambda r: (r["library"], r["scheme"], r.get("vector_length") or 0))
         cols = sorted({col_of(r) for r in recs}, key=lambda c: _col_sort(c, recs))
         head = "library / scheme"
     order = list(CATALOG)
@@ -178,7 +178,7 @@ def ratio_table(recs: list[dict]) -> Table | None:
             and r.get("sample_round")]
     by_case: dict[tuple, dict[str, dict]] = {}
     for r in recs:
-        by_case.setdefault((r["run_id"], r["scheme"], _param_key(r), r.get("vector_length"), r["op"]), {})[r["library"]] = r
+        by_case.setdefault((r["run_id"], r["scheme"], params_name(r), r.get("vector_length"), r["op"]), {})[r["library"]] = r
     libs = sorted({lib for per in by_case.values() if len(per) > 1 for lib in per})
     if not libs:
         return None
@@ -214,7 +214,7 @@ def layer_table(recs: list[dict]) -> Table | None:
     own routine (a `_native` workload) is set against the wrapped library's portable program of the
     same workload where the wrapped library has no routine for it: what the user of each would run."""
     recs = [r for r in latest(recs) if r["status"] == "ok" and r.get("samples_ns") and "depth" not in r]
-    by_case = {(r["run_id"], r["library"], r["scheme"], _param_key(r), r.get("vector_length"), r["op"]): r for r in recs}
+    by_case = {(r["run_id"], r["library"], r["scheme"], params_name(r), r.get("vector_length"), r["op"]): r for r in recs}
     rows, devs = [], Deviations()
     for (run, lib, scheme, params, length, op), r in sorted(by_case.items(), key=lambda kv: kv[0][1:]):
         if not r.get("wraps"):
@@ -248,11 +248,11 @@ def depth_table(recs: list[dict]) -> Table | None:
     rows = []
     for r in sorted(recs, key=lambda r: (r["library"], r["scheme"], r["params"]["N"])):
         if r["status"] != "ok":
-            rows.append([f"{r['library']} / {r['scheme'].upper()}", _param_key(r), f"FAILED ({r['status']})", "-", "-"])
+            rows.append([f"{r['library']} / {r['scheme'].upper()}", params_name(r), f"FAILED ({r['status']})", "-", "-"])
             continue
         noise = (", ".join(f"{x:g}" for x in r.get("noise_by_depth") or []) or
                  ", ".join(f"{x:.1f} prec" for x in r.get("precision_by_depth") or []) or "-")
-        rows.append([f"{r['library']} / {r['scheme'].upper()}", _param_key(r), str(r["depth"]), noise,
+        rows.append([f"{r['library']} / {r['scheme'].upper()}", params_name(r), str(r["depth"]), noise,
                      r.get("depth_limit") or "not reached"])
     return Table("Multiplicative depth (Study 1)", ["library / scheme", "params", "depth",
                  "noise budget (CKKS: precision) bits after each",
@@ -298,10 +298,10 @@ def app_tables(recs: list[dict]) -> list[Table]:
     tables = []
     for key in sorted({_workload_key(r) for r in apps}, key=lambda k: (k[0], k[1:])):
         group = [r for r in apps if _workload_key(r) == key]
-        portable = {(r["library"], r["scheme"], _param_key(r)): r for r in group
+        portable = {(r["library"], r["scheme"], params_name(r)): r for r in group
                     if r["workload"].get("variant") == "portable" and r.get("median_ns")}
         rows, devs = [], Deviations()
-        for r in sorted(group, key=lambda r: (r["scheme"], _param_key(r), r["library"], r["workload"].get("variant", ""))):
+        for r in sorted(group, key=lambda r: (r["scheme"], params_name(r), r["library"], r["workload"].get("variant", ""))):
             pred = predict(r, recs) if r["status"] == "ok" else None
             ok = r["status"] == "ok" and r.get("median_ns")
             if pred is None:
@@ -313,7 +313,7 @@ def app_tables(recs: list[dict]) -> list[Table]:
             else:
                 model = f"{fmt_time(pred.ns_levels)} / {fmt_time(pred.ns)}"
                 flat = f"{r['median_ns'] / pred.ns_levels:.2f} / {r['median_ns'] / pred.ns:.2f}" if ok else "-"
-            base = portable.get((r["library"], r["scheme"], _param_key(r)))
+            base = portable.get((r["library"], r["scheme"], params_name(r)))
             vs = (f"{r['median_ns'] / base['median_ns']:.2f}" if ok and base and base is not r else "-")
             left = r.get("levels") or {}
             quality = (f"{r['precision_bits']:.1f} bits" if r.get("precision_bits") is not None else
@@ -321,12 +321,12 @@ def app_tables(recs: list[dict]) -> list[Table]:
                        "exact" if r["status"] == "ok" else "-")
             traffic = communication(r) if r["status"] == "ok" else None
             rate = throughput(r) if ok else None
-            rows.append([f"{r['library']} / {r['scheme'].upper()}", _param_key(r), r["workload"].get("variant", "-"),
+            rows.append([f"{r['library']} / {r['scheme'].upper()}", params_name(r), r["workload"].get("variant", "-"),
                          cell(r, devs), vs, model, flat,
                          "-" if rate is None else f"{rate:,.4g}/s ({instances(r)}; {fmt_time(per_instance_ns(r))} each)",
                          ", ".join(str(v) for v in left.values()) or "-", quality,
-                         "-" if traffic is None else f"{_bytes(traffic.up)} / {_bytes(traffic.down)}",
-                         _bytes(r.get("peak_rss_bytes"))])
+                         "-" if traffic is None else f"{fmt_bytes(traffic.up)} / {fmt_bytes(traffic.down)}",
+                         fmt_bytes(r.get("peak_rss_bytes"))])
         title = next((r.get("title") or r["op"] for r in group if r["workload"].get("variant") == "portable"),
                      group[0].get("title") or group[0]["op"])
         tables.append(Table(f"Workload {key[0]}_{key[1]}{'x' + str(key[2]) if key[2] else ''}: "
@@ -350,7 +350,7 @@ def _workload_key(rec: dict) -> tuple[str, int, int]:
     return w.get("workload", rec["op"]), int(w.get("size", 0)), int(w.get("dim", 0))
 
 
-def _bytes(n: int | None) -> str:
+def fmt_bytes(n: int | None) -> str:
     return "-" if not n else f"{n / 2**20:.2f} MiB" if n >= 2**20 else f"{n / 2**10:.1f} KiB"
 
 
@@ -365,7 +365,7 @@ def expansion_table(recs: list[dict]) -> Table | None:
         s = r.get("sizes_bytes") or {}
         if "plaintext" not in s or "ciphertext" not in s:
             continue
-        key = (r["library"], r["scheme"], r["params"]["N"], _param_key(r), r["slots"])
+        key = (r["library"], r["scheme"], r["params"]["N"], params_name(r), r["slots"])
         raw = 8 * r["slots"]
         rows[key] = [f"{key[0]} / {key[1].upper()}", key[3], str(key[4]), str(raw), str(s["plaintext"]),
                      str(s["ciphertext"]), f"{s['plaintext'] / raw:.1f}", f"{s['ciphertext'] / s['plaintext']:.2f}"]
@@ -379,11 +379,11 @@ def stage_table(recs: list[dict]) -> Table | None:
     if not recs:
         return None
     stages = ["encode", "encrypt", "op", "decrypt", "decode", "total"]
-    keys = sorted({(r["library"], r["scheme"], r["op"].split("/")[0], r["params"]["N"], _param_key(r)) for r in recs})
+    keys = sorted({(r["library"], r["scheme"], r["op"].split("/")[0], r["params"]["N"], params_name(r)) for r in recs})
     rows, devs = [], Deviations()
     for lib, scheme, pipe, n, label in keys:
         by_stage = {r["op"].split("/")[-1]: r for r in recs
-                    if (r["library"], r["scheme"], r["op"].split("/")[0], _param_key(r)) == (lib, scheme, pipe, label)}
+                    if (r["library"], r["scheme"], r["op"].split("/")[0], params_name(r)) == (lib, scheme, pipe, label)}
         rows.append([f"{lib} / {scheme.upper()}", pipe.removeprefix("pipeline_"), str(n)]
                     + [cell(by_stage.get(s), devs) for s in stages])
     return Table("Pipelines: time per stage (Study 1)", ["library / scheme", "operation", "N"] + stages, rows,
@@ -425,7 +425,7 @@ def _activity(r: dict) -> str:
 def key_table(recs: list[dict]) -> Table:
     rows, seen = [], set()
     for r in latest(recs):
-        k = (r["library"], r["scheme"], _param_key(r))
+        k = (r["library"], r["scheme"], params_name(r))
         if k in seen or not r.get("sizes_bytes"):
             continue
         seen.add(k)
