@@ -253,7 +253,8 @@ def test_choose_interrupted_is_one_line_and_exit_130(tmp_path):
     p = subprocess.Popen([sys.executable, "-m", "fhemark.cli", "choose", str(EXAMPLES / "statistics.py"), "--library",
                           "seal", "--db", str(tmp_path / "c.db"), "--out", str(tmp_path / "s")], stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True)
-    time.sleep(4)
+    time.sleep(3)
+    assert p.poll() is None, "choose ended before the test could interrupt it"
     p.send_signal(signal.SIGINT)
     out, err = p.communicate(timeout=60)
     assert p.returncode == 130 and "interrupted" in err and "Traceback" not in err, err

@@ -46,6 +46,10 @@ def deferred_sigint(cancel: threading.Event):
         yield
     finally:
         signal.signal(signal.SIGINT, old)
+    if cancel.is_set():
+        # Ctrl-C came after the last safe point (the drivers' shutdown): still the user's word,
+        # and a caller that goes on to more work (choose's next candidate) must not lose it
+        raise KeyboardInterrupt
 
 
 def _status_kb(pid: int, field: str) -> int | None:
