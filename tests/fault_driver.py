@@ -14,6 +14,8 @@ Faults, each happening while the driver runs OP (a primitive of the program it w
   notime     answers without the time of its timed region
   negative   answers a negative time
   zero       answers a time of 0 ns (what a driver that forgot to read its clock would send)
+  wrong_second  correct in the first process started, wrong (as `wrong`) in every later one: the
+             processes claim the file named by FAULT_CLAIM (throughput mode's k processes)
 Special names: `start=crash` exits before reading anything; `caps=v1` answers capabilities as protocol v1;
 `setup=refuse` refuses every setup with invalid_params.
 """
@@ -31,6 +33,21 @@ OPS = ["encode", "decode", "encrypt_pk", "encrypt_sk", "decrypt", "add", "sub", 
        "relinearize", "negate"]
 FAULTS = dict(a.split("=", 1) for a in sys.argv[1:])
 COUNTS: dict[str, int] = {}  # how often each op ran in this process
+
+
+def _later_process() -> bool:
+    """False for the first process to claim FAULT_CLAIM, True for every one after it."""
+    claim = os.environ.get("FAULT_CLAIM")
+    if not claim:
+        return False
+    try:
+        os.close(os.open(claim, os.O_CREAT | os.O_EXCL))
+        return False
+    except FileExistsError:
+        return True
+
+
+LATER = _later_process() if "wrong_second" in FAULTS.values() else False
 
 
 class Stop(Exception):
@@ -74,6 +91,8 @@ def fault(op: str, req_id: int) -> str | None:
     if kind == "garbage":
         print("this is not json", flush=True)
         raise Stop
+    if kind == "wrong_second":
+        return "wrong" if LATER else None
     if kind == "partial":
         sys.stdout.write('{"v": 2, "id": ')
         sys.stdout.flush()

@@ -270,3 +270,43 @@ def test_recommend_a_modelled_workload_from_the_cli(tmp_path):
         assert runs and all(r == [run_id] for r in runs)
     assert "excluded: seal CKKS c8192: poly_7 needs 7 levels, c8192 has 2" in \
         fhemark("recommend", "--op", "poly_7=1", "--scheme", "ckks", "--db", str(db)).stdout
+
+
+def tp(lib, per_s, cores=2, **extra):
+    """A throughput record: its median is one evaluation's time under the load of k at once."""
+    return rec(lib, "ckks", "mul_relin", 20e6, mode="throughput", batch=2, throughput_per_s=per_s,
+               throughput_ci95=[per_s * 0.97, per_s * 1.03], throughput_cores=cores, job_key=f"tp{lib}{cores}", **extra)
+
+
+def test_throughput_objective_ranks_from_throughput_records_and_says_so(capsys):
+    """At one evaluation alone OpenFHE (10 ms) beats SEAL (12 ms); with 2 cores busy SEAL's two processes
+    give 160/s against OpenFHE's 110/s: the objective decides, and the answer names it."""
+    store = [rec("openfhe", "ckks", "mul_relin", 10e6), rec("seal", "ckks", "mul_relin", 12e6),
+             tp("openfhe", 110.0), tp("seal", 160.0), tp("lattigo", 500.0, cores=64)]
+    lat = [c.label for c in recommend(store, Workload(ops={"mul_relin": 1})) if not c.excluded]
+    assert lat == ["openfhe CKKS c8192", "seal CKKS c8192"]  # throughput records never mix into latency
+    w = Workload(ops={"mul_relin": 1}, objective="throughput", threads=2)
+    cands = recommend(store, w)
+    assert [c.label for c in cands if not c.excluded] == ["seal CKKS c8192", "openfhe CKKS c8192"]  # 64 cores: out
+    assert cands[0].cost == pytest.approx(1e9 / 160) and cands[0].by_op["mul_relin"]["latency_ns"] == 20e6
+    lo, hi = cands[0].cost_ci
+    assert lo == pytest.approx(1e9 / (160 * 1.03)) and hi == pytest.approx(1e9 / (160 * 0.97))
+    from rich.console import Console
+
+    from fhemark.recommend import ranking_json
+    from fhemark.report.text import print_recommendation
+    print_recommendation(cands, w, Console(width=200))
+    out = capsys.readouterr().out
+    assert "ranked by throughput" in out and "objective: throughput on 2 cores" in out and "at saturation" in out
+    assert ranking_json(cands, w)["ranked_by"].startswith("throughput")
+
+
+def test_throughput_objective_without_throughput_records_says_what_to_run(capsys):
+    from rich.console import Console
+
+    from fhemark.report.text import print_recommendation
+    w = Workload(ops={"mul_relin": 1}, objective="throughput")
+    cands = recommend(STORE, w)
+    assert not [c for c in cands if not c.excluded]
+    print_recommendation(cands, w, Console(width=200))
+    assert "mode: throughput" in capsys.readouterr().out

@@ -572,7 +572,11 @@ def recommend_cmd(workload: Optional[Path] = typer.Argument(None, help="workload
                   depth: Optional[int] = typer.Option(None, help="multiplicative depth required (measured by depth_mul)"),
                   slots: Optional[int] = typer.Option(None, help="values processed together"),
                   threads: Optional[int] = typer.Option(None, help="the cores you deploy on: rank only results measured "
-                                                                   "at this thread count (a suite's threads: [1, 2, max])"),
+                                                                   "at this thread count (a suite's threads: [1, 2, max]); "
+                                                                   "with --objective throughput: on a host of this many cores"),
+                  objective: str = typer.Option("latency", help="latency (one evaluation alone) or throughput "
+                                                                "(evaluations a second with the host busy: records "
+                                                                "of a suite's mode: throughput)"),
                   db: Path = typer.Option(None, help="SQLite store"),
                   run_id: Optional[str] = typer.Option(None, "--run",
                                                        help=f"only this run: {RUN_REF} (default: the whole store)"),
@@ -583,7 +587,8 @@ def recommend_cmd(workload: Optional[Path] = typer.Argument(None, help="workload
     try:
         w = load_workload(workload, op or [], {"schemes": scheme or None, "min_security_bits": min_security,
                                                "security_table": table, "min_precision_bits": precision,
-                                               "depth": depth, "slots": slots, "threads": threads})
+                                               "depth": depth, "slots": slots, "threads": threads,
+                                               "objective": objective})
         store = _open(db)
         recs = list(store.records(store.resolve_run(run_id)))
     except UserError as exc:

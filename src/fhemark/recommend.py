@@ -23,7 +23,7 @@ import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -55,6 +55,9 @@ class Workload(BaseModel):
     # the cores it will run on: only evidence measured at this thread count (default: every count,
     # each its own candidate)
     threads: int | None = Field(None, ge=1, le=1024)
+    # latency: one evaluation alone, as fast as possible; throughput: as many a second as the host
+    # gives (records of mode: throughput, each evaluation costed at 1 / its rate at saturation)
+    objective: Literal["latency", "throughput"] = "latency"
 
 
 def load_workload(path: Path | None, ops: list[str], overrides: dict) -> Workload:
@@ -289,8 +292,8 @@ def recommend(recs: list[dict], w: Workload) -> Ranking:
     """All candidates: the usable ones ranked by cost first, then the excluded ones."""
     from .apps.cost import model_error, requirement
     cands: dict[tuple, Candidate] = {}
-    evidence = [r for r in latest(recs) if (not w.schemes or r["scheme"] in w.schemes)
-                and (w.threads is None or (r.get("threads") or 1) == w.threads)]
+    evidence = [amortised(r) if w.objective == "throughput" else r for r in latest(recs)
+                if (not w.schemes or r["scheme"] in w.schemes) and _answers(r, w)]
     for r in evidence:
         # One candidate per parameter set as asked (not by name: two suites may reuse a name) and thread count.
         asked = json.dumps({k: v for k, v in r["params"].items() if k != "log_qp"}, sort_keys=True)
@@ -327,6 +330,28 @@ def recommend(recs: list[dict], w: Workload) -> Ranking:
     return Ranking(usable + sorted((c for c in out if c.excluded), key=lambda c: c.label), model_error(evidence))
 
 
+def _answers(r: dict, w: Workload) -> bool:
+    """A record that answers the workload's objective on its cores. Depth is the same in either mode:
+    it comes from the latency depth probes. Throughput's cores are the host's its k saturated."""
+    if r["op"] == "depth_mul":
+        return w.threads is None or (r.get("threads") or 1) == w.threads
+    if (r.get("mode") or "latency") != w.objective:
+        return False
+    if w.objective == "throughput":
+        return w.threads is None or r.get("throughput_cores") == w.threads
+    return w.threads is None or (r.get("threads") or 1) == w.threads
+
+
+def amortised(r: dict) -> dict:
+    """A throughput record costed as the host's time per evaluation at saturation: 1 / its rate (its
+    interval inverted); the time of one evaluation under that load stays as latency_ns."""
+    if r.get("mode") != "throughput" or r["status"] != "ok" or not r.get("throughput_per_s"):
+        return r
+    ci = r.get("throughput_ci95")
+    return {**r, "median_ns": 1e9 / r["throughput_per_s"], "latency_ns": r["median_ns"],
+            "ci95_ns": [1e9 / ci[1], 1e9 / ci[0]] if ci else None, "min_ns": None, "max_ns": None}
+
+
 def depth_note(cands: list[Candidate], w: Workload) -> str:
     """What was checked of the computation's depth, for the text and the JSON ('' where nothing
     of it applies: no BFV/BGV/CKKS candidate)."""
@@ -351,6 +376,9 @@ def ranking_json(cands: list[Candidate], w: Workload) -> dict:
     `sources`), what the cost models and its measured error, and what was checked of depth."""
     err = getattr(cands, "model_error", None)
     return {"workload": w.model_dump(),
+            "ranked_by": "throughput: the host's time per evaluation at saturation (1 / evaluations a second, "
+                         "records of mode throughput)" if w.objective == "throughput" else
+                         "latency: the median time of one evaluation alone",
             "cost_model": err.json() if err is not None else None,
             "depth_check": depth_note(cands, w) or None,
             "candidates": [

@@ -28,6 +28,7 @@ from .semantics import Plain
 from .stats import MIN_CI_SAMPLES, summarize
 from .store import Store
 from .supervise import Driver, deferred_sigint
+from .throughput import saturate
 
 OnRecord = Callable[[Job, list[dict]], None]
 WARM_ROUND_NS = 20e6  # a sample shorter than this is warmed up again in every round
@@ -79,6 +80,7 @@ class Outcome:
     depth_limit: str | None = None    # and what happened at k + 1
     noise_by_depth: list[float] = field(default_factory=list)
     precision_before: list[float] = field(default_factory=list)  # of the input, where the program outputs "z0"
+    throughput: dict | None = None  # throughput mode: the rate at the best k and how it was found
 
 
 class Runner:
@@ -98,6 +100,13 @@ class Runner:
         if (library, threads) not in self.drivers:
             self.drivers[(library, threads)] = Driver(manifests()[library], threads, self.cancel)
         return self.drivers[(library, threads)]
+
+    def extra_driver(self, library: str, threads: int, prep: Prepared) -> Driver:
+        """Another process of a library, with its own keys for `prep`'s setup (throughput mode's k);
+        the caller stops it."""
+        drv = Driver(manifests()[library], threads, self.cancel)
+        self._setup(prep.group, prep.setup_id, drv)
+        return drv
 
     def capabilities(self, library: str, threads: int = 1) -> Capabilities:
         if (library, threads) not in self.caps:
@@ -216,7 +225,9 @@ class Runner:
         drv = self.drivers.get((job.library, job.threads))
         activity = Activity(drv.proc.pid if drv is not None and drv.alive else None)
         p, s = slot
-        last = (p + 1 >= job.policy.processes and s + 1 >= job.policy.rounds) or op.chain is not None  # depth: once
+        # depth probes and throughput (its own processes and windows) run once
+        last = (p + 1 >= job.policy.processes and s + 1 >= job.policy.rounds) or op.chain is not None \
+            or job.policy.mode == "throughput"
         try:
             # What the library cannot do at all is said first, even when its setup failed.
             caps = self.caps.get((job.library, job.threads))
@@ -232,6 +243,8 @@ class Runner:
                 self._reprepare(prep)
             if op.chain:
                 self._probe_depth(job, op, prep, outcome)
+            elif job.policy.mode == "throughput":
+                saturate(self, job, op, prep, outcome)
             else:
                 self._measure(job, op, prep, outcome, p, s)
             error = None
@@ -249,13 +262,14 @@ class Runner:
         self.on_record(job, records)
         return True
 
-    def _setup(self, g: Group, setup_id: str) -> dict:
+    def _setup(self, g: Group, setup_id: str, drv: Driver | None = None) -> dict:
         """Context and keys for a group, kept alive in the driver under setup_id."""
-        result = self.driver(g.library, g.threads).request(
+        drv = drv or self.driver(g.library, g.threads)
+        result = drv.request(
             "setup", timeout_s=self._timeout(g), setup_id=setup_id, scheme=g.scheme, params=g.params.wire(),
             rotations=g.rotations, rotations_pow2=g.rotations_pow2, allow_insecure=self.plan.allow_insecure,
             memory_limit_mb=g.jobs[0].policy.memory_limit_mb)
-        self.driver(g.library, g.threads).setups.add(setup_id)
+        drv.setups.add(setup_id)
         return result
 
     def _reprepare(self, prep: Prepared) -> None:
@@ -289,38 +303,15 @@ class Runner:
             nonlocal facts_due
             facts, facts_due = facts_due, False
             program = base.replicate(k) if facts else replace(base.replicate(k), noise=[], sizes=[], levels=[])
-            draws = [[(self._inputs(op, prep, job, rng), op.scalars(prep.plain, rng)) for _ in range(k)]
-                     for _ in range(count)]
-            suffix = (lambda n, i: f"{n}.{i}") if k > 1 else (lambda n, i: n)
-            samples = [Sample(inputs={suffix(n, i): Vector.of(v) for i, (vecs, _) in enumerate(d) for n, v in vecs.items()},
-                              scalars={suffix(n, i): x for i, (_, sc) in enumerate(d) for n, x in sc.items()})
-                       for d in draws]
+            draws, samples = self.draw(job, op, prep, rng, count, k)
             t0 = time.monotonic()
             raw = drv.request("run", timeout_s=pol.timeout_s, memory_limit_mb=pol.memory_limit_mb,
                               setup_id=prep.setup_id, program=program.wire(), samples=samples)
             wall = time.monotonic() - t0
-            res = RunResult(**raw)
-            _check_reply(job, program, res, count)
-            for d, smp in zip(draws, res.samples):  # every output is there (_check_reply)
-                for i, (vecs, sc) in enumerate(d):
-                    got = {o: smp.outputs[suffix(o, i)] for o in base.outputs}
-                    self._check(job, op, prep.plain, vecs, sc, got, out)
-            out.overhead_ns.append(res.overhead_ns)
-            for smp in res.samples:
-                # The CPU clock is read outside the wall clock, through the driver's own language
-                # (a Python call, a system call): microseconds that only a region of a millisecond
-                # or more makes negligible (TenSEAL's 8 us encode regions read 1.5-2.7 "threads").
-                if smp.cpu_ns and set(smp.cpu_ns) == set(smp.ns) and sum(smp.ns.values()) >= PARALLELISM_MIN_NS:
-                    out.cpu_ns += sum(smp.cpu_ns.values())
-                    out.cpu_wall_ns += sum(smp.ns.values())
-            out.noise += [res.noise_budget_bits[n] for n in program.noise if n in res.noise_budget_bits]
-            out.sizes.update({base_name(n): v for n, v in res.sizes_bytes.items()})
-            out.levels.update({base_name(n): v for n, v in res.levels.items()})
-            out.notes.update(res.notes)
-            scal = [[sc for _, sc in d] for d in draws] if any(sc for d in draws for _, sc in d) else [None] * count
+            got = self.absorb(job, op, prep, program, draws, RunResult(**raw), out)
             if not facts or not out.wall_per_sample:  # batches are sized from the cost of a copy alone
                 out.wall_per_sample = wall / (count * k)
-            return [{k_: v / k for k_, v in smp.ns.items()} for smp in res.samples], scal
+            return got
 
         if s == 0:
             drv.reset_peak()
@@ -373,6 +364,44 @@ class Runner:
             out.round += [r] * len(got)
             out.scalars += scal
         out.elapsed_s += time.monotonic() - started
+
+    def draw(self, job: Job, op: BenchOp, prep: Prepared, rng: np.random.Generator, count: int,
+              k: int) -> tuple[list, list[Sample]]:
+        """`count` samples of k copies, each copy on inputs and scalars of its own."""
+        draws = [[(self._inputs(op, prep, job, rng), op.scalars(prep.plain, rng)) for _ in range(k)]
+                 for _ in range(count)]
+        suffix = _suffix(k)
+        samples = [Sample(inputs={suffix(n, i): Vector.of(v) for i, (vecs, _) in enumerate(d) for n, v in vecs.items()},
+                          scalars={suffix(n, i): x for i, (_, sc) in enumerate(d) for n, x in sc.items()})
+                   for d in draws]
+        return draws, samples
+
+    def absorb(self, job: Job, op: BenchOp, prep: Prepared, program: Program, draws: list, res: RunResult,
+                out: Outcome) -> tuple[list[dict[str, float]], list[dict]]:
+        """A driver's answer to `_draw`'s samples: every output of every copy checked, the facts kept;
+        the times per copy, and the scalars drawn."""
+        count, k = len(draws), len(draws[0])
+        _check_reply(job, program, res, count)
+        suffix = _suffix(k)
+        outputs = list(dict.fromkeys(base_name(o) for o in program.outputs)) if k > 1 else program.outputs
+        for d, smp in zip(draws, res.samples):  # every output is there (_check_reply)
+            for i, (vecs, sc) in enumerate(d):
+                got = {o: smp.outputs[suffix(o, i)] for o in outputs}
+                self._check(job, op, prep.plain, vecs, sc, got, out)
+        out.overhead_ns.append(res.overhead_ns)
+        for smp in res.samples:
+            # The CPU clock is read outside the wall clock, through the driver's own language
+            # (a Python call, a system call): microseconds that only a region of a millisecond
+            # or more makes negligible (TenSEAL's 8 us encode regions read 1.5-2.7 "threads").
+            if smp.cpu_ns and set(smp.cpu_ns) == set(smp.ns) and sum(smp.ns.values()) >= PARALLELISM_MIN_NS:
+                out.cpu_ns += sum(smp.cpu_ns.values())
+                out.cpu_wall_ns += sum(smp.ns.values())
+        out.noise += [res.noise_budget_bits[n] for n in program.noise if n in res.noise_budget_bits]
+        out.sizes.update({base_name(n): v for n, v in res.sizes_bytes.items()})
+        out.levels.update({base_name(n): v for n, v in res.levels.items()})
+        out.notes.update(res.notes)
+        scal = [[sc for _, sc in d] for d in draws] if any(sc for d in draws for _, sc in d) else [None] * count
+        return [{k_: v / k for k_, v in smp.ns.items()} for smp in res.samples], scal
 
     def _probe_depth(self, job: Job, op: BenchOp, prep: Prepared, out: Outcome) -> None:
         """Run x * y^k for k = 1, 2, ... until the result stops decrypting
@@ -482,6 +511,7 @@ class Runner:
             "threads": job.threads,  # as asked; what the driver says it uses, and whether the library uses it:
             "threads_used": caps.threads if caps else None,
             "threads_honoured": caps.threads_honoured if caps else None,
+            "mode": job.policy.mode,  # latency: one evaluation at a time; throughput: k at once (throughput_*)
             **({"workload": op.facts} if op.facts else {}),
             "job_key": job.key,
             "suite": self.plan.suite.name,
@@ -512,6 +542,8 @@ class Runner:
             "setup_s": prep.setup_s,
             "precision_bits_before": min(out.precision_before) if out.precision_before else None,
         }
+        if out.throughput:
+            shared.update(out.throughput)
         if any(out.scalars):
             shared["sample_scalars"] = out.scalars  # per sample, per copy: e.g. the rotation steps drawn
         program = op.build(job.scheme, prep.plain)
@@ -540,6 +572,11 @@ class Runner:
                                f"{op.title}: {stage}", [sum(s[x] for x in regions) for s in out.samples],
                                [sum(s[x] for x in regions) for s in out.warmup], out))
         return recs
+
+
+def _suffix(k: int) -> Callable[[str, int], str]:
+    """The name of copy i of a value when a region holds k copies (Program.replicate's naming)."""
+    return (lambda n, i: f"{n}.{i}") if k > 1 else (lambda n, i: n)
 
 
 def _check_reply(job: Job, program: Program, res: RunResult, count: int) -> None:

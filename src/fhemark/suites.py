@@ -51,6 +51,10 @@ class Policy(BaseModel):
     min_precision_bits: float = Field(10.0, ge=0, le=60)  # CKKS results below this fail the check
     max_depth: int = Field(40, ge=1, le=1000)             # depth probes stop here at the latest
     seed: int = Field(1, ge=0, lt=2**63)                  # numpy seeds are non-negative
+    # latency: one evaluation at a time. throughput: k driver processes run the job at once, k
+    # growing until the host's cores are busy or the rate stops growing (measure/throughput).
+    mode: Literal["latency", "throughput"] = "latency"
+    max_batch: int | None = Field(None, ge=1, le=256)     # throughput: k stops here at the latest
 
     @field_validator("max_samples")
     @classmethod

@@ -100,7 +100,7 @@ def write(recs: list[dict], out: Path, heading: str, env: dict, runs: list[dict]
     except OSError as exc:
         raise UserError(f"report folder {out}: cannot create it ({exc.strerror or exc})", "pass --report with another folder")
     try:
-        tables = all_tables(recs) + [t for t in (scaling.table(recs),) if t is not None]  # threads swept: their table
+        tables = all_tables(recs) + [t for t in (scaling.table(recs), scaling.throughput_table(recs)) if t is not None]
         first = overview.build(recs)
         figures = plots.write(recs, stage / "plots", first)
         line = " ".join(x for x in (measured_on(env), method_line(recs), time_line(recs, runs or [])) if x)

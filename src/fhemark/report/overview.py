@@ -67,7 +67,8 @@ def param_key(rec: dict) -> str:
     """A setup's name; libraries are set against each other at one thread count, so a count above
     one is part of it (a threads sweep makes one setup per count)."""
     threads = rec.get("threads") or 1
-    return params_name(rec) + (f", {threads} threads" if threads > 1 else "")
+    return params_name(rec) + (f", {threads} threads" if threads > 1 else "") + (
+        f", one of k={rec.get('batch')} at once" if rec.get("mode") == "throughput" else "")
 
 
 def _op_label(rec: dict) -> str:

@@ -7,7 +7,7 @@ and, per operation, a figure of speed-up against threads with the ideal y = x.""
 from __future__ import annotations
 
 from ..catalog import CATALOG
-from .tables import DEVIATION_MARK, Deviations, Table, cell, fmt_time, latest, params_name
+from .tables import DEVIATION_MARK, Deviations, Table, cell, fmt_bytes, fmt_rate, fmt_time, latest, params_name, throughput_text
 from .text import OVER_FACTOR, SERIAL_BELOW, parallelism_mark
 
 TITLE = "Thread scaling: speed-up against the thread count"
@@ -25,7 +25,7 @@ def _op(op: str, length: int | None) -> str:
 def _counted(r: dict) -> bool:
     """Checked and ok, with a median: a failed or unchecked result says nothing about scaling."""
     return (r["status"] == "ok" and r.get("check_passed") is not False and bool(r.get("median_ns"))
-            and "depth" not in r)
+            and "depth" not in r and r.get("mode") != "throughput")  # one of k at once: throughput_table
 
 
 def cases(recs: list[dict]) -> dict[Case, dict[int, dict]]:
@@ -109,6 +109,38 @@ def table(recs: list[dict]) -> Table | None:
                                                 if without else "")
                  + f"; {DEVIATION_MARK} the library times different work (footnote)", devs.lines())
 
+
+THROUGHPUT_TITLE = "Throughput at saturation: evaluations a second with k at once"
+
+
+def throughput_table(recs: list[dict]) -> Table | None:
+    """A row per throughput record: the rate at the best k beside the rate one at a time (k = 1) and
+    the latency alone (the same case's latency record, where the run has one)."""
+    done = [r for r in latest(recs) if r.get("mode") == "throughput" and r["status"] == "ok"]
+    if not done:
+        return None
+    alone = {(r["library"], r["scheme"], params_name(r), r["op"], r.get("vector_length"), r.get("threads")): r
+             for r in latest(recs) if _counted(r)}
+    rows = []
+    for r in sorted(done, key=lambda r: (r["scheme"], r["params"].get("N") or 0, r["op"], r["library"])):
+        one = next((b for b in r.get("throughput_by_batch") or [] if b["batch"] == 1), None)
+        gain = r["throughput_per_s"] / one["throughput_per_s"] if one else None
+        lat = alone.get((r["library"], r["scheme"], params_name(r), r["op"], r.get("vector_length"), r.get("threads")))
+        par = r.get("throughput_parallelism")
+        rows.append([r["library"], r["scheme"].upper(), params_name(r), _op(r["op"], r.get("vector_length")),
+                     str(r.get("threads") or 1), throughput_text(r), fmt_rate(one["throughput_per_s"]) if one else "-",
+                     "-" if gain is None else f"{gain:.2f}x", "-" if par is None else f"{par:.2f}",
+                     f"{fmt_time(r['median_ns'])}" + (f" (alone {fmt_time(lat['median_ns'])})" if lat else ""),
+                     fmt_bytes(r.get("throughput_peak_rss_bytes"))])
+    cores = {r.get("throughput_cores") for r in done}
+    return Table(THROUGHPUT_TITLE, ["library", "scheme", "params", "op", "threads each", "throughput [95% CI]",
+                                    "k = 1", "gain", "cores busy", "time of one under load", "memory at k"], rows,
+                 "k driver processes of the library ran the job at once, each with its own keys and inputs, every "
+                 "output checked; k grew 1, 2, 4, ... until the measured parallelism reached 95% of the host's "
+                 f"cores ({', '.join(str(c) for c in sorted(cores, key=str))}) or the rate grew less than 5%; "
+                 "throughput = k / median time of one evaluation under that load, its interval from the median's; "
+                 "gain: over k = 1; cores busy: CPU time / wall time in the timed regions, summed over the k "
+                 "processes; memory: peak resident memory of the k processes together", [])
 
 
 def _hover(r: dict, t: int, s: float, ci: tuple[float, float] | None, base: dict) -> str:

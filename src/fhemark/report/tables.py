@@ -48,6 +48,23 @@ def fmt_time(ns: float | None) -> str:
     return f"{ns:.0f} ns"
 
 
+def fmt_rate(per_s: float | None) -> str:
+    """Evaluations a second, to three figures."""
+    if per_s is None:
+        return "-"
+    for unit, div in (("M", 1e6), ("k", 1e3)):
+        if per_s >= div:
+            return f"{per_s / div:.3g}{unit}/s"
+    return f"{per_s:.3g}/s"
+
+
+def throughput_text(r: dict) -> str:
+    """'802/s [787/s, 830/s] k=2': the rate at saturation, its interval and the k that gave it."""
+    ci = r.get("throughput_ci95")
+    spread = f" [{fmt_rate(ci[0])}, {fmt_rate(ci[1])}]" if ci else ""
+    return f"{fmt_rate(r.get('throughput_per_s'))}{spread} k={r.get('batch')}"
+
+
 def contended(rec: dict) -> bool:
     """Other processes or the hypervisor took CPU while the job ran (see host.py)."""
     return bool((rec.get("host_activity") or {}).get("contended"))

@@ -9,7 +9,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table as RichTable
 
-from .tables import Deviations, ci_text, contended, fmt_time, latest, security_disagreements
+from .tables import Deviations, ci_text, contended, fmt_time, latest, security_disagreements, throughput_text
 
 if TYPE_CHECKING:
     from ..advisor import Need, Proposal
@@ -27,6 +27,7 @@ def _cell(r: dict, devs: Deviations) -> str:
         return f"depth {r['depth']}{dev}"
     spread = f"±{r['rel_ci_half_width'] * 100:.0f}%" if r.get("rel_ci_half_width") is not None else \
         f"({ci_text(r)})"
+    head = throughput_text(r) if r.get("mode") == "throughput" else f"{fmt_time(r['median_ns'])} {spread}"
     extra = []
     if r.get("noise_budget_bits") is not None:
         extra.append(f"{r['noise_budget_bits']:g}b")
@@ -36,7 +37,7 @@ def _cell(r: dict, devs: Deviations) -> str:
     mark += " [yellow]~[/]" if contended(r) else ""
     par = parallelism_mark(r)
     mark += f" [cyan]{par}[/]" if par else ""
-    return f"{fmt_time(r['median_ns'])} {spread}" + (f" ({', '.join(extra)})" if extra else "") + mark + dev
+    return head + (f" ({', '.join(extra)})" if extra else "") + mark + dev
 
 
 # How far the measured parallelism (CPU time / wall time in the timed regions) may sit from the
@@ -70,7 +71,8 @@ def print_results(recs: list[dict], console: Console) -> None:
     rows: dict[tuple, dict[str, dict]] = {}
     for r in recs:
         p = r["params"]
-        key = (r["scheme"].upper(), p.get("name") or f"N={p['N']}", r["op"]) + ((str(r.get("threads") or 1),) if swept else ())
+        op = r["op"] + (" (throughput)" if r.get("mode") == "throughput" else "")
+        key = (r["scheme"].upper(), p.get("name") or f"N={p['N']}", op) + ((str(r.get("threads") or 1),) if swept else ())
         rows.setdefault(key, {})[r["library"]] = r
     devs = Deviations()
     for key, by_lib in rows.items():  # names are the user's text, not console markup
@@ -78,6 +80,9 @@ def print_results(recs: list[dict], console: Console) -> None:
     console.print(t)
     for note in devs.lines():
         console.print(f"[magenta]{note[0]}[/]{escape(note[1:])}", highlight=False)  # "[sk]" is text, not a style
+    if any(r.get("mode") == "throughput" for r in recs):
+        console.print("(throughput): evaluations a second [95% CI] with k evaluations at once, k grown until the "
+                      "host's cores were busy (throughput_by_batch in the export has every k)", highlight=False)
     marks = {"†": any(r.get("insecure") for r in recs), "≠": any(r.get("params_match") is False for r in recs)}
     if marks["†"]:
         console.print("† below the suite's security level (run with --allow-insecure)")
@@ -148,7 +153,8 @@ def print_recommendation(cands: list[Candidate], w: Workload, console: Console) 
                         + (f", {w.slots} values" if w.slots else "")
                         + f"; >= {w.min_security_bits} bits ({w.security_table})"
                         + (f", precision >= {w.min_precision_bits:g} bits" if w.min_precision_bits is not None else "")
-                        + (f", depth >= {w.depth}" if w.depth else ""), title_justify="left")
+                        + (f", depth >= {w.depth}" if w.depth else "")
+                        + ("; ranked by throughput" if w.objective == "throughput" else ""), title_justify="left")
     devs = Deviations()
     for col, just in (("rank", "right"), ("library / scheme / params", "left"), ("cost per evaluation [95%]", "right"),
                       ("ciphertexts", "right"), ("security", "right"), ("worst op: noise left / precision", "right"),
@@ -169,6 +175,11 @@ def print_recommendation(cands: list[Candidate], w: Workload, console: Console) 
     for note in devs.lines():
         console.print(f"{escape(note)} (this candidate's cost times different work: compare with care)", highlight=False)
     err = getattr(cands, "model_error", None)  # recommend's Ranking carries it
+    if w.objective == "throughput":
+        cores = f" on {w.threads} cores" if w.threads else ""
+        console.print(f"objective: throughput{cores}: each op costed at the host's time per evaluation at saturation "
+                      "(1 / evaluations a second with k at once, records of mode: throughput; interval inverted), "
+                      "not the time of one evaluation alone", highlight=False, markup=False)
     console.print(METHOD, highlight=False, markup=False)
     if err is not None:
         console.print(err.text(), highlight=False, markup=False)
@@ -181,7 +192,8 @@ def print_recommendation(cands: list[Candidate], w: Workload, console: Console) 
             console.print(f"[dim]excluded:[/] {escape(c.label)}: {escape(c.excluded)}", highlight=False)
     if not usable:
         console.print("[yellow]no measured candidate meets the workload:[/] run a suite that measures its ops "
-                      "(e.g. `fhemark run --suite quick`), or relax the requirements")
+                      + ("in mode: throughput (e.g. `fhemark run --suite threads`)" if w.objective == "throughput"
+                         else "(e.g. `fhemark run --suite quick`)") + ", or relax the requirements")
         return
     if note := depth_note(cands, w):
         console.print(note, highlight=False, markup=False)
@@ -191,7 +203,8 @@ def print_recommendation(cands: list[Candidate], w: Workload, console: Console) 
                       "--precision to state what your data needs")
     best = usable[0]
     ties = [c.label for c in usable[1:] if c.within_best]
-    console.print(f"[bold]recommended:[/] {escape(best.label)}, {fmt_time(best.cost)} per evaluation "
+    per = "per evaluation at saturation" if w.objective == "throughput" else "per evaluation"
+    console.print(f"[bold]recommended:[/] {escape(best.label)}, {fmt_time(best.cost)} {per} "
                   f"[{fmt_time(best.cost_ci[0])}, {fmt_time(best.cost_ci[1])}]"
                   + (f"; indistinguishable on this data (*): {escape(', '.join(ties))}" if ties else "")
                   + (f" ({escape(', '.join(best.modelled))} modelled)" if best.modelled else "")

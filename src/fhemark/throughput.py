@@ -1,0 +1,186 @@
+"""Throughput at saturation: how many evaluations a second one host gives a library's job.
+
+k driver processes of the job's library (each at the job's thread count, each with its own keys,
+made before anything is timed) run windows of samples at the same moment; k grows 1, 2, 4, ...
+until the host's cores are busy (the parallelism measured from the processes' CPU time reaches
+95% of them) or the rate stops growing (under 5% more than at the k before), as TFHE-rs'
+`find_optimal_batch` grows its batch. Every output of every evaluation in every process is
+decrypted and checked, as in latency mode; one wrong output fails the job.
+
+Each process times its own regions while the others run, so the time of one evaluation includes
+what the others cost it (shared caches, memory bandwidth, the cores). The rate is k evaluations
+per median time; its interval comes from the interval of that median (processes and windows are
+the statistics' processes and rounds). Inputs are drawn and outputs checked between windows, so
+the orchestrator's own work does not run beside the timed regions.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from .messages import RunResult
+from .ops import BenchOp
+from .plan import Job
+from .stats import summarize
+from .supervise import Driver
+
+if TYPE_CHECKING:
+    from .run import Outcome, Prepared, Runner
+
+SATURATED = 0.95  # of the host's cores: busy enough
+GROWTH = 1.05     # a larger k must give at least this much more, or the search stops
+WINDOW_S = 0.5    # each window: about this long in every process
+
+
+@dataclass
+class Level:
+    """What the processes measured together at one k."""
+
+    batch: int
+    samples: list[dict[str, float]] = field(default_factory=list)
+    process: list[int] = field(default_factory=list)
+    round: list[int] = field(default_factory=list)
+    cpu_ns: list[float] = field(default_factory=list)   # per process, over regions long enough to tell
+    wall_ns: list[float] = field(default_factory=list)
+    peak_rss_bytes: int | None = None                   # all k processes together
+
+    def times(self) -> list[float]:
+        return [float(sum(s.values())) for s in self.samples]
+
+    def per_s(self) -> tuple[float, list[float] | None]:
+        """Evaluations a second, and its 95% interval."""
+        s = summarize(self.times(), self.process, self.round)
+        ci = [self.batch * 1e9 / s.ci95[1], self.batch * 1e9 / s.ci95[0]] if s.ci95 else None
+        return self.batch * 1e9 / s.median, ci
+
+    @property
+    def parallelism(self) -> float | None:
+        """Cores busy in the timed regions: each process's CPU time over its wall time, summed."""
+        if len(self.wall_ns) < self.batch or not all(self.wall_ns):
+            return None
+        return sum(c / w for c, w in zip(self.cpu_ns, self.wall_ns))
+
+    def summary(self) -> dict:
+        rate, ci = self.per_s()
+        return {"batch": self.batch, "throughput_per_s": rate, "throughput_ci95": ci,
+                "parallelism": self.parallelism, "peak_rss_bytes": self.peak_rss_bytes, "samples": len(self.samples)}
+
+
+def host_cores() -> int:
+    """The cores this process may run on (a container's or taskset's limit, not the machine's)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+def saturate(runner: Runner, job: Job, op: BenchOp, prep: Prepared, out: Outcome) -> None:
+    """Grow k until the host is busy; the best k's samples become the job's, its rate the record's."""
+    pol = job.policy
+    cores = host_cores()
+    limit = min(pol.max_batch or 2 * cores, 256)
+    started = time.monotonic()
+    pool: list[Driver] = [runner.driver(job.library, job.threads)]
+    levels: list[Level] = []
+    try:
+        _calibrate(runner, job, op, prep, pool[0], out)
+        k = 1
+        while True:
+            while len(pool) < k:  # started and given keys outside every window
+                pool.append(runner.extra_driver(job.library, job.threads, prep))
+            levels.append(_level(runner, job, op, prep, pool[:k], out, len(levels)))
+            last = levels[-1]
+            rate = last.per_s()[0]
+            if len(levels) > 1 and rate < GROWTH * max(lv.per_s()[0] for lv in levels[:-1]):
+                break
+            par = last.parallelism
+            if (par if par is not None else k * job.threads) >= SATURATED * cores or 2 * k > limit:
+                break
+            k *= 2
+    finally:
+        for d in pool[1:]:
+            d.stop()
+    best = max(levels, key=lambda lv: lv.per_s()[0])
+    rate, ci = best.per_s()
+    out.samples, out.process, out.round = best.samples, best.process, best.round
+    out.cpu_ns, out.cpu_wall_ns = sum(best.cpu_ns), sum(best.wall_ns)  # one process's parallelism, at the best k
+    out.stop_reason = "saturated"
+    out.elapsed_s += time.monotonic() - started
+    out.throughput = {"mode": "throughput", "batch": best.batch, "throughput_per_s": rate, "throughput_ci95": ci,
+                      "throughput_parallelism": best.parallelism, "throughput_peak_rss_bytes": best.peak_rss_bytes,
+                      "throughput_cores": cores, "throughput_by_batch": [lv.summary() for lv in levels],
+                      "throughput_method": "k driver processes at once, each timing its own regions; "
+                                           "rate = k / median time of one evaluation under that load"}
+
+
+def _calibrate(runner: Runner, job: Job, op: BenchOp, prep: Prepared, drv: Driver, out: Outcome) -> None:
+    """One warm-up evaluation alone, with the noise, sizes and levels read: it sizes the copies per
+    region (as latency mode does) and the windows."""
+    pol = job.policy
+    rng = np.random.default_rng([pol.seed, int(job.input_key, 16) % 2**32, 0])
+    program = op.build(job.scheme, prep.plain)
+    draws, samples = runner.draw(job, op, prep, rng, 1, 1)
+    t0 = time.monotonic()
+    res = RunResult(**drv.request("run", timeout_s=pol.timeout_s, memory_limit_mb=pol.memory_limit_mb,
+                                  setup_id=prep.setup_id, program=program.wire(), samples=samples))
+    out.wall_per_sample = time.monotonic() - t0
+    warm, _ = runner.absorb(job, op, prep, program, draws, res, out)
+    t_op = float(sum(warm[0].values()))
+    out.copies = max(1, min(pol.max_iters, int(np.ceil(pol.min_sample_us * 1e3 / max(t_op, 1.0))))) \
+        if op.repeatable(program) else 1
+
+
+def _level(runner: Runner, job: Job, op: BenchOp, prep: Prepared, pool: list[Driver], out: Outcome,
+           index: int) -> Level:
+    """Windows at k = len(pool) until the interval meets the target (twice), the budget is spent or
+    the samples reach their most."""
+    pol, k, copies = job.policy, len(pool), out.copies
+    program = replace(op.build(job.scheme, prep.plain).replicate(copies), noise=[], sizes=[], levels=[])
+    level = Level(k, cpu_ns=[0.0] * k, wall_ns=[0.0] * k)
+    per_window = max(1, min(20, int(WINDOW_S / max(out.wall_per_sample * copies, 1e-6))))
+    for d in pool:
+        d.reset_peak()
+    with ThreadPoolExecutor(k) as ex:
+        _window(runner, job, op, prep, pool, program, ex, 1, Level(k, cpu_ns=[0.0] * k, wall_ns=[0.0] * k),
+                out, [index, -1])  # every process warms up, together, and is discarded
+        started, met, w = time.monotonic(), 0, 0
+        while True:
+            _window(runner, job, op, prep, pool, program, ex, per_window, level, out, [index, w])
+            w += 1
+            n = len(level.samples)
+            if n >= max(pol.min_samples, 2 * k):
+                s = summarize(level.times(), level.process, level.round)
+                met = met + 1 if s.rel_ci_half_width is not None and s.rel_ci_half_width <= pol.target_rel_ci else 0
+                if met >= 2 or time.monotonic() - started >= pol.budget_s or n >= pol.max_samples * k:
+                    break
+    peaks = [d.peak_rss_bytes() for d in pool]
+    level.peak_rss_bytes = sum(peaks) if all(p is not None for p in peaks) else None
+    return level
+
+
+def _window(runner: Runner, job: Job, op: BenchOp, prep: Prepared, pool: list[Driver], program, ex,
+            count: int, level: Level, out: Outcome, seed: list[int]) -> None:
+    """Every process runs `count` samples at once; then every output of every one is checked."""
+    pol = job.policy
+    drawn = []
+    for i in range(len(pool)):  # inputs of their own for every process: independent evaluations
+        rng = np.random.default_rng([pol.seed, int(job.input_key, 16) % 2**32, 1 + seed[0], seed[1] + 1, i])
+        drawn.append(runner.draw(job, op, prep, rng, count, out.copies))
+    futures = [ex.submit(d.request, "run", timeout_s=pol.timeout_s, memory_limit_mb=pol.memory_limit_mb,
+                         setup_id=prep.setup_id, program=program.wire(), samples=samples)
+               for d, (_, samples) in zip(pool, drawn)]
+    replies = [f.result() for f in futures]  # a driver's failure is raised here, after all have ended
+    for i, ((draws, _), raw) in enumerate(zip(drawn, replies)):
+        before = (out.cpu_ns, out.cpu_wall_ns)
+        got, _ = runner.absorb(job, op, prep, program, draws, RunResult(**raw), out)
+        level.cpu_ns[i] += out.cpu_ns - before[0]
+        level.wall_ns[i] += out.cpu_wall_ns - before[1]
+        level.samples += got
+        level.process += [i] * len(got)
+        level.round += [seed[1]] * len(got)
