@@ -152,6 +152,23 @@ def test_choose_proves_measures_and_ranks_on_seal(tmp_path):
     assert all(recs[c["job_key"]]["check_passed"] for c in cands)
 
 
+def test_choose_for_throughput_measures_k_at_once_and_ranks_by_the_rate(tmp_path):
+    f = write(tmp_path, SUM_SQUARE)
+    out = tmp_path / "answer.json"
+    r = cli("choose", f, "--library", "seal", "--scheme", "bfv", "--scheme", "ckks", "--repeats", "1",
+            "--objective", "throughput", "--db", tmp_path / "c.db", "--json", out, "--out", tmp_path / "snippets")
+    assert r.exit_code == 0, r.output
+    assert "ranked by throughput" in r.stdout
+    ans = json.loads(out.read_text())
+    assert ans["objective"] == "throughput" and "throughput" in ans["cost_model"]
+    rates = [c["throughput_per_s"] for c in ans["candidates"]]
+    assert len(rates) == 2 and all(x > 0 for x in rates) and rates == sorted(rates, reverse=True)
+    recs = {x["job_key"]: x for x in Store(tmp_path / "c.db").records()}
+    assert all(recs[c["job_key"]]["mode"] == "throughput" and recs[c["job_key"]]["check_passed"]
+               for c in ans["candidates"])
+    assert cli("choose", f, "--objective", "fast", "--explain").exit_code == 2
+
+
 def test_choose_says_what_cannot_be_done(tmp_path):
     f = write(tmp_path, """
     def compute(c):

@@ -30,7 +30,7 @@ from typing import Callable
 from .advisor import MARGIN_BITS, MAX_TRIES, Need, _ckks_chain, _first_scale, candidates, run_suite
 from .drivers import manifests
 from .errors import UserError
-from .recommend import median_bounds
+from .recommend import amortised, median_bounds
 from .requirements import Requirements, for_all
 from .suites import Suite
 from .workload import INT_SCHEMES, Workload
@@ -78,14 +78,20 @@ class Answer:
     shared: list[Candidate] = field(default_factory=list)
     run_id: str | None = None
     threads: int = 1                     # the measurement's thread count (the search runs on one)
+    objective: str = "latency"           # or throughput: measured k at once, ranked by the host's rate
     impossible: dict[str, str] = field(default_factory=dict)  # scheme -> why no ring here holds the program
 
+    def timed(self, c: Candidate) -> dict:
+        """What ranks a candidate: its record, or under the throughput objective its record costed at
+        the host's time per evaluation at saturation (recommend.amortised)."""
+        return amortised(c.record) if self.objective == "throughput" else c.record
+
     def ranked(self) -> list[Candidate]:
-        ok = sorted((c for c in self.chosen if _ok(c)), key=lambda c: c.record["median_ns"])
+        ok = sorted((c for c in self.chosen if _ok(c)), key=lambda c: self.timed(c)["median_ns"])
         if ok:
-            best_hi = median_bounds(ok[0].record)[1]
+            best_hi = median_bounds(self.timed(ok[0]))[1]
             for c in ok:
-                c.within_best = median_bounds(c.record)[0] <= best_hi
+                c.within_best = median_bounds(self.timed(c))[0] <= best_hi
         return ok
 
     def excluded(self) -> list[Candidate]:
@@ -186,12 +192,14 @@ def margin(c: Candidate, precision: float) -> float | None:
 def choose(w: Workload, libraries: dict[str, tuple[str, ...]], precision: float | None, security: int, table: str,
            repeats: int, store_path: Path, verify_db: Path | None = None,
            say: Callable[[str, str], None] = lambda stage, what: None,
-           auto: Callable[[Need, dict | None], dict | None] | None = None, threads: int = 1) -> Answer:
+           auto: Callable[[Need, dict | None], dict | None] | None = None, threads: int = 1,
+           objective: str = "latency") -> Answer:
     """`libraries`: each available library and the schemes it offers; `threads`: the cores the
-    answer is for (the measurement runs at that count; whether a set is correct does not depend on it)."""
+    answer is for (the measurement runs at that count; whether a set is correct does not depend on it);
+    `objective`: latency (one evaluation alone) or throughput (the measurement in throughput mode)."""
     reqs = for_all(w)
     prec = float(precision if precision is not None else w.precision_bits)
-    ans = Answer(w, reqs, prec, security, table, [], threads=threads)
+    ans = Answer(w, reqs, prec, security, table, [], threads=threads, objective=objective)
     with tempfile.TemporaryDirectory() as tmp:
         vdb = verify_db or Path(tmp) / "verify.db"
         for scheme, req in reqs.items():
@@ -289,7 +297,8 @@ def _measure(ans: Answer, store_path: Path, say: Callable[[str, str], None]) -> 
     need = Need("ckks", 0, ans.precision, None, 1, ans.security, ans.table)
     say("measuring", f"{len(cases)} sets, every sample checked")
     libs = sorted({c["libraries"][0] for c in cases})
-    recs = run_suite(_suite(w, need, cases, MEASURE_POLICY, ans.threads), libs, store_path,
+    policy = {**MEASURE_POLICY, "mode": ans.objective}
+    recs = run_suite(_suite(w, need, cases, policy, ans.threads), libs, store_path,
                      progress=lambda what: say("measuring", what))
     ans.run_id = recs[0]["run_id"] if recs else None
     for c in ok + shared:
@@ -395,12 +404,16 @@ def to_json(ans: Answer) -> dict:
                 "within_best": c.within_best, "snippet": c.snippet, "run_id": r.get("run_id"),
                 "threads": r.get("threads"), "threads_honoured": r.get("threads_honoured"),
                 "parallelism": r.get("parallelism"),
+                **{k: r.get(k) for k in ("batch", "throughput_per_s", "throughput_ci95") if k in r},
                 "job_key": r.get("job_key"), "status": r.get("status"), "rejected_smaller": c.tried}
     return {"workload": ans.workload.name, "source": ans.workload.source,
             "requirements": {s: {**r.to_json(), "precision_bits": ans.precision if s == "ckks" else None}
                              for s, r in ans.requirements.items()},
             "security": {"min_bits": ans.security, "table": ans.table}, "threads": ans.threads,
-            "cost_model": "measured: each candidate ran the whole program; latency is the program's median",
+            "objective": ans.objective,
+            "cost_model": "measured: each candidate ran the whole program; " + (
+                "ranked by throughput at saturation (throughput_per_s; k evaluations at once)"
+                if ans.objective == "throughput" else "latency is the program's median"),
             "candidates": [cand(c) for c in ans.ranked()],
             "excluded": [{**cand(c), "reason": _why_excluded(c)} for c in ans.excluded()],
             "shared": [cand(c) for c in ans.shared if c.record], "impossible": ans.impossible,

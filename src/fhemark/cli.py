@@ -668,6 +668,8 @@ def choose_cmd(file: Path = typer.Argument(..., help="your workload file (Python
                repeats: int = typer.Option(3, min=1, max=20, help="fresh-key runs of the program a set must pass"),
                threads: int = typer.Option(1, min=1, max=1024, help="the cores you deploy on: the measurement runs the "
                                                                      "libraries at this thread count"),
+               objective: str = typer.Option("latency", help="latency (one evaluation alone) or throughput (evaluations "
+                                                             "a second with the host's cores busy: k at once)"),
                auto: bool = typer.Option(True, "--auto/--no-auto", help="also try OpenFHE's own parameter choice"),
                db: Path = typer.Option(None, help="store for the measurement (default ./fhemark.db or $FHEMARK_DB)"),
                verify_db: Path = typer.Option(None, help="keep the search's runs in this store (default: a temporary one)"),
@@ -686,6 +688,8 @@ def choose_cmd(file: Path = typer.Argument(..., help="your workload file (Python
         _fail(UserError(f"--table {table}: unknown security table", f"use one of {', '.join(TABLES)}"))
     if security not in (128, 192, 256):
         _fail(UserError(f"--security {security}: the tables have 128, 192 and 256 bits", "use one of them"))
+    if objective not in ("latency", "throughput"):
+        _fail(UserError(f"--objective {objective}: unknown objective", "use latency or throughput"))
     if precision is not None and not 1 <= precision <= 50:
         _fail(UserError(f"--precision {precision:g}: CKKS precision must be 1..50 bits", "e.g. --precision 20"))
     found = load_workloads(file)
@@ -719,7 +723,8 @@ def choose_cmd(file: Path = typer.Argument(..., help="your workload file (Python
         try:
             answer = chooser.choose(w, libs, precision, security, table, repeats, store_path, verify_db,
                                     say=lambda stage, what: progress.update(task, description=stage, last=what),
-                                    auto=chooser.openfhe_auto if auto and "openfhe" in libs else None, threads=threads)
+                                    auto=chooser.openfhe_auto if auto and "openfhe" in libs else None, threads=threads,
+                                    objective=objective)
         except KeyboardInterrupt:
             progress.stop()
             err_console.print(f"interrupted: nothing was chosen; measurements finished so far are in {store_path}",

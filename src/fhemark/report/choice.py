@@ -8,7 +8,7 @@ from rich.table import Table
 
 from ..choose import Answer, Candidate, client_bytes, eval_key_bytes, levels_available, margin, plaintext_text
 from ..requirements import Requirements
-from .tables import fmt_bytes, fmt_time
+from .tables import fmt_bytes, fmt_time, throughput_text
 
 
 def _or_dash(v: object) -> str:
@@ -56,13 +56,15 @@ def _security(c: Candidate) -> str:
 
 def _table(ans: Answer, cands: list[Candidate], title: str) -> Table:
     t = Table(title=title, title_justify="left")
-    for col in ("#", "library", "scheme", "set", "N", "log QP", "chain", "security bits", "latency (95% CI)",
+    speed = "throughput (95% CI)" if ans.objective == "throughput" else "latency (95% CI)"
+    for col in ("#", "library", "scheme", "set", "N", "log QP", "chain", "security bits", speed,
                 "peak memory", "eval keys", "client bytes", "margin", "levels need/have"):
         t.add_column(col)
     for i, c in enumerate(cands, 1):
         r = c.record
         lo, hi = r.get("ci95_ns") or (None, None)
-        lat = fmt_time(r["median_ns"]) + (f" [{fmt_time(lo)}, {fmt_time(hi)}]" if lo else "") + (" *" if c.within_best else "")
+        lat = (throughput_text(r) if r.get("mode") == "throughput" else
+               fmt_time(r["median_ns"]) + (f" [{fmt_time(lo)}, {fmt_time(hi)}]" if lo else "")) + (" *" if c.within_best else "")
         n, lqp, chain = _params(c)
         req = ans.requirements[c.scheme]
         t.add_row(str(i), c.library, c.scheme.upper(), c.origin, n, lqp, chain, _security(c), lat,
@@ -76,9 +78,11 @@ def print_answer(ans: Answer, console: Console) -> None:
     ranked = ans.ranked()
     if ranked:
         console.print(_table(ans, ranked, f"{ans.workload.name}: the smallest secure set each library runs it correctly "
-                                          f"at (proven: every output of every repetition checked), ranked by latency "
-                                          f"at {ans.threads} thread(s); * = indistinguishable from the best"))
-        if ans.threads > 1:
+                                          f"at (proven: every output of every repetition checked), ranked by "
+                                          + ("throughput with the host's cores busy (k evaluations at once), "
+                                             if ans.objective == "throughput" else "latency ")
+                                          + f"at {ans.threads} thread(s) each; * = indistinguishable from the best"))
+        if ans.threads > 1 and ans.objective == "latency":  # k processes at once share the cores by design
             for c in ranked:
                 par = c.record.get("parallelism")
                 if c.record.get("threads_honoured") is False or (par is not None and par < 1.2):
@@ -90,7 +94,7 @@ def print_answer(ans: Answer, console: Console) -> None:
                 console.print(f"{c.label} ({c.origin}): {escape(c.snippet)}", highlight=False)
     measured_shared = [c for c in ans.shared if c.record and c.record["status"] == "ok"]
     if measured_shared:
-        console.print(_table(ans, sorted(measured_shared, key=lambda c: c.record["median_ns"]),
+        console.print(_table(ans, sorted(measured_shared, key=lambda c: ans.timed(c)["median_ns"]),
                              "the same program with every library at its scheme's largest chosen set: the gap left is "
                              "the library's, not its parameters'"))
     for c in ans.excluded():
