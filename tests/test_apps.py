@@ -12,7 +12,7 @@ from fhemark.catalog import known, lookup
 from fhemark.drivers import manifests
 from fhemark.locations import project_root
 from fhemark.plan import build
-from fhemark.run import Runner
+from fhemark.measure.runner import Runner
 from fhemark.semantics import Plain
 from fhemark.store import Store
 from fhemark.suites import Suite

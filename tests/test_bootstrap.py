@@ -5,7 +5,7 @@ import pytest
 
 from fhemark.drivers import available
 from fhemark.plan import build
-from fhemark.run import Runner
+from fhemark.measure.runner import Runner
 from fhemark.store import Store
 from fhemark.suites import Suite, load
 

@@ -8,7 +8,7 @@ import pytest
 
 from fhemark import cluster
 from fhemark.plan import build
-from fhemark.run import Runner
+from fhemark.measure.runner import Runner
 from fhemark.store import Store
 from fhemark.suites import Suite
 

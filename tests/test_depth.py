@@ -1,7 +1,7 @@
 """The depth probe measures where decryption fails; nothing is assumed."""
 
 from fhemark.plan import build
-from fhemark.run import Runner
+from fhemark.measure.runner import Runner
 from fhemark.store import Store
 from fhemark.suites import Suite
 

@@ -70,9 +70,10 @@ def _check_cpu(result: dict, regions: set[str], threads: int) -> float:
     wall = sum(sum(s["ns"].values()) for s in result["samples"])
     ratio = cpu / wall
     if threads == 1:
-        # One thread cannot use more than the wall time (1.5: clock granularity and the reads' cost);
-        # below 0.5 the driver would be waiting on something else than its own work.
-        assert 0.5 <= ratio <= 1.5, f"CPU / wall {ratio:.2f} on one thread"
+        # One thread cannot use more than the wall time (1.5: clock granularity and the reads' cost).
+        # No lower bound: on a loaded host the process waits for a core, and CPU / wall falls with
+        # the load (0.50 seen with two test runs on this 2-core machine): a timing threshold.
+        assert ratio <= 1.5, f"CPU / wall {ratio:.2f} on one thread"
     return ratio
 
 

@@ -15,7 +15,7 @@ from fhemark.plan import build
 from fhemark.report import write
 from fhemark.report.overview import build as build_overview
 from fhemark.report.tables import all_tables
-from fhemark.run import Runner
+from fhemark.measure.runner import Runner
 from fhemark.store import Store
 from fhemark.suites import Suite
 

@@ -10,10 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from fhemark import drivers, run as run_mod
+from fhemark import drivers
+from fhemark.measure import runner as run_mod
 from fhemark.drivers import Manifest
 from fhemark.plan import build
-from fhemark.run import Runner
+from fhemark.measure.runner import Runner
 from fhemark.store import Store
 from fhemark.suites import Suite
 

@@ -2,7 +2,7 @@
 until the noise budget runs out, then stops decrypting correctly."""
 
 from fhemark.plan import build
-from fhemark.run import Runner
+from fhemark.measure.runner import Runner
 from fhemark.store import Store
 from fhemark.suites import Suite
 

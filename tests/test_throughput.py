@@ -7,10 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from fhemark import drivers, run as run_mod, throughput
+from fhemark import drivers
+from fhemark.measure import runner as run_mod, throughput
 from fhemark.drivers import Manifest
 from fhemark.plan import build
-from fhemark.run import Runner
+from fhemark.measure.runner import Runner
 from fhemark.store import Store
 from fhemark.suites import Suite
 

@@ -31,7 +31,7 @@ from .errors import UserError
 from .locations import project_root
 from .metadata import environment
 from .plan import build
-from .run import Runner
+from .measure.runner import Runner
 from .security import bound, estimates
 from .store import Store
 from .suites import Suite

@@ -35,7 +35,7 @@ from .recommend import load_workload, ranking_json, recommend
 from . import report as report_files
 from .report.tables import timed_seconds
 from .report.text import print_comparison, print_recommendation, print_results
-from .run import Runner
+from .measure.runner import Runner
 from .store import Store
 from .suites import builtin_names, load
 from .supervise import Driver

@@ -92,7 +92,7 @@ def _measure_block(block: Plan, run_id: str, queue_name: str, skip: set[str]) ->
 
     from .locations import project_root
     from .metadata import environment
-    from .run import Runner
+    from .measure.runner import Runner
 
     host = socket.gethostname()
     stream = _Stream(Queue(queue_name))

@@ -24,14 +24,15 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .messages import RunResult
-from .ops import BenchOp
-from .plan import Job
-from .stats import summarize
-from .supervise import Driver
+from ..messages import RunResult
+from ..ops import BenchOp
+from ..plan import Job
+from ..stats import summarize
+from ..supervise import Driver
+from .sampler import Outcome, Prepared, absorb, copies_for, draw
 
 if TYPE_CHECKING:
-    from .run import Outcome, Prepared, Runner
+    from .runner import Runner
 
 SATURATED = 0.95  # of the host's cores: busy enough
 GROWTH = 1.05     # a larger k must give at least this much more, or the search stops
@@ -49,6 +50,10 @@ class Level:
     cpu_ns: list[float] = field(default_factory=list)   # per process, over regions long enough to tell
     wall_ns: list[float] = field(default_factory=list)
     peak_rss_bytes: int | None = None                   # all k processes together
+
+    def __post_init__(self) -> None:
+        self.cpu_ns = self.cpu_ns or [0.0] * self.batch
+        self.wall_ns = self.wall_ns or [0.0] * self.batch
 
     def times(self) -> list[float]:
         return [float(sum(s.values())) for s in self.samples]
@@ -89,12 +94,12 @@ def saturate(runner: Runner, job: Job, op: BenchOp, prep: Prepared, out: Outcome
     pool: list[Driver] = [runner.driver(job.library, job.threads)]
     levels: list[Level] = []
     try:
-        _calibrate(runner, job, op, prep, pool[0], out)
+        _calibrate(job, op, prep, pool[0], out)
         k = 1
         while True:
             while len(pool) < k:  # started and given keys outside every window
                 pool.append(runner.extra_driver(job.library, job.threads, prep))
-            levels.append(_level(runner, job, op, prep, pool[:k], out, len(levels)))
+            levels.append(_level(job, op, prep, pool[:k], out, len(levels)))
             last = levels[-1]
             rate = last.per_s()[0]
             if len(levels) > 1 and rate < GROWTH * max(lv.per_s()[0] for lv in levels[:-1]):
@@ -119,39 +124,37 @@ def saturate(runner: Runner, job: Job, op: BenchOp, prep: Prepared, out: Outcome
                                            "rate = k / median time of one evaluation under that load"}
 
 
-def _calibrate(runner: Runner, job: Job, op: BenchOp, prep: Prepared, drv: Driver, out: Outcome) -> None:
+def _calibrate(job: Job, op: BenchOp, prep: Prepared, drv: Driver, out: Outcome) -> None:
     """One warm-up evaluation alone, with the noise, sizes and levels read: it sizes the copies per
     region (as latency mode does) and the windows."""
     pol = job.policy
     rng = np.random.default_rng([pol.seed, int(job.input_key, 16) % 2**32, 0])
     program = op.build(job.scheme, prep.plain)
-    draws, samples = runner.draw(job, op, prep, rng, 1, 1)
+    draws, samples = draw(job, op, prep, rng, 1, 1)
     t0 = time.monotonic()
     res = RunResult(**drv.request("run", timeout_s=pol.timeout_s, memory_limit_mb=pol.memory_limit_mb,
                                   setup_id=prep.setup_id, program=program.wire(), samples=samples))
     out.wall_per_sample = time.monotonic() - t0
-    warm, _ = runner.absorb(job, op, prep, program, draws, res, out)
-    t_op = float(sum(warm[0].values()))
-    out.copies = max(1, min(pol.max_iters, int(np.ceil(pol.min_sample_us * 1e3 / max(t_op, 1.0))))) \
-        if op.repeatable(program) else 1
+    warm, _ = absorb(job, op, prep, program, draws, res, out)
+    out.copies = copies_for(job, op, program, float(sum(warm[0].values())))
 
 
-def _level(runner: Runner, job: Job, op: BenchOp, prep: Prepared, pool: list[Driver], out: Outcome,
+def _level(job: Job, op: BenchOp, prep: Prepared, pool: list[Driver], out: Outcome,
            index: int) -> Level:
     """Windows at k = len(pool) until the interval meets the target (twice), the budget is spent or
     the samples reach their most."""
     pol, k, copies = job.policy, len(pool), out.copies
     program = replace(op.build(job.scheme, prep.plain).replicate(copies), noise=[], sizes=[], levels=[])
-    level = Level(k, cpu_ns=[0.0] * k, wall_ns=[0.0] * k)
+    level = Level(k)
     per_window = max(1, min(20, int(WINDOW_S / max(out.wall_per_sample * copies, 1e-6))))
     for d in pool:
         d.reset_peak()
     with ThreadPoolExecutor(k) as ex:
-        _window(runner, job, op, prep, pool, program, ex, 1, Level(k, cpu_ns=[0.0] * k, wall_ns=[0.0] * k),
+        _window(job, op, prep, pool, program, ex, 1, Level(k),
                 out, [index, -1])  # every process warms up, together, and is discarded
         started, met, w = time.monotonic(), 0, 0
         while True:
-            _window(runner, job, op, prep, pool, program, ex, per_window, level, out, [index, w])
+            _window(job, op, prep, pool, program, ex, per_window, level, out, [index, w])
             w += 1
             n = len(level.samples)
             if n >= max(pol.min_samples, 2 * k):
@@ -164,21 +167,21 @@ def _level(runner: Runner, job: Job, op: BenchOp, prep: Prepared, pool: list[Dri
     return level
 
 
-def _window(runner: Runner, job: Job, op: BenchOp, prep: Prepared, pool: list[Driver], program, ex,
+def _window(job: Job, op: BenchOp, prep: Prepared, pool: list[Driver], program, ex,
             count: int, level: Level, out: Outcome, seed: list[int]) -> None:
     """Every process runs `count` samples at once; then every output of every one is checked."""
     pol = job.policy
     drawn = []
     for i in range(len(pool)):  # inputs of their own for every process: independent evaluations
         rng = np.random.default_rng([pol.seed, int(job.input_key, 16) % 2**32, 1 + seed[0], seed[1] + 1, i])
-        drawn.append(runner.draw(job, op, prep, rng, count, out.copies))
+        drawn.append(draw(job, op, prep, rng, count, out.copies))
     futures = [ex.submit(d.request, "run", timeout_s=pol.timeout_s, memory_limit_mb=pol.memory_limit_mb,
                          setup_id=prep.setup_id, program=program.wire(), samples=samples)
                for d, (_, samples) in zip(pool, drawn)]
     replies = [f.result() for f in futures]  # a driver's failure is raised here, after all have ended
     for i, ((draws, _), raw) in enumerate(zip(drawn, replies)):
         before = (out.cpu_ns, out.cpu_wall_ns)
-        got, _ = runner.absorb(job, op, prep, program, draws, RunResult(**raw), out)
+        got, _ = absorb(job, op, prep, program, draws, RunResult(**raw), out)
         level.cpu_ns[i] += out.cpu_ns - before[0]
         level.wall_ns[i] += out.cpu_wall_ns - before[1]
         level.samples += got

@@ -1,0 +1,179 @@
+"""How an outcome becomes records: the export contract (docs/export.md), one record per timed
+stage, with the parameters asked and built, both security tables, the checks and the statistics.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..errors import DriverError
+from ..messages import Capabilities, Effective
+from ..ops import BenchOp, Program
+from ..plan import Group, Job
+from ..security import Estimate, estimates
+from ..semantics import Plain
+from ..stats import summarize
+from ..suites import Suite
+from .sampler import Outcome, Prepared
+
+
+@dataclass(frozen=True)
+class RecordContext:
+    """What a record says beyond its job's outcome: the run, the suite, the driver it ran in."""
+
+    suite: Suite
+    run_id: str
+    env: dict
+    caps: Capabilities | None
+    wraps: str | None
+    peak_rss_bytes: int | None
+
+
+def layout(job: Job, op: BenchOp, prep: Prepared | DriverError, out: Outcome | None, error: DriverError | None,
+           ctx: RecordContext) -> list[dict]:
+    ok_prep = isinstance(prep, Prepared)
+    caps = ctx.caps
+    eff = prep.effective if ok_prep else None
+    log_qp = eff.log_qp if eff else float(job.params.log_qp_nominal)
+    bits = job.params.kind == "bits"
+    if eff is not None:
+        sec = security_of(job.params.kind, eff)
+    else:  # setup failed: what was asked for, where a table applies
+        sec = estimates(job.params.N, max(log_qp, 1)) if not bits and job.params.preset is None else {}
+    table = "library" if bits else ctx.suite.security.table
+    mismatch = _param_mismatch(job, eff) if eff else []
+    base: dict[str, Any] = {
+        "library": job.library,
+        "library_version": caps.library_version if caps else None,
+        "driver_version": caps.driver_version if caps else None,
+        "library_build": caps.build if caps else None,
+        "wraps": ctx.wraps or None,
+        "scheme": job.scheme,
+        "params": {**job.params.wire(), "name": job.params.name, "log_qp": log_qp,
+                   "log_qp_nominal": job.params.log_qp_nominal,
+                   "N": eff.N if eff and bits else job.params.N},
+        "effective_params": eff.model_dump() if eff else None,
+        "params_match": not mismatch if eff else None,
+        "params_mismatch": mismatch,
+        "security_bits": sec[table].bits if table in sec else None,
+        "security_table": table,
+        "security": {t: {"bits": e.bits, "below_table": e.below_table} for t, e in sec.items()},
+        "insecure": table in sec and sec[table].bits < ctx.suite.security.min_bits,
+        "p_fail_log2": eff.p_fail if eff else None,
+        "slots": job.slots or (eff.slots if eff else job.params.slots(job.scheme)),
+        "vector_length": job.slots,  # as the suite asked: null means every slot
+        "threads": job.threads,  # as asked; what the driver says it uses, and whether the library uses it:
+        "threads_used": caps.threads if caps else None,
+        "threads_honoured": caps.threads_honoured if caps else None,
+        "mode": job.policy.mode,  # latency: one evaluation at a time; throughput: k at once (throughput_*)
+        **({"workload": op.facts} if op.facts else {}),
+        "job_key": job.key,
+        "suite": ctx.suite.name,
+        "run_id": ctx.run_id,
+        "timestamp": time.time(),
+        "env": ctx.env,
+    }
+    if error is not None or out is None:
+        err = error or DriverError("internal", "no outcome")
+        return [{**base, "op": job.op, "title": op.title, "status": err.kind, "error": err.message,
+                 "check_passed": False if err.kind == "wrong_result" else None, "samples_ns": [],
+                 "median_ns": None, "ci95_ns": None, "noise_budget_bits": None, "precision_bits": None,
+                 "sizes_bytes": dict(prep.sizes) if ok_prep else {}, "peak_rss_bytes": None,
+                 "driver_overhead_ns": None}]
+    shared = {
+        **base, "status": "ok", "error": None, "check_passed": True,
+        "noise_budget_bits": min(out.noise) if out.noise else None,
+        "precision_bits": min(out.precision) if out.precision else None,
+        "max_abs_error": out.max_error if out.precision else None,
+        "sizes_bytes": {**prep.sizes, **{f"output:{k}": v for k, v in out.sizes.items()}},
+        "levels": out.levels,
+        "peak_rss_bytes": ctx.peak_rss_bytes,
+        "parallelism": out.cpu_ns / out.cpu_wall_ns if out.cpu_wall_ns > 0 else None,
+        "driver_overhead_ns": float(np.median(out.overhead_ns)) if out.overhead_ns else None,
+        "copies": out.copies, "iters": out.copies,  # iters: the export contract's older name
+        "stop_reason": out.stop_reason, "target_rel_ci": job.policy.target_rel_ci,
+        "budget_s": job.policy.budget_s, "elapsed_s": out.elapsed_s, "notes": sorted(out.notes),
+        "setup_s": prep.setup_s,
+        "precision_bits_before": min(out.precision_before) if out.precision_before else None,
+    }
+    if out.throughput:
+        shared.update(out.throughput)
+    if any(out.scalars):
+        shared["sample_scalars"] = out.scalars  # per sample, per copy: e.g. the rotation steps drawn
+    program = op.build(job.scheme, prep.plain)
+    devs = caps.schemes[job.scheme].deviations if caps and job.scheme in caps.schemes else {}
+
+    def deviations(regions: list[str]) -> dict[str, str]:
+        """What the library's timed work adds to or lacks from the canonical boundary."""
+        inside = Program(program.steps, regions, regions=program.regions).timed_primitives()
+        return {p: devs[p] for p in inside if p in devs}
+
+    if op.chain:
+        return [{**shared, "op": job.op, "title": op.title, "depth": out.depth, "depth_limit": out.depth_limit,
+                 "deviations": deviations(program.timed),
+                 "noise_by_depth": out.noise_by_depth, "check_passed": out.depth > 0,
+                 "precision_by_depth": out.precision[:out.depth],  # CKKS: after each multiplication that passed
+                 "precision_bits": out.precision[out.depth - 1] if out.depth and out.precision else None,
+                 "samples_ns": [s["chain"] for s in out.samples], "median_ns": None, "ci95_ns": None}]
+    if op.stages is None:  # one timed region, or several that make one operation (their sum)
+        return [_timed({**shared, "deviations": deviations(program.timed)}, job.op, op.title,
+                       [sum(s.values()) for s in out.samples], [sum(s.values()) for s in out.warmup], out)]
+    recs = []
+    for stage, regions in {**op.stages, "total": tuple(program.timed)}.items():
+        regions = [x for x in regions if x in program.timed]  # e.g. no rescale outside CKKS
+        # every region is in every sample (_check_reply): no missing time reads as zero
+        recs.append(_timed({**shared, "deviations": deviations(regions)}, f"{job.op}/{stage}",
+                           f"{op.title}: {stage}", [sum(s[x] for x in regions) for s in out.samples],
+                           [sum(s[x] for x in regions) for s in out.warmup], out))
+    return recs
+
+
+def _timed(shared: dict, op: str, title: str, samples: list[float], warmup: list[float], out: Outcome) -> dict:
+    s = summarize(samples, out.process, out.round)
+    slots = shared["slots"]
+    return {**shared, "op": op, "title": title, "samples_ns": samples, "sample_process": out.process,
+            "sample_round": out.round,
+            "warmup_ns": warmup, "median_ns": s.median, "mean_ns": s.mean, "stdev_ns": s.stdev, "mad_ns": s.mad,
+            "min_ns": s.min, "max_ns": s.max, "ci95_ns": list(s.ci95) if s.ci95 else None,
+            "rel_ci_half_width": s.rel_ci_half_width, "ci_method": s.ci_method, "processes": s.processes,
+            "process_medians_ns": list(s.process_medians),
+            "outliers": {"mild": s.outliers_mild, "severe": s.outliers_severe},
+            "ns_per_slot": s.median / slots if slots else None}
+
+
+def plain_of(g: Group, eff: Effective) -> Plain:
+    """The plaintext arithmetic of a setup, from what the library reported."""
+    if g.params.kind == "rlwe":
+        return Plain(g.scheme, eff.slots, eff.t)
+    modulus = {"tfhe_bool": 2, "tfhe_int": 1 << (g.params.bits or 64)}.get(g.scheme) or \
+        int(getattr(eff, "message_modulus", None) or 4)
+    return Plain(g.scheme, 1, modulus)
+
+
+def security_of(kind: str, eff: Effective | None) -> dict[str, Estimate]:
+    """RLWE: both tables, from the moduli the library built. Bit schemes: the
+    library's own stated target for its parameter set (no table applies)."""
+    if kind == "rlwe":
+        return estimates(eff.N, max(eff.log_qp, 1)) if eff else {}
+    target = eff.security_bits_target if eff else None
+    return {"library": Estimate("library", target, False, 0)} if target else {}
+
+
+def _param_mismatch(job: Job, eff: Effective) -> list[str]:
+    """Differences between what was asked and what the library really used."""
+    want = job.params
+    if want.preset is not None:  # the library chose the moduli: only N was asked for
+        return [] if want.N == eff.N else [f"N: asked {want.N}, used {eff.N}"]
+    diffs = []
+    sigma = getattr(eff, "sigma", None)  # drivers report it where the library has one
+    for name, a, b in (("N", want.N, eff.N), ("q_bits", list(want.q_bits), eff.q_bits),
+                       ("p_bits", list(want.p_bits), eff.p_bits), ("t", want.t, eff.t),
+                       ("scale_bits", want.scale_bits, eff.scale_bits),
+                       ("sigma", want.sigma, sigma if sigma is not None else want.sigma)):
+        if a != b and not (name in ("scale_bits", "sigma") and a is not None and b is not None and abs(a - b) < 1e-6):
+            diffs.append(f"{name}: asked {a}, used {b}")
+    return diffs

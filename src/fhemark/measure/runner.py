@@ -1,0 +1,223 @@
+"""Which slice runs next: the driver pool (one process per library and thread count), setups and
+their second security check, and the processes x rounds interleaving; sampler.py measures a slice,
+records.py lays out what it measured. A driver failure ends its own job (or setup group), is
+recorded with its kind, and the run goes on.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Callable
+
+from ..catalog import lookup
+from ..drivers import manifests
+from ..errors import DriverError
+from ..host import Activity, merged
+from ..messages import Capabilities, Effective
+from ..plan import Group, Job, Plan
+from ..store import Store
+from ..supervise import Driver, deferred_sigint
+from .records import RecordContext, layout, plain_of, security_of
+from .sampler import Outcome, Prepared, measure_slice, probe_depth
+from .throughput import saturate
+
+OnRecord = Callable[[Job, list[dict]], None]
+class Runner:
+    def __init__(self, plan: Plan, store: Store, run_id: str, env: dict, skip: set[str] | None = None,
+                 on_record: OnRecord | None = None):
+        self.plan, self.store, self.run_id, self.env = plan, store, run_id, env
+        self.skip = skip or set()
+        self.on_record = on_record or (lambda job, recs: None)
+        self.drivers: dict[tuple[str, int], Driver] = {}
+        self.caps: dict[tuple[str, int], Capabilities] = {}  # one driver process per (library, threads)
+        self.cancel = threading.Event()
+
+    # -- drivers -----------------------------------------------------------------
+    def driver(self, library: str, threads: int = 1) -> Driver:
+        """The driver process of a library at a thread count: the count is the process's environment
+        (FHEMARK_THREADS, OMP_NUM_THREADS, ...), set before the library starts."""
+        if (library, threads) not in self.drivers:
+            self.drivers[(library, threads)] = Driver(manifests()[library], threads, self.cancel)
+        return self.drivers[(library, threads)]
+
+    def extra_driver(self, library: str, threads: int, prep: Prepared) -> Driver:
+        """Another process of a library, with its own keys for `prep`'s setup (throughput mode's k);
+        the caller stops it."""
+        drv = Driver(manifests()[library], threads, self.cancel)
+        self._setup(prep.group, prep.setup_id, drv)
+        return drv
+
+    def capabilities(self, library: str, threads: int = 1) -> Capabilities:
+        if (library, threads) not in self.caps:
+            self.caps[(library, threads)] = Capabilities(**self.driver(library, threads).request("capabilities",
+                                                                                               timeout_s=120))
+        return self.caps[(library, threads)]
+
+    def close(self) -> None:
+        for d in self.drivers.values():
+            d.stop()
+
+    def _check_cancel(self) -> None:
+        if self.cancel.is_set():
+            raise KeyboardInterrupt
+
+    # -- the run -------------------------------------------------------------------
+    def execute(self) -> None:
+        """Run every job not in `skip`. Ctrl-C raises KeyboardInterrupt once the job in flight is
+        abandoned (its driver killed); everything recorded before it is in the store."""
+        with deferred_sigint(self.cancel):
+            self._execute()
+
+    def _execute(self) -> None:
+        try:
+            for key_groups in self._by_params():
+                skipped = [g for g in key_groups if not self._wanted(g)]
+                for job in (j for g in skipped for j in g.jobs):
+                    self.on_record(job, [])  # nothing to record: the library has no such scheme
+                key_groups = [g for g in key_groups if g not in skipped]
+                self._rounds(key_groups)
+        except KeyboardInterrupt:
+            for d in self.drivers.values():
+                d.kill()  # a polite shutdown would wait for a busy driver's answer
+            raise
+        finally:
+            self.close()
+
+    def _rounds(self, key_groups: list[Group]) -> None:
+        """Every library's jobs for one parameter set, in driver processes (each after the first a
+        fresh process with fresh keys) and, inside each, interleaved rounds: op by op, every
+        library's job takes its slice of samples before any takes its next, so the machine's drift
+        reaches every library alike; the spread between slices goes into the interval."""
+        processes = max((j.policy.processes for g in key_groups for j in g.jobs), default=1)
+        rounds = max((j.policy.rounds for g in key_groups for j in g.jobs), default=1)
+        ops = list(dict.fromkeys(j.op for g in key_groups for j in g.jobs))
+        pending: dict[str, Outcome] = {}
+        done: set[str] = set(self.skip)
+        for p in range(processes):
+            if p > 0:
+                for g in key_groups:
+                    if (g.library, g.threads) in self.drivers:
+                        self.drivers[(g.library, g.threads)].stop()
+            prepared = {id(g): self._prepare(g) for g in key_groups
+                        if any(j.key not in done and p < j.policy.processes for j in g.jobs)}
+            for s in range(rounds):
+                for op in ops:
+                    for g in key_groups:
+                        for job in (j for j in g.jobs if j.op == op):
+                            if job.key in done or p >= job.policy.processes or s >= job.policy.rounds:
+                                continue
+                            self._check_cancel()
+                            if self._job(job, prepared[id(g)], (p, s), pending):
+                                done.add(job.key)
+    def _wanted(self, g: Group) -> bool:
+        """`libraries: all` means every library that has the scheme: the others are skipped, not failed."""
+        if any(j.named for j in g.jobs):
+            return True
+        try:
+            return g.scheme in self.capabilities(g.library, g.threads).schemes
+        except DriverError:
+            return True  # let the group record why the driver failed
+
+    def _by_params(self) -> list[list[Group]]:
+        out: dict[tuple, list[Group]] = {}
+        for g in self.plan.groups:
+            out.setdefault((g.scheme, g.params, g.threads), []).append(g)
+        return list(out.values())
+
+    def _prepare(self, g: Group) -> Prepared | DriverError:
+        setup_id = f"{g.scheme}-{g.params.N}-{abs(hash(g.params)) % 10**8}"
+        try:
+            caps = self.capabilities(g.library, g.threads)
+            if g.scheme not in caps.schemes:
+                raise DriverError("unsupported", f"{g.library} has no {g.scheme.upper()}")
+            t0 = time.monotonic()
+            result = self._setup(g, setup_id)
+            setup_s = time.monotonic() - t0
+            eff = Effective(**result["effective"])
+            if g.params.kind == "rlwe" and not (eff.N and eff.q_bits and eff.slots):
+                raise DriverError("internal", f"{g.library} setup result lacks N, q_bits or slots")
+            self._check_security(g, eff)
+        except DriverError as exc:
+            return exc
+        return Prepared(g, setup_id, caps, eff, result.get("sizes_bytes", {}), plain_of(g, eff), setup_s)
+
+    def _check_security(self, g: Group, eff: Effective) -> None:
+        """What the library really built is checked too: a library may add moduli
+        (OpenFHE's special primes) or choose them itself (presets)."""
+        sec = self.plan.suite.security
+        est = security_of(g.params.kind, eff).get(sec.table if g.params.kind == "rlwe" else "library")
+        if est is None:  # the library states no security level for its set: recorded as unknown
+            return
+        if est.bits < sec.min_bits and not self.plan.allow_insecure:
+            raise DriverError("insecure_params", f"{g.library} built log QP = {eff.log_qp:.1f} at N = {eff.N}: "
+                                                 f"{est.describe()} bits under {sec.table}, below {sec.min_bits}; "
+                                                 f"use --allow-insecure to run it marked")
+
+    def _timeout(self, g: Group) -> float:
+        return max(j.policy.timeout_s for j in g.jobs)
+
+    def _job(self, job: Job, prep: Prepared | DriverError, slot: tuple[int, int],
+             pending: dict[str, "Outcome"]) -> bool:
+        """One (process, round) slice of a job; True when the job is finished and its records are stored."""
+        op = lookup(job.op, job.scheme)
+        outcome = pending.setdefault(job.key, Outcome())
+        drv = self.drivers.get((job.library, job.threads))
+        activity = Activity(drv.proc.pid if drv is not None and drv.alive else None)
+        p, s = slot
+        # depth probes and throughput (its own processes and windows) run once
+        last = (p + 1 >= job.policy.processes and s + 1 >= job.policy.rounds) or op.chain is not None \
+            or job.policy.mode == "throughput"
+        try:
+            # What the library cannot do at all is said first, even when its setup failed.
+            caps = self.caps.get((job.library, job.threads))
+            if caps is not None and job.scheme in caps.schemes:
+                missing = op.program(job.scheme).primitives() - set(caps.schemes[job.scheme].ops)
+                if missing:
+                    raise DriverError("unsupported",
+                                      f"{job.library} has no {', '.join(sorted(missing))} for {job.scheme}")
+            if isinstance(prep, DriverError):
+                raise prep
+            drv = self.driver(job.library, job.threads)
+            if prep.setup_id not in drv.setups:  # the driver was restarted after a failure
+                self._reprepare(prep)
+            if op.chain:
+                probe_depth(self.driver(job.library, job.threads), job, op, prep, outcome,
+                            lambda: self._reprepare(prep))
+            elif job.policy.mode == "throughput":
+                saturate(self, job, op, prep, outcome)
+            else:
+                measure_slice(self.driver(job.library, job.threads), job, op, prep, outcome, p, s)
+            error = None
+        except DriverError as exc:
+            error, last = exc, True
+        outcome.activity.append(activity.finish())
+        if not last:
+            return False
+        del pending[job.key]
+        records = layout(job, op, prep, outcome if error is None else None, error, self._context(job, error is None))
+        host = merged(outcome.activity)
+        for rec in records:
+            rec["host_activity"] = host
+            self.store.add(self.run_id, job.key, rec)
+        self.on_record(job, records)
+        return True
+
+    def _setup(self, g: Group, setup_id: str, drv: Driver | None = None) -> dict:
+        """Context and keys for a group, kept alive in the driver under setup_id."""
+        drv = drv or self.driver(g.library, g.threads)
+        result = drv.request(
+            "setup", timeout_s=self._timeout(g), setup_id=setup_id, scheme=g.scheme, params=g.params.wire(),
+            rotations=g.rotations, rotations_pow2=g.rotations_pow2, allow_insecure=self.plan.allow_insecure,
+            memory_limit_mb=g.jobs[0].policy.memory_limit_mb)
+        drv.setups.add(setup_id)
+        return result
+
+    def _reprepare(self, prep: Prepared) -> None:
+        """After a crash or timeout the driver restarted without the setup: make it again."""
+        self._setup(prep.group, prep.setup_id)
+
+    def _context(self, job: Job, ok: bool) -> RecordContext:
+        drv = self.drivers.get((job.library, job.threads))
+        return RecordContext(self.plan.suite, self.run_id, self.env, self.caps.get((job.library, job.threads)),
+                             manifests()[job.library].wraps, drv.peak_rss_bytes() if ok and drv is not None else None)

@@ -1,0 +1,298 @@
+"""How one slice of a job is measured and checked, in one driver process: fresh inputs for every
+copy, copies per timed region calibrated from a warm-up, the stop rule on the interval, the depth
+probe, and every decrypted output checked against the plaintext reference.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field, replace
+from typing import Callable
+
+import numpy as np
+
+from ..checks import check
+from ..errors import DriverError
+from ..messages import Capabilities, Effective, RunResult, Sample, Vector
+from ..ops import BenchOp, Program, base_name
+from ..plan import Group, Job
+from ..semantics import Plain
+from ..stats import MIN_CI_SAMPLES, summarize
+from ..supervise import Driver
+
+WARM_ROUND_NS = 20e6  # a sample shorter than this is warmed up again in every round
+
+
+@dataclass
+class Prepared:
+    """A group whose driver answered setup: what jobs of the group need."""
+
+    group: Group
+    setup_id: str
+    caps: Capabilities
+    effective: Effective
+    sizes: dict[str, int]
+    plain: Plain
+    setup_s: float  # wall time of the setup request: context and every key
+
+
+PARALLELISM_MIN_NS = 1_000_000  # samples whose timed regions are shorter say nothing of parallelism
+
+
+@dataclass
+class Outcome:
+    """What one job measured, before it is laid out as records."""
+
+    samples: list[dict[str, float]] = field(default_factory=list)  # per sample: timed region -> ns per copy
+    process: list[int] = field(default_factory=list)  # per sample: the driver process it came from
+    round: list[int] = field(default_factory=list)  # per sample: the interleaved round (over all processes)
+    scalars: list[dict] = field(default_factory=list)  # per sample: the scalars of every copy (e.g. rotation steps)
+    warmup: list[dict[str, float]] = field(default_factory=list)
+    copies: int = 0  # copies of the op per timed region (0: not calibrated yet)
+    wall_per_sample: float = 0.0  # wall time of one copy of a sample, request included: sizes the batches
+    met_target: int = 0  # consecutive checks at which the interval met the target
+    activity: list[dict | None] = field(default_factory=list)
+    overhead_ns: list[int] = field(default_factory=list)
+    noise: list[float] = field(default_factory=list)
+    precision: list[float] = field(default_factory=list)
+    max_error: float = 0.0
+    sizes: dict[str, int] = field(default_factory=dict)
+    levels: dict[str, int] = field(default_factory=dict)
+    notes: set[str] = field(default_factory=set)
+    stop_reason: str = ""
+    elapsed_s: float = 0.0
+    # CPU and wall time summed over the timed regions of every sample whose driver reported its CPU
+    # time (cpu_ns): their ratio is the parallelism the library really used.
+    cpu_ns: float = 0.0
+    cpu_wall_ns: float = 0.0
+    depth: int | None = None          # depth probes: the largest k that decrypted correctly
+    depth_limit: str | None = None    # and what happened at k + 1
+    noise_by_depth: list[float] = field(default_factory=list)
+    precision_before: list[float] = field(default_factory=list)  # of the input, where the program outputs "z0"
+    throughput: dict | None = None  # throughput mode: the rate at the best k and how it was found
+
+
+def copies_for(job: Job, op: BenchOp, program: Program, t_op: float) -> int:
+    """Copies of a fast op per timed region, each on fresh inputs, so one region lasts min_sample_us."""
+    pol = job.policy
+    return max(1, min(pol.max_iters, math.ceil(pol.min_sample_us * 1e3 / max(t_op, 1.0)))) \
+        if op.repeatable(program) else 1
+
+
+def measure_slice(drv: Driver, job: Job, op: BenchOp, prep: Prepared, out: Outcome, p: int, s: int) -> None:
+    """Round s in driver process p of a job's samples. A fast op runs as k copies in one
+    timed region, each copy on fresh inputs and each copy's output checked; the stop rule
+    needs the interval at the target on two checks in a row, so that stopping at the first
+    lucky look does not shrink the interval's coverage."""
+    pol = job.policy
+    rounds = pol.processes * pol.rounds  # every limit below is shared out over them
+    r = p * pol.rounds + s
+    # Inputs depend on the case and the round, never on the library: every library gets the
+    # same vectors and scalars in the same order.
+    rng = np.random.default_rng([pol.seed, int(job.input_key, 16) % 2**32, r])
+    base = op.build(job.scheme, prep.plain)
+
+    # Noise, sizes and levels: read in the first batch of each driver process (fresh keys), not
+    # in every round. Reading one can cost a driver far more than the op (OpenFHE's noise
+    # budget: 0.13 s of serialization and Python NTTs per reading at N = 8192, against a 50 us
+    # add): one reading per process cut OpenFHE's share of the quick suite from 48 s to 31 s.
+    # The noise budget is the minimum over those readings (1 bit higher than over one per
+    # round in 5 of 34 OpenFHE cases); CKKS precision still comes from every checked output.
+    facts_due = s == 0
+
+    def batch(count: int, k: int) -> tuple[list[dict[str, float]], list[dict]]:
+        nonlocal facts_due
+        facts, facts_due = facts_due, False
+        program = base.replicate(k) if facts else replace(base.replicate(k), noise=[], sizes=[], levels=[])
+        draws, samples = draw(job, op, prep, rng, count, k)
+        t0 = time.monotonic()
+        raw = drv.request("run", timeout_s=pol.timeout_s, memory_limit_mb=pol.memory_limit_mb,
+                          setup_id=prep.setup_id, program=program.wire(), samples=samples)
+        wall = time.monotonic() - t0
+        got = absorb(job, op, prep, program, draws, RunResult(**raw), out)
+        if not facts or not out.wall_per_sample:  # batches are sized from the cost of a copy alone
+            out.wall_per_sample = wall / (count * k)
+        return got
+
+    if s == 0:
+        drv.reset_peak()
+    started = time.monotonic()
+    if s == 0 or not out.copies:  # a fresh process warms up
+        warm, warm_scalars = batch(max(pol.warmup, 1), 1)
+    elif pol.warmup and _cheap(out):
+        # Its later rounds too, when the op is cheap: the other libraries ran since, and the first
+        # sample of a round read 4-10% slow in median, 34-51% at the 90th percentile (quick suite).
+        batch(1, out.copies)
+        if r == 0:
+            out.warmup = warm[: pol.warmup]
+        if pol.warmup == 0:  # no warm-up asked for: the first sample counts
+            out.samples += warm
+            out.process += [p] * len(warm)
+            out.round += [r] * len(warm)
+            out.scalars += warm_scalars
+    if not out.copies:  # calibrated once, in the first process, and kept for the whole job
+        t_op = float(np.median([_total(w) for w in warm]))
+        out.copies = copies_for(job, op, base, t_op)
+    k = out.copies
+    min_n, max_n = math.ceil(pol.min_samples / rounds), math.ceil(pol.max_samples / rounds)
+    # The budget binds for slow operations once the rounds together hold enough samples for an
+    # interval: min_samples is a wish, not a reason to spend 20 s on one key generation.
+    floor_n = min(min_n, math.ceil(MIN_CI_SAMPLES / rounds))
+    n0 = len(out.samples)  # samples from earlier rounds
+    t_run = time.monotonic()
+    while True:
+        n = len(out.samples) - n0
+        if n >= min_n:
+            summary = summarize([_total(x) for x in out.samples], out.process, out.round)
+            met = summary.rel_ci_half_width is not None and summary.rel_ci_half_width <= pol.target_rel_ci
+            out.met_target = out.met_target + 1 if met else 0
+            if out.met_target >= 2:
+                out.stop_reason = "target_ci"
+                break
+        if n >= floor_n and time.monotonic() - t_run >= pol.budget_s / rounds:
+            out.stop_reason = "budget"
+            break
+        if n >= max_n:
+            out.stop_reason = "max_samples"
+            break
+        goal = floor_n if n < floor_n else min_n if n < min_n else max_n  # look again at each of these
+        size = max(1, min(20, int(0.25 / max(out.wall_per_sample * k, 1e-6))))  # ~0.25 s per request
+        want = max(1, min(size, goal - n))
+        got, scal = batch(want, k)
+        out.samples += got
+        out.process += [p] * len(got)
+        out.round += [r] * len(got)
+        out.scalars += scal
+    out.elapsed_s += time.monotonic() - started
+
+def draw(job: Job, op: BenchOp, prep: Prepared, rng: np.random.Generator, count: int, k: int) -> tuple[list, list[Sample]]:
+    """`count` samples of k copies, each copy on inputs and scalars of its own."""
+    draws = [[(inputs(op, prep, job, rng), op.scalars(prep.plain, rng)) for _ in range(k)]
+             for _ in range(count)]
+    suffix = suffix_of(k)
+    samples = [Sample(inputs={suffix(n, i): Vector.of(v) for i, (vecs, _) in enumerate(d) for n, v in vecs.items()},
+                      scalars={suffix(n, i): x for i, (_, sc) in enumerate(d) for n, x in sc.items()})
+               for d in draws]
+    return draws, samples
+
+def absorb(job: Job, op: BenchOp, prep: Prepared, program: Program, draws: list, res: RunResult,
+           out: Outcome) -> tuple[list[dict[str, float]], list[dict]]:
+    """A driver's answer to `_draw`'s samples: every output of every copy checked, the facts kept;
+    the times per copy, and the scalars drawn."""
+    count, k = len(draws), len(draws[0])
+    check_reply(job, program, res, count)
+    suffix = suffix_of(k)
+    outputs = list(dict.fromkeys(base_name(o) for o in program.outputs)) if k > 1 else program.outputs
+    for d, smp in zip(draws, res.samples):  # every output is there (_check_reply)
+        for i, (vecs, sc) in enumerate(d):
+            got = {o: smp.outputs[suffix(o, i)] for o in outputs}
+            check_copy(job, op, prep.plain, vecs, sc, got, out)
+    out.overhead_ns.append(res.overhead_ns)
+    for smp in res.samples:
+        # The CPU clock is read outside the wall clock, through the driver's own language
+        # (a Python call, a system call): microseconds that only a region of a millisecond
+        # or more makes negligible (TenSEAL's 8 us encode regions read 1.5-2.7 "threads").
+        if smp.cpu_ns and set(smp.cpu_ns) == set(smp.ns) and sum(smp.ns.values()) >= PARALLELISM_MIN_NS:
+            out.cpu_ns += sum(smp.cpu_ns.values())
+            out.cpu_wall_ns += sum(smp.ns.values())
+    out.noise += [res.noise_budget_bits[n] for n in program.noise if n in res.noise_budget_bits]
+    out.sizes.update({base_name(n): v for n, v in res.sizes_bytes.items()})
+    out.levels.update({base_name(n): v for n, v in res.levels.items()})
+    out.notes.update(res.notes)
+    scal = [[sc for _, sc in d] for d in draws] if any(sc for d in draws for _, sc in d) else [None] * count
+    return [{k_: v / k for k_, v in smp.ns.items()} for smp in res.samples], scal
+
+
+def probe_depth(drv: Driver, job: Job, op: BenchOp, prep: Prepared, out: Outcome,
+                reprepare: Callable[[], None]) -> None:
+    """Run x * y^k for k = 1, 2, ... until the result stops decrypting
+    correctly (noise) or the library refuses (levels): a measured limit."""
+    rng = np.random.default_rng([job.policy.seed, int(job.input_key, 16) % 2**32])
+    out.stop_reason = "depth_limit"
+    drv.reset_peak()
+    started = time.monotonic()
+    out.depth = 0
+    for k in range(1, job.policy.max_depth + 1):
+        program = op.chain(job.scheme, k)
+        vecs = inputs(op, prep, job, rng)
+        sample = Sample(inputs={n: Vector.of(v) for n, v in vecs.items()})
+        try:
+            res = RunResult(**drv.request("run", timeout_s=job.policy.timeout_s,
+                                          memory_limit_mb=job.policy.memory_limit_mb, setup_id=prep.setup_id,
+                                          program=program.wire(), samples=[sample]))
+            check_reply(job, program, res, 1)
+            check_copy(job, op, prep.plain, vecs, {"depth": k}, res.samples[0].outputs, out)
+        except DriverError as exc:
+            if exc.kind not in ("wrong_result", "internal", "invalid_params"):
+                raise
+            out.depth_limit = f"at depth {k}: {exc.kind}: {exc.message}"
+            if not drv.alive or prep.setup_id not in drv.setups:
+                reprepare()
+            break
+        out.depth = k
+        out.samples = [{"chain": float(sum(res.samples[0].ns.values()))}]
+        out.noise_by_depth += [res.noise_budget_bits.get(n) for n in program.noise if n in res.noise_budget_bits]
+        out.overhead_ns.append(res.overhead_ns)
+    else:
+        out.stop_reason = "max_depth"
+    if out.depth == 0 and out.depth_limit is not None:
+        # Not even one multiplication decrypts correctly: that is a failure, not depth 0.
+        raise DriverError("wrong_result", f"no multiplication decrypted correctly ({out.depth_limit})")
+    out.noise = out.noise_by_depth[-1:]
+    out.elapsed_s = time.monotonic() - started
+
+
+def inputs(op: BenchOp, prep: Prepared, job: Job, rng: np.random.Generator) -> dict[str, np.ndarray]:
+    if op.gen is not None:
+        return op.gen(prep.plain, rng)
+    return {n: prep.plain.random(rng, job.slots) for n in op.inputs}
+
+def _cheap(out: Outcome) -> bool:
+    """A sample short enough that cold caches show in it (slower ones warm themselves up)."""
+    return float(np.median([_total(x) for x in out.samples or out.warmup])) * out.copies < WARM_ROUND_NS
+
+def _total(sample: dict[str, int]) -> float:
+    return float(sum(sample.values()))
+
+def check_copy(job: Job, op: BenchOp, plain: Plain, vecs: dict, scalars: dict, outputs: dict[str, Vector],
+               out: Outcome) -> None:
+    """Every checked output of one copy against its plaintext reference."""
+    expected = op.expected(plain, vecs, scalars)
+    for name, want in expected.items():
+        if name not in outputs:
+            raise DriverError("wrong_result", f"driver returned no output '{name}' to check")
+        c = check(plain, want, outputs[name].array(), job.policy.min_precision_bits)
+        if c.precision_bits is not None:
+            out.precision.append(c.precision_bits)
+            out.max_error = max(out.max_error, c.max_abs_error or 0.0)
+        if not c.passed:
+            raise DriverError("wrong_result", c.message + ("" if name == "z" else f" (output {name})"))
+    if "z0" in outputs and "z0" not in expected:  # e.g. bootstrapping: how precise the input was
+        before = check(plain, expected["z"], outputs["z0"].array(), 0.0)
+        if before.precision_bits is not None:
+            out.precision_before.append(before.precision_bits)
+
+
+def suffix_of(k: int) -> Callable[[str, int], str]:
+    """The name of copy i of a value when a region holds k copies (Program.replicate's naming)."""
+    return (lambda n, i: f"{n}.{i}") if k > 1 else (lambda n, i: n)
+
+
+def check_reply(job: Job, program: Program, res: RunResult, count: int) -> None:
+    """A reply that lacks a sample, a region's time or an output is an error of the job: a
+    missing time must never read as zero, a missing output never as unchecked."""
+    if len(res.samples) != count:
+        raise DriverError("internal", f"{job.library} returned {len(res.samples)} samples for {count}")
+    want_ns, want_out = set(program.timed), set(program.outputs)
+    for i, s in enumerate(res.samples):
+        if set(s.ns) != want_ns:
+            raise DriverError("internal", f"{job.library} sample {i}: times for {sorted(s.ns)}, "
+                                          f"expected one per timed region {sorted(want_ns)}")
+        # A region made at least one library call: no clock reads zero or less for it, and a result
+        # timed at 0 ns would be ranked as free (recommend picked one "at 0 ns per evaluation").
+        if any(v <= 0 for v in s.ns.values()) or any(v < 0 for v in s.cpu_ns.values()):
+            raise DriverError("internal", f"{job.library} sample {i}: an impossible time {s.ns} (cpu {s.cpu_ns}): "
+                                          "a region of library calls cannot take zero or negative time")
+        if missing := want_out - set(s.outputs):
+            raise DriverError("internal", f"{job.library} sample {i}: no output {sorted(missing)}")
