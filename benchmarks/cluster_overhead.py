@@ -17,12 +17,12 @@ import tempfile
 import time
 from pathlib import Path
 
-from fhemark import cluster
-from fhemark.drivers import available
-from fhemark.plan import build
-from fhemark.run import Runner
-from fhemark.store import Store
-from fhemark.suites import Suite
+from fhemark.drivers.registry import available
+from fhemark.measure import cluster
+from fhemark.measure.runner import Runner
+from fhemark.plan.jobs import build
+from fhemark.plan.suites import Suite
+from fhemark.store.sqlite import Store
 
 SUITE = Suite(name="cluster-overhead", policy={"min_samples": 6, "max_samples": 6, "warmup": 1, "budget_s": 0.5},
               cases=[{"libraries": ["seal"], "schemes": ["bfv", "bgv", "ckks"],

@@ -96,7 +96,7 @@ class Failure(Exception):
 
 # -- the primes both sides use ------------------------------------------------------------
 def _is_prime(n: int) -> bool:
-    from fhemark.params import is_prime
+    from fhemark.model.params import is_prime
     return is_prime(n)
 
 
@@ -294,10 +294,10 @@ def fhemark_params(scheme: str) -> dict:
 
 def run_fhemark(scheme: str, ops: list[str], threads: int, policy: dict, db: Path, env: dict,
                 between_jobs) -> dict[str, dict]:
-    from fhemark.plan import build
-    from fhemark.run import Runner
-    from fhemark.store import Store
-    from fhemark.suites import Suite
+    from fhemark.measure.runner import Runner
+    from fhemark.plan.jobs import build
+    from fhemark.plan.suites import Suite
+    from fhemark.store.sqlite import Store
 
     suite = Suite(name=f"fidelity_lattigo_{scheme}", threads=threads, policy=policy,
                   cases=[{"libraries": ["lattigo"], "schemes": [scheme], "ops": ops,
@@ -429,9 +429,9 @@ def main() -> int:
     args = ap.parse_args()
 
     sys.path.insert(0, str(ROOT / "src"))
-    from fhemark.drivers import manifests
+    from fhemark.drivers.registry import manifests
     from fhemark.locations import project_root
-    from fhemark.metadata import environment
+    from fhemark.measure.metadata import environment
 
     schemes = [s for s in args.schemes.split(",") if s]
     unknown = set(schemes) - {"ckks", "bgv", "bfv"}

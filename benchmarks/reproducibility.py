@@ -23,7 +23,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from fhemark.report.tables import timed_seconds
+from fhemark.analyse.select import timed_seconds
 from fhemark.stats import paired_ratio
 
 ROOT = Path(__file__).resolve().parents[1]

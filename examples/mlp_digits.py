@@ -17,7 +17,7 @@ by k < 64 is a cyclic rotation of every image at once: N = 16384 holds 64 images
 N = 8192 holds 32; every sample draws fresh held-out images for every block.
 
 Each layer is a plaintext matrix times the encrypted vector by the diagonal method with
-baby-step giant-step rotations (Halevi-Shoup; fhemark.apps.workloads.matvec is the square,
+baby-step giant-step rotations (Halevi-Shoup; fhemark.model.apps.workloads.matvec is the square,
 unmasked form): y = sum_g rot_{8g}( sum_j D'_{8g+j} * rot_j(v) ), the diagonals D'_k pre-rotated
 by -8g and masked on the plaintext side (untimed). The masks make each layer's output exactly
 zero outside its rows, so no slot of a block leaks into the next:

@@ -2,8 +2,8 @@ from collections import Counter
 
 import pytest
 
-from fhemark.drivers import manifests
-from fhemark.supervise import Driver
+from fhemark.drivers.registry import manifests
+from fhemark.drivers.supervise import Driver
 
 
 @pytest.fixture(scope="session")

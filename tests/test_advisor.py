@@ -5,10 +5,10 @@ import sys
 
 import pytest
 
-from fhemark import advisor
-from fhemark.advisor import Need, candidates, check_possible
+from fhemark.advise import advisor
+from fhemark.advise.advisor import Need, candidates, check_possible
 from fhemark.errors import UserError
-from fhemark.security import estimate
+from fhemark.model.security import estimate
 
 
 def test_candidates_are_secure_fit_the_slots_and_come_smallest_first():

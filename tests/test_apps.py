@@ -6,16 +6,16 @@ import json
 import numpy as np
 import pytest
 
-from fhemark.apps.builder import Circuit
-from fhemark.apps.workloads import baby_giant, matvec, matvec_layout
-from fhemark.catalog import known, lookup
-from fhemark.drivers import manifests
+from fhemark.drivers.registry import manifests
 from fhemark.locations import project_root
-from fhemark.plan import build
 from fhemark.measure.runner import Runner
-from fhemark.semantics import Plain
-from fhemark.store import Store
-from fhemark.suites import Suite
+from fhemark.model.apps.builder import Circuit
+from fhemark.model.apps.workloads import baby_giant, matvec, matvec_layout
+from fhemark.model.catalog import known, lookup
+from fhemark.model.semantics import Plain
+from fhemark.plan.jobs import build
+from fhemark.plan.suites import Suite
+from fhemark.store.sqlite import Store
 
 CKKS, BFV = Plain("ckks", 2048), Plain("bfv", 4096, 65537)
 
@@ -99,7 +99,7 @@ def test_ckks_poly_is_numpys_polynomial_of_the_inputs(deg):
 
 
 def test_the_sigmoid_cubic_is_the_least_squares_fit_on_its_range():
-    from fhemark.apps.workloads import SIGMOID3, SIGMOID_RANGE
+    from fhemark.model.apps.workloads import SIGMOID3, SIGMOID_RANGE
     z = np.linspace(-SIGMOID_RANGE, SIGMOID_RANGE, 100001)
     fit = np.polyfit(z, 1 / (1 + np.exp(-z)), 3)[::-1]  # lowest degree first
     assert np.allclose(fit, SIGMOID3, atol=5e-6)
@@ -107,7 +107,7 @@ def test_the_sigmoid_cubic_is_the_least_squares_fit_on_its_range():
 
 @pytest.mark.parametrize("n", [4, 16, 128])
 def test_logreg_is_the_sigmoid_cubic_of_every_records_score(n):
-    from fhemark.apps.workloads import SIGMOID3, logreg_layout
+    from fhemark.model.apps.workloads import SIGMOID3, logreg_layout
     rng = np.random.default_rng(n)
     per = CKKS.slots // n
     records, w, b = rng.uniform(-1, 1, (per, n)), rng.uniform(-1, 1, n) / np.sqrt(n), 0.25
@@ -155,7 +155,7 @@ def test_horner_consumes_one_level_per_degree():
 
 
 def test_similarity_scores_are_the_cosine_of_query_and_every_record():
-    from fhemark.apps.workloads import _unit, similarity, similarity_layout
+    from fhemark.model.apps.workloads import _unit, similarity, similarity_layout
     rng = np.random.default_rng(9)
     db, q = _unit(rng.normal(size=(200, 16))), _unit(rng.normal(size=16))
     circ = Circuit("ckks", plain=CKKS)
@@ -284,7 +284,7 @@ def _ckks_libraries():
 
 
 def _run_once(driver, program, inputs: dict[str, np.ndarray]) -> dict:
-    from fhemark.messages import Sample, Vector
+    from fhemark.drivers.protocol import Sample, Vector
     if "apps-deep" not in driver.setups:
         driver.request("setup", setup_id="apps-deep", scheme="ckks", params=DEEP, rotations=[1, 2, 4, 8],
                        rotations_pow2=False, allow_insecure=True)
@@ -298,13 +298,13 @@ def test_encrypted_logreg_classifies_as_the_sigmoid_does(library, driver_pool):
     """The quality metric of logreg: classification agreement between the decrypted predictions
     (>= 0.5) and the true sigmoid (z >= 0) over every record. It is computed here, not recorded
     with the op: a record's workload facts are fixed when the op is made, before any sample."""
-    from fhemark.apps.workloads import logreg_agreement
+    from fhemark.model.apps.workloads import logreg_agreement
     driver = driver_pool(library)
     plain = Plain("ckks", DEEP["N"] // 2)
     op = lookup("logreg_16", "ckks")
     inputs = op.gen(plain, np.random.default_rng(5))
     res = _run_once(driver, op.program("ckks").wire(), inputs)
-    from fhemark.messages import Vector
+    from fhemark.drivers.protocol import Vector
     got = Vector(**res["samples"][0]["outputs"]["z"]).array()
     assert np.max(np.abs(got - op.expect(plain, inputs, {}))) < 2 ** -10
     assert logreg_agreement(plain, inputs, got, 16) >= 0.99
@@ -314,7 +314,7 @@ def test_encrypted_logreg_classifies_as_the_sigmoid_does(library, driver_pool):
 @pytest.mark.parametrize("library", _ckks_libraries())
 def test_encode_like_a_value_that_is_no_ciphertext_is_a_clear_error(library, driver_pool):
     from fhemark.errors import DriverError
-    from fhemark.ops import step
+    from fhemark.model.ops import step
     driver = driver_pool(library)
     head = [step("px", "encode", "x"), step("cx", "encrypt_pk", "px")]
     tail = [step("ca", "add_plain", "cx", "pk2"), step("pz", "decrypt", "ca"), step("z", "decode", "pz")]
@@ -328,12 +328,12 @@ def test_encode_like_a_value_that_is_no_ciphertext_is_a_clear_error(library, dri
     program = {"steps": head + [step("pk2", "encode", "x", like="cx")] + tail,
                "timed": [{"name": "ca", "steps": ["ca"]}], "outputs": ["z"], "noise": [], "sizes": [], "levels": []}
     out = _run_once(driver, program, {"x": np.full(8, 0.5)})["samples"][0]["outputs"]["z"]
-    from fhemark.messages import Vector
+    from fhemark.drivers.protocol import Vector
     assert np.allclose(Vector(**out).array()[:8], 1.0, atol=1e-3)
 
 
 def test_the_cost_model_adds_up_single_ops_from_the_same_run_only():
-    from fhemark.apps.cost import predict
+    from fhemark.analyse.cost import predict
     from fhemark.report.tables import app_tables
 
     def rec(op, ns, run="r1", lib="seal"):

@@ -24,11 +24,14 @@ import pytest
 from typer.testing import CliRunner
 
 from fhemark import cli as cli_mod
-from fhemark.export import to_csv, to_json
-from fhemark.plan import build, check_size
-from fhemark.report import safe_name, write as write_report
-from fhemark.store import APPLICATION_ID, Store
-from fhemark.suites import Suite
+from fhemark.cli import application as cli_app
+from fhemark.cli import run as cli_run
+from fhemark.plan.jobs import build, check_size
+from fhemark.plan.suites import Suite
+from fhemark.report import safe_name
+from fhemark.report import write as write_report
+from fhemark.store.export import to_csv, to_json
+from fhemark.store.sqlite import APPLICATION_ID, Store
 
 HERE = Path(__file__).parent
 FAULT = HERE / "fault_driver.py"
@@ -74,7 +77,7 @@ def digest(path: Path) -> str:
 def rec(op="add", status="ok", run_id="r", **extra) -> dict:
     r = {"library": "seal", "scheme": "bfv", "op": op, "status": status, "params": {"N": 2048, "name": "p", "log_qp": 109.0},
          "timestamp": 1.0, "run_id": run_id, "suite": "seeded", "job_key": f"k-{op}", "median_ns": 1000.0,
-         "ci95_ns": [900.0, 1100.0], "slots": 2048, "vector_length": None, "error": None}
+         "ci95_ns": [900.0, 1100.0], "slots": 2048, "vector_length": None, "error": None, "env": {}}
     r.update(extra)
     return r
 
@@ -723,7 +726,7 @@ def test_the_store_failing_mid_run(mode, says, fault_run, monkeypatch):
     monkeypatch.setattr(_FailingConnection, "results", 0)
     monkeypatch.setattr(sqlite3, "connect", connect)
     big = "0" * 20000  # a result larger than any free space in the store's pages
-    monkeypatch.setattr(cli_mod, "environment", lambda threads, root: {"threads": threads, "padding": big})
+    monkeypatch.setattr(cli_run, "environment", lambda threads, root: {"threads": threads, "padding": big})
     r, recs, db = fault_run([], ops="add, sub, mul_relin")
     line = one_line(r, says, "kept" if mode == "full" else "writable", "--resume", "--db", str(db))
     assert list(recs) == ["add"] and recs["add"]["status"] == "ok"  # stored before the failure: kept
@@ -761,7 +764,7 @@ def test_resume_without_an_earlier_run_says_it_starts_anew(fault_run):
 
 
 def test_the_suggested_resume_command_names_the_store_and_the_flags():
-    again = cli_mod._again("my suite.yaml", Path("/tmp/x y.db"), True, True, ["seal"], None, False)
+    again = cli_run._again("my suite.yaml", Path("/tmp/x y.db"), True, True, ["seal"], None, False)
     assert again == "fhemark run --suite 'my suite.yaml' --full --allow-insecure --library seal --db '/tmp/x y.db' --resume"
 
 
@@ -823,7 +826,7 @@ def test_no_traceback_even_for_a_bug(monkeypatch, db):
     """The last line of defence: an unexpected exception is one line and status 3, not a traceback."""
     def boom(*a, **k):
         raise RuntimeError("imitation bug")
-    monkeypatch.setattr(cli_mod, "Store", boom)
+    monkeypatch.setattr(cli_app, "Store", boom)  # `runs` opens its store through application.open_store
     monkeypatch.delenv("FHEMARK_DEBUG", raising=False)
     one_line(cli("runs", "--db", db), "internal error", "imitation bug", "FHEMARK_DEBUG", code=3)
 

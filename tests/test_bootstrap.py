@@ -3,11 +3,11 @@ purpose (the secure N = 2^16 set needs ~21 GB and lives in the opt-in suite)."""
 
 import pytest
 
-from fhemark.drivers import available
-from fhemark.plan import build
+from fhemark.drivers.registry import available
 from fhemark.measure.runner import Runner
-from fhemark.store import Store
-from fhemark.suites import Suite, load
+from fhemark.plan.jobs import build
+from fhemark.plan.suites import Suite, load
+from fhemark.store.sqlite import Store
 
 
 def test_bootstrap_suite_is_opt_in_and_secure():

@@ -5,9 +5,9 @@ import io
 import pytest
 from rich.console import Console
 
-from fhemark import build as build_mod
-from fhemark.drivers import Manifest
-from fhemark.suites import Suite
+from fhemark.drivers import build as build_mod
+from fhemark.drivers.registry import Manifest
+from fhemark.plan.suites import Suite
 
 
 def manifest(tmp_path, name, schemes, script="touch driver-binary", toolchain=("bash",)):
@@ -55,7 +55,7 @@ def test_a_relative_cache_folder_is_made_absolute_once_at_start(tmp_path, monkey
     script and driver it starts in their own folders (it wrote the Lattigo binary into the checkout)."""
     import os
 
-    from fhemark.drivers import manifests
+    from fhemark.drivers.registry import manifests
     from fhemark.locations import cache_dir, settle_environment
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("FHEMARK_CACHE", "relcache")

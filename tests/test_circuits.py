@@ -4,8 +4,8 @@ driver's netlist result is checked against, so it must be right."""
 import numpy as np
 import pytest
 
-from fhemark.bitops import circuit
-from fhemark.circuits import carry_save_sum, compare_lt, kogge_stone_add, ripple_carry_add
+from fhemark.model.bitops import circuit
+from fhemark.model.circuits import carry_save_sum, compare_lt, kogge_stone_add, ripple_carry_add
 
 RNG = np.random.default_rng(7)
 

@@ -4,12 +4,11 @@ import json
 
 import numpy as np
 import pytest
+from test_cli import SMALL, fhemark, one_line_error, write
 
-from fhemark.compare import compare
+from fhemark.analyse.compare import compare
 from fhemark.errors import UserError
 from fhemark.stats import mann_whitney_p, ratio_ci
-
-from test_cli import SMALL, fhemark, one_line_error, write
 
 ENV = {"cpu": {"model": "Test CPU", "logical_cores": 2}, "threads": 1}
 
@@ -136,7 +135,7 @@ def test_compare_two_real_runs(tmp_path):
 def test_store_of_schema_1_is_migrated(tmp_path):
     import sqlite3
 
-    from fhemark.store import SCHEMA_VERSION, Store
+    from fhemark.store.sqlite import SCHEMA_VERSION, Store
     path = tmp_path / "old.db"
     old = sqlite3.connect(path)
     old.executescript("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);"

@@ -10,10 +10,10 @@ import json
 import numpy as np
 import pytest
 
-from fhemark import conformance
-from fhemark.drivers import manifests
+from fhemark.drivers import conformance
+from fhemark.drivers.registry import manifests
 from fhemark.locations import project_root
-from fhemark.messages import Sample, Vector
+from fhemark.drivers.protocol import Sample, Vector
 
 CASES = conformance.load()
 SECURE = conformance.load(secure=True)
@@ -40,9 +40,9 @@ PAIRS = [(lib, c, secure) for lib in LIBRARIES for secure, file in ((False, CASE
 
 def test_cases_file_is_generated_from_the_catalog():
     assert CASES == json.loads(json.dumps(conformance.generate())), \
-        "protocol/conformance/cases.json is stale: run python -m fhemark.conformance"
+        "protocol/conformance/cases.json is stale: run python -m fhemark.drivers.conformance"
     assert SECURE == json.loads(json.dumps(conformance.generate_secure())), \
-        "protocol/conformance/cases-secure.json is stale: run python -m fhemark.conformance"
+        "protocol/conformance/cases-secure.json is stale: run python -m fhemark.drivers.conformance"
 
 
 @pytest.mark.parametrize("library", LIBRARIES)
@@ -51,7 +51,7 @@ def test_capabilities_match_the_checked_in_snapshot(driver_pool, library):
     caps = driver_pool(library).request("capabilities")
     live = conformance.capability_snapshot(caps)
     assert live == snapshot(library), (f"{library} capabilities differ from protocol/capabilities/{library}.json; "
-                                       f"if intended: python -m fhemark.conformance --snapshot {library}")
+                                       f"if intended: python -m fhemark.drivers.conformance --snapshot {library}")
 
 
 def _setup(driver, case, secure):
@@ -95,8 +95,8 @@ def test_every_driver_has_a_snapshot_and_every_case_a_driver():
 
 
 def test_published_schemas_are_generated_from_the_models():
-    from fhemark.messages import schemas
+    from fhemark.drivers.protocol import schemas
     root = project_root() / "protocol" / "schema"
     for name, schema in schemas().items():
         assert json.loads((root / name).read_text()) == json.loads(json.dumps(schema)), \
-            f"protocol/schema/{name} is stale: run python -m fhemark.messages"
+            f"protocol/schema/{name} is stale: run python -m fhemark.drivers.protocol"

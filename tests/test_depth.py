@@ -1,9 +1,9 @@
 """The depth probe measures where decryption fails; nothing is assumed."""
 
-from fhemark.plan import build
 from fhemark.measure.runner import Runner
-from fhemark.store import Store
-from fhemark.suites import Suite
+from fhemark.plan.jobs import build
+from fhemark.plan.suites import Suite
+from fhemark.store.sqlite import Store
 
 
 def test_depth_probe_on_seal_finds_a_finite_limit(tmp_path):

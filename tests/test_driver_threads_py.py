@@ -7,9 +7,9 @@ library does with the thread count it is given. Parallelism above one thread is 
 import numpy as np
 import pytest
 
-from fhemark.drivers import manifests
-from fhemark.messages import Sample, Vector
-from fhemark.supervise import Driver
+from fhemark.drivers.protocol import Sample, Vector
+from fhemark.drivers.registry import manifests
+from fhemark.drivers.supervise import Driver
 
 # library -> (threads it reports when given n, threads_honoured). SEAL has no threads; OpenFHE's
 # OpenMP, TenSEAL's context pool and Concrete's OpenMP loop parallelism take the count.

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from fhemark.drivers import manifests
+from fhemark.drivers.registry import manifests
 
 LATTIGO = Path(__file__).resolve().parents[1] / "drivers" / "lattigo"
 

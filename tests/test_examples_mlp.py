@@ -9,9 +9,9 @@ import time
 import numpy as np
 import pytest
 
+from fhemark.drivers.protocol import RunResult, Sample, Vector
 from fhemark.locations import project_root
-from fhemark.messages import RunResult, Sample, Vector
-from fhemark.semantics import Plain
+from fhemark.model.semantics import Plain
 from fhemark.workload import load
 
 pytest.importorskip("sklearn", reason="scikit-learn (the test extra) holds the digits data set")
@@ -31,7 +31,7 @@ def mlp():
 
 
 def test_the_file_loads_as_a_workload_and_reads_its_requirements():
-    from fhemark.requirements import derive
+    from fhemark.model.requirements import derive
     (w,) = load(FILE)
     req = derive(w, "ckks")
     assert w.name == "mlp_digits" and req.depth == 3

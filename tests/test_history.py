@@ -4,7 +4,7 @@ judged against the previous run of the same job on the same host only."""
 import time
 
 from fhemark.report.history import collect, write
-from fhemark.store import Store
+from fhemark.store.sqlite import Store
 
 
 def _rec(median, host, job="j1", op="mul_relin", version="4.4.0"):
@@ -12,7 +12,7 @@ def _rec(median, host, job="j1", op="mul_relin", version="4.4.0"):
     return {"library": "seal", "scheme": "bfv", "op": op, "params": {"N": 8192, "name": "c8192"}, "status": "ok",
             "check_passed": True, "job_key": job, "median_ns": median, "ci95_ns": [median * 0.99, median * 1.01],
             "samples_ns": samples, "env": {"host": host}, "library_version": version, "timestamp": time.time(),
-            "vector_length": None}
+            "vector_length": None, "suite": "s", "run_id": "r"}
 
 
 def _run(store, rec):

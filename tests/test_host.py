@@ -4,7 +4,7 @@ import subprocess
 import sys
 import time
 
-from fhemark.host import Activity
+from fhemark.measure.host import Activity
 
 
 def spin(seconds: float) -> subprocess.Popen:

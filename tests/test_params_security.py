@@ -1,8 +1,8 @@
 import pytest
 
 from fhemark.errors import UserError
-from fhemark.params import batching_prime, is_prime, resolve
-from fhemark.security import estimate, estimates
+from fhemark.model.params import batching_prime, is_prime, resolve
+from fhemark.model.security import estimate, estimates
 
 
 def test_presets_match_seal_defaults_and_share_log_qp_across_schemes():
@@ -56,8 +56,8 @@ def test_unknown_table():
 
 
 def test_packaged_table_matches_the_shared_reference():
-    from pathlib import Path
     from importlib import resources
+    from pathlib import Path
     shared = Path(__file__).resolve().parents[2] / "shared" / "reference" / "he-security-tables.tsv"
     if not shared.exists():
         pytest.skip("shared/ not beside this checkout")

@@ -3,11 +3,10 @@
 import json
 
 import pytest
-
-from fhemark.errors import UserError
-from fhemark.recommend import Workload, load_workload, recommend
-
 from test_cli import SMALL, fhemark, one_line_error, write
+
+from fhemark.advise.recommend import Workload, load_workload, recommend
+from fhemark.errors import UserError
 
 
 def rec(lib, scheme, op, median, params="c8192", status="ok", bits=128, slots=4096, q_bits=(50, 40, 40), run="r1",
@@ -137,7 +136,7 @@ def test_a_workload_deeper_than_the_chain_is_excluded_measured_or_modelled():
     assert [c.label for c in cands if not c.excluded] == ["seal CKKS c16384"]
     assert deep.modelled == ["poly_7"] and deep.needs == {"poly_7": 7}
     # Step i of the chain's 8 primes costs (8 - levels consumed) / 8 of the single op: never below 1/8.
-    from fhemark.apps.cost import predict
+    from fhemark.analyse.cost import predict
     assert deep.cost == pytest.approx(predict({**store[-1], "op": "poly_7"}, store, same_run=False).ns_levels)
     assert POLY_OPS["mul_relin"] * 6 / 8 < deep.cost < sum(POLY_OPS[op] * n for op, n in
                                                           {"mul_plain": 1, "rescale": 7, "add_plain": 7,
@@ -145,7 +144,7 @@ def test_a_workload_deeper_than_the_chain_is_excluded_measured_or_modelled():
 
 
 def test_predict_has_no_price_for_a_program_the_chain_cannot_hold():
-    from fhemark.apps.cost import predict, requirement
+    from fhemark.analyse.cost import predict, requirement
     singles = [rec("seal", "ckks", op, ns) for op, ns in POLY_OPS.items()]
     p = predict({**singles[0], "op": "poly_7"}, singles, same_run=False)
     assert p.ns is None and p.ns_levels is None and p.missing == [] and (p.levels, p.chain) == (7, 2) and p.beyond_chain
@@ -196,7 +195,7 @@ DOT_BFV = {"mul_relin": 1000.0, "rotate_1": 200.0, "add": 10.0}
 def test_a_modelled_workload_names_the_runs_and_jobs_it_was_summed_from():
     """dot_4096 on BFV, never run as a workload: its evidence is the single ops it adds up (here from
     two runs), in the text and the JSON; no run or job is ever null."""
-    from fhemark.recommend import ranking_json
+    from fhemark.advise.recommend import ranking_json
     store = [rec("seal", "bfv", op, ns, run="r1" if op == "mul_relin" else "r2") for op, ns in DOT_BFV.items()]
     w = Workload(ops={"dot_4096": 1}, schemes=["bfv"])
     cands = recommend(store, w)
@@ -219,8 +218,8 @@ def test_a_modelled_workload_names_the_runs_and_jobs_it_was_summed_from():
 def test_the_cost_model_states_its_error_on_the_stores_own_workloads():
     """dot_16 on CKKS measured beside its single ops in run r1: predicted (level-aware) 9.8 µs against
     12.25 µs measured, -20%. A dot_16 whose single ops ran in another run is not a check."""
-    from fhemark.apps.cost import model_error
-    from fhemark.recommend import ranking_json
+    from fhemark.advise.recommend import ranking_json
+    from fhemark.analyse.cost import model_error
     singles = {"mul_relin": 3000.0, "rescale": 500.0, "rotate_1": 2000.0, "add": 100.0}
     store = [rec("seal", "ckks", op, ns, q_bits=(60, 40, 40, 60)) for op, ns in singles.items()]
     store += [rec("seal", "ckks", "dot_16", 12250.0, q_bits=(60, 40, 40, 60)),
@@ -251,7 +250,7 @@ def test_without_a_depth_the_recommendation_says_depth_was_not_checked():
 def test_recommend_a_modelled_workload_from_the_cli(tmp_path):
     """The user's case: poly_7 on CKKS from a store of single ops (c8192 and c16384), and dot_4096 on
     BFV: no crash, c8192 excluded with the reason, the JSON's evidence never a null run."""
-    from fhemark.store import Store
+    from fhemark.store.sqlite import Store
     db = tmp_path / "s.db"
     store = Store(db)
     run_id = store.start_run("apps", "h", False, {}, {})
@@ -259,7 +258,7 @@ def test_recommend_a_modelled_workload_from_the_cli(tmp_path):
     recs += [rec("seal", "ckks", op, ns, params="c16384", q_bits=DEEP) for op, ns in POLY_OPS.items()]
     recs += [rec("seal", "bfv", op, ns) for op, ns in DOT_BFV.items()]
     for r in recs:
-        store.add(run_id, r["job_key"], {**r, "run_id": run_id, "timestamp": 0.0})
+        store.add(run_id, r["job_key"], {**r, "run_id": run_id, "timestamp": 0.0, "suite": "apps", "env": {}})
     store.close()
     for op, scheme in (("poly_7=1", "ckks"), ("dot_4096=1", "bfv")):
         out = fhemark("recommend", "--op", op, "--scheme", scheme, "--db", str(db), "--json", str(tmp_path / "r.json"))
@@ -293,7 +292,7 @@ def test_throughput_objective_ranks_from_throughput_records_and_says_so(capsys):
     assert lo == pytest.approx(1e9 / (160 * 1.03)) and hi == pytest.approx(1e9 / (160 * 0.97))
     from rich.console import Console
 
-    from fhemark.recommend import ranking_json
+    from fhemark.advise.recommend import ranking_json
     from fhemark.report.text import print_recommendation
     print_recommendation(cands, w, Console(width=200))
     out = capsys.readouterr().out

@@ -108,7 +108,7 @@ def test_terminal_footnotes_print_the_deviation_text_verbatim():
 
 
 def test_time_inside_timed_regions_counts_copies_and_warmups_once_per_pipeline():
-    from fhemark.report.tables import timed_seconds
+    from fhemark.analyse.select import timed_seconds
     recs = [rec(samples_ns=[1e9, 1e9], copies=2, warmup_ns=[1e9]),  # 2 samples x 2 copies + 1 warm-up
             rec(op="pipeline_add/encode", samples_ns=[5e9]), rec(op="pipeline_add/total", samples_ns=[1e9]),
             rec(op="depth_mul", depth=3, samples_ns=[9e9]), rec(status="wrong_result", samples_ns=[])]

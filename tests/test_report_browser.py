@@ -10,14 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from fhemark.drivers import manifests
-from fhemark.plan import build
+from fhemark.drivers.registry import manifests
+from fhemark.measure.runner import Runner
+from fhemark.plan.jobs import build
+from fhemark.plan.suites import Suite
 from fhemark.report import write
 from fhemark.report.overview import build as build_overview
 from fhemark.report.tables import all_tables
-from fhemark.measure.runner import Runner
-from fhemark.store import Store
-from fhemark.suites import Suite
+from fhemark.store.sqlite import Store
 
 CHROMIUM, CHROMEDRIVER = shutil.which("chromium"), shutil.which("chromedriver")
 ARTIFACTS = Path(__file__).resolve().parents[1] / "test-artifacts"

@@ -21,11 +21,11 @@ from pathlib import Path
 
 import pytest
 
-from fhemark import snippets
-from fhemark.drivers import manifests
+from fhemark.advise import snippets
+from fhemark.drivers.registry import manifests
 from fhemark.errors import UserError
 from fhemark.locations import cache_dir, project_root
-from fhemark.params import ParamSet, batching_prime, resolve
+from fhemark.model.params import ParamSet, batching_prime, resolve
 
 ROOT = project_root()
 SECURE_INT = {"N": 8192, "q_bits": [45, 45, 45], "p_bits": [60], "t_bits": 20}

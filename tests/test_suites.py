@@ -1,5 +1,5 @@
-from fhemark.plan import build
-from fhemark.suites import builtin_names, load
+from fhemark.plan.jobs import build
+from fhemark.plan.suites import builtin_names, load
 
 
 def test_every_builtin_suite_plans():

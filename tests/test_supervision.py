@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from fhemark import drivers
+from fhemark.drivers import registry as drivers_registry
+from fhemark.drivers.registry import Manifest
 from fhemark.measure import runner as run_mod
-from fhemark.drivers import Manifest
-from fhemark.plan import build
 from fhemark.measure.runner import Runner
-from fhemark.store import Store
-from fhemark.suites import Suite
+from fhemark.plan.jobs import build
+from fhemark.plan.suites import Suite
+from fhemark.store.sqlite import Store
 
 HERE = Path(__file__).parent
 FAKE = Manifest("fake", HERE, (sys.executable, str(HERE / "fake_driver.py")), "nothing")
@@ -25,7 +25,7 @@ FAKE = Manifest("fake", HERE, (sys.executable, str(HERE / "fake_driver.py")), "n
 @pytest.fixture
 def fake_registry(monkeypatch):
     monkeypatch.setattr(run_mod, "manifests", lambda: {"fake": FAKE})
-    monkeypatch.setattr(drivers, "manifests", lambda: {"fake": FAKE})
+    monkeypatch.setattr(drivers_registry, "manifests", lambda: {"fake": FAKE})
 
 
 def test_every_failure_is_recorded_with_its_kind_and_the_run_goes_on(fake_registry, tmp_path):
@@ -88,7 +88,7 @@ def test_ctrl_c_during_a_hung_job_stops_at_once_and_keeps_what_was_measured(fake
 def test_ctrl_c_after_the_last_safe_point_is_not_lost():
     """A Ctrl-C that lands while the drivers shut down still ends the caller's work: choose runs one
     Runner per candidate, and a swallowed interrupt let it carry on to the end and exit 0."""
-    from fhemark.supervise import deferred_sigint
+    from fhemark.drivers.supervise import deferred_sigint
     cancel = threading.Event()
     with pytest.raises(KeyboardInterrupt):
         with deferred_sigint(cancel):

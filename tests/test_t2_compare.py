@@ -1,10 +1,10 @@
 """Study 4's claim, measured: the bitwise comparison in BFV with t = 2 works
 until the noise budget runs out, then stops decrypting correctly."""
 
-from fhemark.plan import build
 from fhemark.measure.runner import Runner
-from fhemark.store import Store
-from fhemark.suites import Suite
+from fhemark.plan.jobs import build
+from fhemark.plan.suites import Suite
+from fhemark.store.sqlite import Store
 
 
 def test_bfv_t2_comparison_fails_at_a_measured_depth(tmp_path):

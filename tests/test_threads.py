@@ -9,10 +9,10 @@ import os
 from typer.testing import CliRunner
 
 from fhemark import cli as cli_mod
-from fhemark.plan import build
+from fhemark.plan.jobs import build
+from fhemark.plan.suites import Suite, thread_counts
 from fhemark.report.text import parallelism_mark
-from fhemark.store import Store
-from fhemark.suites import Suite, thread_counts
+from fhemark.store.sqlite import Store
 
 SMALL = {"N": 2048, "q_bits": [36, 36], "p_bits": [37], "t": 12289}
 

@@ -7,13 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from fhemark import drivers
-from fhemark.measure import runner as run_mod, throughput
-from fhemark.drivers import Manifest
-from fhemark.plan import build
+from fhemark.drivers import registry as drivers_registry
+from fhemark.drivers.registry import Manifest
+from fhemark.measure import runner as run_mod
+from fhemark.measure import throughput
 from fhemark.measure.runner import Runner
-from fhemark.store import Store
-from fhemark.suites import Suite
+from fhemark.plan.jobs import build
+from fhemark.plan.suites import Suite
+from fhemark.store.sqlite import Store
 
 HERE = Path(__file__).parent
 T = 12289
@@ -24,7 +25,7 @@ POLICY = {"warmup": 1, "min_samples": 4, "max_samples": 8, "budget_s": 0.5, "tim
 def registry(monkeypatch, *argv: str) -> None:
     m = Manifest("fault", HERE, (sys.executable, str(HERE / "fault_driver.py"), *argv), "nothing")
     monkeypatch.setattr(run_mod, "manifests", lambda: {"fault": m})
-    monkeypatch.setattr(drivers, "manifests", lambda: {"fault": m})
+    monkeypatch.setattr(drivers_registry, "manifests", lambda: {"fault": m})
 
 
 def measure(tmp_path, ops, policy=POLICY) -> dict[str, dict]:

@@ -14,10 +14,10 @@ import pytest
 from typer.testing import CliRunner
 
 from fhemark import cli as cli_mod
-from fhemark.catalog import known, lookup
-from fhemark.requirements import derive
-from fhemark.semantics import Plain
-from fhemark.store import Store
+from fhemark.model.catalog import known, lookup
+from fhemark.model.requirements import derive
+from fhemark.model.semantics import Plain
+from fhemark.store.sqlite import Store
 from fhemark.workload import load
 
 EXAMPLES = Path(__file__).parent.parent / "examples"
@@ -27,7 +27,7 @@ SMALL = "{N: 2048, q_bits: [50, 40], p_bits: [50], t: 12289, scale_bits: 40}"
 @pytest.fixture(autouse=True)
 def fresh_registry(monkeypatch):
     """Each test loads its files afresh (one CLI call is one process: its names must not collide)."""
-    monkeypatch.setattr("fhemark.workload._REGISTRY", {})
+    monkeypatch.setattr("fhemark.model.workload._REGISTRY", {})
 
 
 def cli(*args):
@@ -111,7 +111,7 @@ def test_a_suite_lists_workload_files_beside_builtin_ops(tmp_path):
      ["mine.py", "built-in operation"]),
 ])
 def test_a_bad_file_is_one_line_naming_file_and_line(tmp_path, monkeypatch, body, needles):
-    monkeypatch.setattr("fhemark.workload.LOAD_TIMEOUT_S", 1)
+    monkeypatch.setattr("fhemark.model.workload.LOAD_TIMEOUT_S", 1)
     f = write(tmp_path, body)
     db = tmp_path / "kept.db"
     Store(db).close()
@@ -212,8 +212,8 @@ def test_numbers_in_a_polynomial_are_constants_and_ckks_magnitude_is_read(tmp_pa
     """, name="big.py"))
     r = derive(big, "ckks")
     assert 2**17 < r.largest_value < 2**20 and r.magnitude_bits in (18, 19, 20)
-    from fhemark.advisor import candidates
-    from fhemark.choose import _need
+    from fhemark.advise.advisor import candidates
+    from fhemark.advise.choose import _need
     first = next(candidates(_need(big, r, 20.0, 128, "hestd2018")))
     assert first["q_bits"][0] - first["scale_bits"] >= r.magnitude_bits + 2  # the last prime holds the sum
 
@@ -221,7 +221,7 @@ def test_numbers_in_a_polynomial_are_constants_and_ckks_magnitude_is_read(tmp_pa
 def test_a_scalar_after_a_product_decrypts_right_on_every_library(tmp_path):
     """Cross-driver contract beyond fresh operands: Lattigo's scalar multiply dropped the Scale a
     BFV/BGV product leaves (every nonzero slot wrong); every RLWE library built here must agree."""
-    from fhemark.drivers import available, manifests
+    from fhemark.drivers.registry import available, manifests
     libs = [lib for lib in available() if {"bfv", "bgv"} & set(manifests()[lib].schemes)]
     f = write(tmp_path, """
     def compute(c):
@@ -240,8 +240,8 @@ def test_a_scalar_after_a_product_decrypts_right_on_every_library(tmp_path):
 def test_the_search_is_steered_by_what_failures_measured(tmp_path, monkeypatch):
     """A ring the library refuses as insecure is left; a CKKS set short of precision by d bits
     moves the scale up by d (checks.py's words, parsed back): the sets in between are not run."""
-    from fhemark import choose as chooser
-    from fhemark.advisor import Need
+    from fhemark.advise import choose as chooser
+    from fhemark.advise.advisor import Need
     space = [{"N": n, "q_bits": [s + 10, s], "p_bits": [60], "scale_bits": s} for n in (8192, 16384) for s in (30, 34, 38, 42)]
     tried = []
 

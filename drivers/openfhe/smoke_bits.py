@@ -21,7 +21,7 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path[:0] = [HERE, os.path.join(HERE, "..", "..", "src")]  # the orchestrator's circuits need numpy only
 from smoke_test import PY, Driver, check, regions, FAILS, PASSES  # noqa: E402
-from fhemark.circuits import Netlist  # noqa: E402
+from fhemark.model.circuits import Netlist  # noqa: E402
 
 L = 8
 ADDER = {"n_inputs": 4,

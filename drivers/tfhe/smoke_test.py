@@ -16,8 +16,8 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "src"))
-from fhemark.circuits import Builder, Netlist  # noqa: E402  (the orchestrator's circuits and their semantics)
-from fhemark.circuits.arith import full_adder  # noqa: E402
+from fhemark.model.circuits import Builder, Netlist  # noqa: E402  (the orchestrator's circuits and their semantics)
+from fhemark.model.circuits.arith import full_adder  # noqa: E402
 
 RNG = np.random.default_rng(20240611)
 

@@ -7,7 +7,6 @@ from pathlib import Path
 
 from .errors import UserError
 
-
 # Folders named by the environment, read by fhemark and by the drivers' build scripts, which run in
 # their own folders: a relative one would mean another place there (a relative FHEMARK_CACHE wrote the
 # Lattigo binary into the checkout and every Lattigo job then crashed).

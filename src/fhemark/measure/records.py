@@ -10,14 +10,14 @@ from typing import Any
 
 import numpy as np
 
+from ..drivers.protocol import Capabilities, Effective
 from ..errors import DriverError
-from ..messages import Capabilities, Effective
-from ..ops import BenchOp, Program
-from ..plan import Group, Job
-from ..security import Estimate, estimates
-from ..semantics import Plain
+from ..model.ops import BenchOp, Program
+from ..model.security import Estimate, estimates
+from ..model.semantics import Plain
+from ..plan.jobs import Group, Job
+from ..plan.suites import Suite
 from ..stats import summarize
-from ..suites import Suite
 from .sampler import Outcome, Prepared
 
 

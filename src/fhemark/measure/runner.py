@@ -10,14 +10,14 @@ import threading
 import time
 from typing import Callable
 
-from ..catalog import lookup
-from ..drivers import manifests
+from ..drivers.protocol import Capabilities, Effective
+from ..drivers.registry import manifests
+from ..drivers.supervise import Driver, deferred_sigint
 from ..errors import DriverError
-from ..host import Activity, merged
-from ..messages import Capabilities, Effective
-from ..plan import Group, Job, Plan
-from ..store import Store
-from ..supervise import Driver, deferred_sigint
+from ..model.catalog import lookup
+from ..plan.jobs import Group, Job, Plan
+from ..store.sqlite import Store
+from .host import Activity, merged
 from .records import RecordContext, layout, plain_of, security_of
 from .sampler import Outcome, Prepared, measure_slice, probe_depth
 from .throughput import saturate

@@ -12,14 +12,14 @@ from typing import Callable
 
 import numpy as np
 
-from ..checks import check
+from ..drivers.protocol import Capabilities, Effective, RunResult, Sample, Vector
+from ..drivers.supervise import Driver
 from ..errors import DriverError
-from ..messages import Capabilities, Effective, RunResult, Sample, Vector
-from ..ops import BenchOp, Program, base_name
-from ..plan import Group, Job
-from ..semantics import Plain
+from ..model.checks import check
+from ..model.ops import BenchOp, Program, base_name
+from ..model.semantics import Plain
+from ..plan.jobs import Group, Job
 from ..stats import MIN_CI_SAMPLES, summarize
-from ..supervise import Driver
 
 WARM_ROUND_NS = 20e6  # a sample shorter than this is warmed up again in every round
 

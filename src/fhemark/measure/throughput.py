@@ -24,11 +24,11 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..messages import RunResult
-from ..ops import BenchOp
-from ..plan import Job
+from ..drivers.protocol import RunResult
+from ..drivers.supervise import Driver
+from ..model.ops import BenchOp
+from ..plan.jobs import Job
 from ..stats import summarize
-from ..supervise import Driver
 from .sampler import Outcome, Prepared, absorb, copies_for, draw
 
 if TYPE_CHECKING:

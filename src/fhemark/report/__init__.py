@@ -10,9 +10,10 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from ..analyse.select import timed_seconds
 from ..errors import UserError
 from . import html, markdown, overview, plots, scaling, studies
-from .tables import Table, all_tables, timed_seconds
+from .tables import Table, all_tables
 
 
 def measured_on(env: dict) -> str:

@@ -6,8 +6,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from ..choose import Answer, Candidate, client_bytes, eval_key_bytes, levels_available, margin, plaintext_text
-from ..requirements import Requirements
+from ..advise.choose import Answer, Candidate, client_bytes, eval_key_bytes, levels_available, margin, plaintext_text
+from ..model.requirements import Requirements
 from .tables import fmt_bytes, fmt_time, throughput_text
 
 

@@ -11,8 +11,9 @@ from datetime import datetime, timezone
 from html import escape
 from pathlib import Path
 
-from ..compare import FAILED, FASTER, SLOWER, compare_case, label
-from .tables import fmt_time, latest
+from ..analyse.compare import FAILED, FASTER, SLOWER, compare_case, label
+from ..analyse.select import latest
+from .tables import fmt_time
 
 
 @dataclass

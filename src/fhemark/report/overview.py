@@ -8,9 +8,10 @@ import math
 from dataclasses import dataclass, field
 from html import escape as _escape
 
-from ..catalog import CATALOG
+from ..analyse.select import contended, latest
+from ..model.catalog import CATALOG
 from ..stats import paired_ratio
-from .tables import DEVIATION_MARK, Deviations, Table, contended, fmt_time, latest, params_name, security_disagreements
+from .tables import DEVIATION_MARK, Deviations, Table, fmt_time, params_name, security_disagreements
 
 
 def escape(text: str) -> str:

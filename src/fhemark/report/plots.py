@@ -6,8 +6,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from ..analyse.select import latest
 from .overview import Overview
-from .tables import latest
 
 
 def _series(recs: list[dict], pattern: str) -> dict[str, list[tuple[int, float, float, float]]]:

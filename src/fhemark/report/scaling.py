@@ -6,8 +6,9 @@ and, per operation, a figure of speed-up against threads with the ideal y = x.""
 
 from __future__ import annotations
 
-from ..catalog import CATALOG
-from .tables import DEVIATION_MARK, Deviations, Table, cell, fmt_bytes, fmt_rate, fmt_time, latest, params_name, throughput_text
+from ..analyse.select import latest
+from ..model.catalog import CATALOG
+from .tables import DEVIATION_MARK, Deviations, Table, cell, fmt_bytes, fmt_rate, fmt_time, params_name, throughput_text
 from .text import OVER_FACTOR, SERIAL_BELOW, parallelism_mark
 
 TITLE = "Thread scaling: speed-up against the thread count"

@@ -11,8 +11,9 @@ import re
 from html import escape
 from pathlib import Path
 
+from ..analyse.select import latest
 from . import scaling
-from .tables import fmt_time, latest
+from .tables import fmt_time
 
 _PIPE = re.compile(r"pipeline_(\w+)/(\w+)")
 _STAGES = ("encode", "encrypt", "op", "decrypt", "decode")

@@ -6,9 +6,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from ..apps.cost import ROUTINES, predict
-from ..apps.metrics import communication, instances, per_instance_ns, throughput
-from ..catalog import CATALOG
+from ..analyse.cost import ROUTINES, predict
+from ..analyse.metrics import communication, instances, per_instance_ns, throughput
+from ..analyse.select import contended, latest
+from ..model.catalog import CATALOG
 from ..stats import MIN_CI_SAMPLES, paired_ratio
 
 DEVIATION_MARK = "‡"
@@ -65,11 +66,6 @@ def throughput_text(r: dict) -> str:
     return f"{fmt_rate(r.get('throughput_per_s'))}{spread} k={r.get('batch')}"
 
 
-def contended(rec: dict) -> bool:
-    """Other processes or the hypervisor took CPU while the job ran (see host.py)."""
-    return bool((rec.get("host_activity") or {}).get("contended"))
-
-
 def ci_text(rec: dict) -> str:
     ci = rec.get("ci95_ns")
     if not ci:
@@ -106,17 +102,6 @@ def security_disagreements(recs: list[dict]) -> str:
     return "; ".join(f"security of {k}: {v} bits" for k, v in sorted(seen.items()))
 
 
-def timed_seconds(recs: list[dict]) -> float:
-    """Seconds spent inside timed regions (samples x copies, warm-ups included): the rest of a
-    run's wall time is setup, keys, fresh inputs encrypted, outputs decrypted and checked."""
-    total = 0.0
-    for r in recs:
-        if r["status"] != "ok" or "depth" in r or ("/" in r["op"] and not r["op"].endswith("/total")):
-            continue
-        total += sum(r.get("samples_ns") or []) * (r.get("copies") or 1) + sum(r.get("warmup_ns") or [])
-    return total / 1e9
-
-
 def params_name(rec: dict) -> str:
     p = rec["params"]
     return p.get("name") or f"N={p['N']}"
@@ -127,14 +112,6 @@ def _col_sort(label: str, recs: list[dict]) -> tuple:
         if params_name(r) == label:
             return (r["params"]["N"], r["params"]["log_qp"], label)
     return (0, 0, label)
-
-
-def latest(recs: list[dict]) -> list[dict]:
-    """Keep the newest record per (job, op): a resumed or repeated run shows once."""
-    out: dict[tuple, dict] = {}
-    for r in recs:
-        out[(r["job_key"], r["op"])] = r
-    return list(out.values())
 
 
 def _swept(recs: list[dict]) -> bool:

@@ -9,12 +9,13 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table as RichTable
 
-from .tables import Deviations, ci_text, contended, fmt_time, latest, security_disagreements, throughput_text
+from ..analyse.select import contended, latest
+from .tables import Deviations, ci_text, fmt_time, security_disagreements, throughput_text
 
 if TYPE_CHECKING:
-    from ..advisor import Need, Proposal
-    from ..compare import Comparison
-    from ..recommend import Candidate, Workload
+    from ..advise.advisor import Need, Proposal
+    from ..advise.recommend import Candidate, Workload
+    from ..analyse.compare import Comparison
 
 
 def _cell(r: dict, devs: Deviations) -> str:
@@ -145,8 +146,8 @@ def _time(r: dict | None) -> str:
 def print_recommendation(cands: list[Candidate], w: Workload, console: Console) -> None:
     """The ranking, then what the costs model (and the model's error measured in the store), which
     workloads were modelled from which runs and jobs, every exclusion, what was checked of depth."""
-    from ..apps.cost import METHOD
-    from ..recommend import depth_note
+    from ..advise.recommend import depth_note
+    from ..analyse.cost import METHOD
     usable = [c for c in cands if not c.excluded]
     ops = ", ".join(f"{n} x {op}" for op, n in w.ops.items())
     t = RichTable(title=f"fhemark recommend: {w.name} = {ops}"
@@ -224,7 +225,7 @@ def _size(n: int | None) -> str:
 
 def print_proposals(need: "Need", props: list["Proposal"], console: Console) -> None:
     """`fhemark params`: per library the smallest set that passed every repetition, what it measured."""
-    from ..advisor import security_text
+    from ..advise.advisor import security_text
     t = RichTable(title=f"fhemark params: {need.describe()}", title_justify="left")
     for col in ("library", "N", "q bits", "p", "t / scale", "security", "depth (each run)", "margin",
                 "mul_relin", "rotate_1", "keys (pk, relin, Galois)", "ciphertext", "rejected"):

@@ -1,0 +1,231 @@
+"""From what a computation needs to the smallest secure parameters each library accepts, proven
+by measurement.
+
+Candidates come smallest first from noise-growth rules of thumb (below); none is trusted: each is
+run through the depth probe with fresh keys several times, and a library accepts a candidate only
+when every repetition reaches the required depth with MARGIN_BITS to spare (CKKS: precision at
+least the requirement + 1 bit after the last multiplication; BFV/BGV: 1 bit of noise budget left).
+A rejected candidate is counted and the next larger one tried, per library.
+
+Rules of thumb (the starting points; measurement decides):
+- CKKS: precision after a multiply-rescale is about the scale minus 14 bits at these ring sizes
+  (26 bits at scale 2^40 in the quick suite), so the scale starts at precision + 14 bits and grows
+  by 4; the first prime holds the result's magnitude with 10 bits to spare; one prime per level.
+- BFV/BGV: each multiplication costs about log2(t) + log2(N) + 2 bits of noise budget, a fresh
+  ciphertext starts log2(t) + 12 bits below q (optimistic on purpose: the smallest set is wanted,
+  and measurement rejects what is too small): the chain starts at that total and grows by 20 bits.
+- One 60-bit special prime (OpenFHE's hybrid key switching always uses 60-bit special primes).
+- Ring sizes from the smallest whose slots hold the values; the security bound of the chosen table
+  caps the chain (log QP) for each N.
+"""
+
+from __future__ import annotations
+
+import math
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterator
+
+from ..errors import UserError
+from ..locations import project_root
+from ..measure.metadata import environment
+from ..measure.runner import Runner
+from ..model.security import bound, estimates
+from ..plan.jobs import build
+from ..plan.suites import Suite
+from ..store.sqlite import Store
+
+RINGS = (4096, 8192, 16384, 32768)  # every RLWE library here builds these (SEAL stops at 2^15)
+SPECIAL_BITS = 60
+MAX_PRIME = 60
+CKKS_LOSS_BITS = 14   # precision ~ scale - this
+INT_MUL_EXTRA = 2     # bits per multiplication beyond log2(t) + log2(N)
+INT_FRESH = 12        # a fresh ciphertext's noise, in bits above log2(t)
+INT_STEP = 20         # a rejected BFV/BGV chain grows by this many bits
+MAX_TRIES = 8         # candidates per library before giving up
+# A set passes with at least this much to spare (CKKS precision above the requirement, BFV/BGV noise
+# budget left): a set that passes by a tenth of a bit fails on the next run's keys.
+MARGIN_BITS = 1.0
+
+
+@dataclass(frozen=True)
+class Need:
+    scheme: str                  # bfv | bgv | ckks
+    depth: int                   # sequential multiplications
+    precision: float | None = None   # CKKS: bits after the last multiplication
+    plain_bits: int | None = None    # BFV/BGV: bits of the plaintext modulus t
+    slots: int = 1
+    security: int = 128
+    table: str = "hestd2018"
+    magnitude_bits: int = 0          # CKKS: bits of the largest |value| (0: values within [-1, 1])
+
+    def describe(self) -> str:
+        what = f"{self.precision:g}-bit precision" if self.scheme == "ckks" else f"{self.plain_bits}-bit plaintexts"
+        if self.magnitude_bits:
+            what += f" on values up to 2^{self.magnitude_bits}"
+        return (f"{self.scheme.upper()} depth {self.depth} with {what}, {self.slots} slots, "
+                f"{self.security}-bit security ({self.table})")
+
+
+def _split(total: int) -> list[int]:
+    """A chain of `total` bits as primes of at most 60 bits, as even as possible."""
+    k = max(1, math.ceil(total / (MAX_PRIME - 2)))
+    base, extra = divmod(total, k)
+    return [base + (i < extra) for i in range(k)]
+
+
+def _bound(n: int, need: Need) -> int:
+    return bound(n, need.table, need.security)
+
+
+def first_scale(need: Need) -> int:
+    return max(20, math.ceil(need.precision + CKKS_LOSS_BITS))
+
+
+def _first_int_chain(need: Need, n: int) -> int:
+    """Bits of the smallest BFV/BGV ciphertext modulus the rules of thumb try at ring size n."""
+    return need.plain_bits + INT_FRESH + need.depth * (need.plain_bits + int(math.log2(n)) + INT_MUL_EXTRA)
+
+
+def ckks_chain(need: Need, scale: int) -> list[int]:
+    """The first prime holds the result at the scale with 10 bits to spare, or its magnitude
+    (2^magnitude_bits) with 3 where that is more; one scale-sized prime per level."""
+    return [min(MAX_PRIME, scale + max(10, need.magnitude_bits + 3))] + [scale] * need.depth
+
+
+def _rings(need: Need) -> list[int]:
+    per_ring = (lambda n: n // 2) if need.scheme == "ckks" else (lambda n: n)
+    return [n for n in RINGS if per_ring(n) >= need.slots]
+
+
+def candidates(need: Need) -> Iterator[dict]:
+    """Parameter specs (the suite's inline form), smallest first: the ring size first, then the chain."""
+    for n in _rings(need):
+        limit = _bound(n, need)
+        if need.scheme == "ckks":
+            scale = first_scale(need)
+            while scale <= MAX_PRIME - 2 and scale + need.magnitude_bits + 2 <= MAX_PRIME:  # the last prime holds it
+                q = ckks_chain(need, scale)
+                if sum(q) + SPECIAL_BITS > limit:
+                    break
+                yield {"N": n, "q_bits": q, "p_bits": [SPECIAL_BITS], "scale_bits": scale}
+                scale += 4
+        else:
+            total = _first_int_chain(need, n)
+            while total + SPECIAL_BITS <= limit:
+                yield {"N": n, "q_bits": _split(total), "p_bits": [SPECIAL_BITS], "t_bits": need.plain_bits}
+                total += INT_STEP
+
+
+def check_possible(need: Need) -> None:
+    """One clear line when no ring here can hold the requirement at the required security."""
+    if need.depth < 1:
+        raise UserError(f"depth {need.depth}: the advisor sizes sets for at least one multiplication", "give --depth 1 or more")
+    if need.scheme == "ckks" and not (need.precision and 1 <= need.precision <= 50):
+        raise UserError(f"precision {need.precision}: CKKS precision must be 1..50 bits", "give --precision, e.g. 20")
+    if need.scheme != "ckks" and not (need.plain_bits and 14 <= need.plain_bits <= 59):
+        raise UserError(f"plain bits {need.plain_bits}: a batching plaintext modulus has 14..59 bits here",
+                        "give --plain-bits, e.g. 20")
+    if not _rings(need):
+        raise UserError(f"{need.slots} slots: no ring here holds them ({need.scheme.upper()} on N = {RINGS[-1]} has "
+                        f"{RINGS[-1] // (2 if need.scheme == 'ckks' else 1)})", "pack fewer values per ciphertext")
+    if next(candidates(need), None) is None:
+        n = _rings(need)[-1]
+        smallest = sum(ckks_chain(need, first_scale(need))) if need.scheme == "ckks" else _first_int_chain(need, n)
+        raise UserError(f"impossible: {need.describe()} needs log QP of about {smallest + SPECIAL_BITS} bits, and the "
+                        f"largest ring every library here builds (N = {n}) allows {_bound(n, need)} bits at "
+                        f"{need.security}-bit security under {need.table}",
+                        "lower the depth (or use bootstrapping), the precision or plaintext bits, or the security level")
+
+
+@dataclass
+class Proposal:
+    library: str
+    spec: dict | None = None                 # the accepted set; None: none found
+    rejected: list[str] = field(default_factory=list)  # why each smaller candidate failed
+    depth: list[int] = field(default_factory=list)     # per repetition (max_depth: depth + 1)
+    margin: list[float] = field(default_factory=list)  # CKKS: precision - required; BFV/BGV: noise budget left
+    trajectory: list[float] = field(default_factory=list)  # noise budget or precision after each multiplication
+    records: list[dict] = field(default_factory=list)  # the latency run's records at the accepted set
+    effective: dict | None = None
+
+
+def _suite(need: Need, library: str, spec: dict, ops: list[str] | str, policy: dict) -> Suite:
+    return Suite(name="params-advisor", threads=1, security={"min_bits": need.security, "table": need.table},
+                 policy=policy, cases=[{"libraries": [library], "schemes": [need.scheme], "params": [spec], "ops": ops}])
+
+
+def run_suite(suite: Suite, libraries: list[str], db: Path,
+              progress: Callable[[str], None] = lambda what: None) -> list[dict]:
+    """Run a suite made in code into the store at `db`; its records (`progress`: each job as it ends)."""
+    plan = build(suite, libraries)
+    store = Store(db)
+    env = environment(suite.threads, project_root())
+    run_id = store.start_run(suite.name, suite.name, False, env, plan.to_json())
+    try:
+        Runner(plan, store, run_id, env,
+               on_record=lambda job, recs: progress(f"{job.library} {job.scheme} N={job.params.N} {job.op}")).execute()
+        store.finish_run(run_id)
+        return list(store.records(run_id))
+    finally:
+        store.close()
+
+
+def _verify(need: Need, library: str, spec: dict, repeats: int, db: Path) -> tuple[str, list[dict]]:
+    """'' when every repetition (fresh driver process, fresh keys) reaches the depth; else why not."""
+    policy = {"max_depth": need.depth + 1, "timeout_s": 600.0}
+    if need.scheme == "ckks":
+        policy["min_precision_bits"] = float(need.precision) + MARGIN_BITS
+    recs = []
+    for i in range(repeats):
+        (rec,) = run_suite(_suite(need, library, spec, ["depth_mul"], {**policy, "seed": 1 + i}), [library], db)
+        recs.append(rec)
+        if rec["status"] != "ok":
+            return f"{rec['status']}: {rec.get('error') or ''}".strip(), recs
+        if rec["depth"] < need.depth:
+            return f"depth {rec['depth']} in repetition {i + 1} ({rec.get('depth_limit') or 'stopped'})", recs
+        noise = (rec.get("noise_by_depth") or [])[need.depth - 1:need.depth]
+        if noise and noise[0] is not None and noise[0] < MARGIN_BITS:
+            return f"{noise[0]:g} bits of noise budget left at depth {need.depth} in repetition {i + 1}", recs
+    return "", recs
+
+
+def advise(need: Need, libraries: list[str], repeats: int = 3, db: Path | None = None,
+           progress: Callable[[str], None] = lambda line: None) -> list[Proposal]:
+    check_possible(need)
+    with tempfile.TemporaryDirectory() as tmp:
+        store_path = db or Path(tmp) / "advisor.db"
+        out = []
+        for lib in libraries:
+            prop = Proposal(lib)
+            for spec in list(candidates(need))[:MAX_TRIES]:
+                progress(f"{lib}: trying N = {spec['N']}, q = {spec['q_bits']}")
+                why, recs = _verify(need, lib, spec, repeats, store_path)
+                if why:
+                    prop.rejected.append(f"N = {spec['N']}, q = {spec['q_bits']}: {why}")
+                    if recs and recs[-1]["status"] in ("unsupported", "crashed", "timeout", "out_of_memory"):
+                        break  # the library cannot run it at all: larger sets will not help
+                    continue
+                prop.spec = spec
+                prop.depth = [r["depth"] for r in recs]
+                if need.scheme == "ckks":
+                    prop.margin = [r["precision_by_depth"][need.depth - 1] - need.precision for r in recs]
+                    prop.trajectory = recs[-1]["precision_by_depth"]
+                else:
+                    prop.margin = [r["noise_by_depth"][need.depth - 1] for r in recs if r.get("noise_by_depth")]
+                    prop.trajectory = recs[-1].get("noise_by_depth") or []
+                prop.effective = recs[-1].get("effective_params")
+                progress(f"{lib}: accepted N = {spec['N']}, q = {spec['q_bits']}; timing multiply and rotate")
+                prop.records = run_suite(_suite(need, lib, spec, ["mul_relin", "rotate_1"],
+                                                {"min_samples": 6, "max_samples": 12, "budget_s": 2.0, "rounds": 1}),
+                                         [lib], store_path)
+                break
+            out.append(prop)
+        return out
+
+
+def security_text(spec: dict) -> str:
+    log_qp = sum(spec["q_bits"]) + sum(spec["p_bits"])
+    return ", ".join(f"{e.describe()} ({t})" for t, e in estimates(spec["N"], log_qp).items())
+

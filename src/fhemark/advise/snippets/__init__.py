@@ -1,0 +1,131 @@
+"""Ready-to-use parameter snippets: a short program in a library's own API that builds the context
+fhemark benchmarked for one (library, scheme, parameter set) and prints ONE JSON line saying what the
+library really built (ring dimension, prime bit sizes, t or scale, the security level it checked).
+
+Each snippet builds what that library's driver (drivers/<library>) builds for the same parameters:
+SEAL and TenSEAL take the bit sizes as given (the special prime last), OpenFHE derives its chain from a
+multiplicative depth, a first-prime size and a scaling size with 60-bit key-switching primes, Lattigo
+gets primes of exactly the asked sizes from its own generator, TFHE-rs gets the named parameter set.
+`fhemark choose` hands them to users; tests/test_snippets.py runs them against the real libraries.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ...errors import UserError
+from ...model.params import SCHEMES_BITS, ParamSet, resolve
+from .go import build_lattigo
+from .python import build_openfhe, build_seal, build_tenseal
+from .rust import build_tfhe, tfhe_preset
+
+LANGUAGES = {"seal": "python", "openfhe": "python", "tenseal": "python", "lattigo": "go", "tfhe-rs": "rust"}
+SCHEMES = {"seal": ("bfv", "bgv", "ckks"), "openfhe": ("bfv", "bgv", "ckks"), "tenseal": ("bfv", "ckks"),
+           "lattigo": ("bfv", "bgv", "ckks"), "tfhe-rs": ("tfhe_bool", "tfhe_shortint", "tfhe_int")}
+_ALIASES = {"tfhe": "tfhe-rs", "tfhe_rs": "tfhe-rs", "tfhers": "tfhe-rs"}
+_SUFFIX = {"python": "py", "go": "go", "rust": "rs"}
+_COMMENT = {"python": "#", "go": "//", "rust": "//"}
+_SPEC_KEYS = ("N", "q_bits", "p_bits", "t", "t_bits", "scale_bits", "sigma", "name", "preset", "batching", "bits")
+TFHE_FEATURES = ("boolean", "shortint", "integer")
+INSTALL = {
+    "seal": "pip install seal-python==4.4.0",
+    "openfhe": "pip install openfhe==1.6.1.0.22.4 (CPython 3.10)",
+    "tenseal": "pip install tenseal==0.3.18",
+    "lattigo": "a go.mod requiring github.com/tuneinsight/lattigo/v6 v6.2.0",
+    "tfhe-rs": 'a cargo project with tfhe = { version = "=1.8.2", features = ["boolean", "shortint", "integer"] }',
+}
+_RUN = {"python": "python {file}", "go": "go run {file}", "rust": "cargo run --release (this file as src/main.rs)"}
+_TITLE = {"seal": "SEAL", "openfhe": "OpenFHE", "tenseal": "TenSEAL", "lattigo": "Lattigo", "tfhe-rs": "TFHE-rs"}
+
+
+@dataclass(frozen=True)
+class Snippet:
+    library: str
+    scheme: str
+    language: str  # "python" | "go" | "rust"
+    filename: str
+    text: str
+
+
+def snippet(library: str, scheme: str, params: dict | ParamSet, header: str | None = None,
+            allow_insecure: bool = False) -> Snippet:
+    """The program for one library, scheme and parameter set (a ParamSet, the wire form or the suite
+    inline form). `header`: text put on top as comments (what fhemark verified); `allow_insecure`:
+    build without the library's 128-bit security check where it has one (small test rings)."""
+    lib = _ALIASES.get(library.lower(), library.lower())
+    if lib not in SCHEMES:
+        raise UserError(f"no parameter snippet for library '{library}'", f"use one of {', '.join(SCHEMES)}")
+    if scheme not in SCHEMES[lib]:
+        raise UserError(f"no {_TITLE[lib]} snippet for scheme '{scheme}'", f"{_TITLE[lib]} snippets: {', '.join(SCHEMES[lib])}")
+    ps = _resolved(scheme, params)
+    if ps.kind == "rlwe" and ps.preset:
+        raise UserError(f"no snippet for the {_TITLE[lib]} preset '{ps.preset}'",
+                        "snippets cover explicit N / q_bits / p_bits sets")
+    language = LANGUAGES[lib]
+    stem = lib.removesuffix("-rs")
+    filename = f"{scheme if scheme.startswith(stem) else f'{stem}_{scheme}'}.{_SUFFIX[language]}"
+    body = _BUILDERS[lib](scheme, ps, allow_insecure)
+    mark = _COMMENT[language]
+    lines = header.splitlines() if header else []
+    lines.append(f"fhemark parameter snippet: {_TITLE[lib]} {scheme}, {_describe(scheme, ps)}")
+    lines += [f"Needs: {INSTALL[lib]}.", f"Run: {_RUN[language].format(file=filename)}; it prints one JSON line: "
+              f"what {_TITLE[lib]} really built."]
+    top = "\n".join(f"{mark} {line}".rstrip() for line in lines)
+    return Snippet(lib, scheme, language, filename, f"{top}\n{body.strip()}\n")
+
+
+def write(library: str, scheme: str, params: dict | ParamSet, folder: Path, header: str | None = None,
+          allow_insecure: bool = False) -> Path:
+    """Write the snippet into `folder` (made if missing); returns the file's path."""
+    s = snippet(library, scheme, params, header, allow_insecure)
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / s.filename
+    path.write_text(s.text)
+    return path
+
+
+def _resolved(scheme: str, params: dict | ParamSet) -> ParamSet:
+    """The same resolution the orchestrator applies before a driver sees the set: t from t_bits by
+    params.batching_prime (an explicit t wins), validation with the suite's messages."""
+    if isinstance(params, ParamSet):
+        return params
+    if not isinstance(params, dict):
+        raise UserError(f"snippet parameters: {params!r} is not a parameter set", "give a dict such as {N: 8192, q_bits: ...}")
+    spec: dict[str, Any] = {k: list(v) if isinstance(v, tuple) else v
+                            for k, v in params.items() if k in _SPEC_KEYS and v is not None}
+    if scheme not in SCHEMES_BITS:
+        spec.pop("bits", None)
+        if "t" in spec:
+            spec.pop("t_bits", None)
+        if scheme == "ckks":
+            spec.pop("t", None)
+            spec.pop("t_bits", None)
+    return resolve(spec, scheme, "params")
+
+
+def _describe(scheme: str, ps: ParamSet) -> str:
+    if ps.kind == "bits":
+        return f"preset {ps.preset}" + (f", {ps.bits}-bit integers" if ps.bits else "")
+    value = f"scale 2^{ps.scale_bits}" if scheme == "ckks" else f"t={ps.t}"
+    return f"N={ps.N}, q_bits={list(ps.q_bits)}, p_bits={list(ps.p_bits)}, {value}"
+
+
+_BUILDERS = {"seal": build_seal, "openfhe": build_openfhe, "tenseal": build_tenseal, "lattigo": build_lattigo,
+             "tfhe-rs": build_tfhe}
+__all__ = ["INSTALL", "LANGUAGES", "SCHEMES", "TFHE_FEATURES", "Snippet", "parse_report", "snippet", "tfhe_preset", "write"]
+
+
+def parse_report(stdout: str) -> dict:
+    """The JSON line a snippet prints (the last line that parses as a JSON object)."""
+    for line in reversed(stdout.strip().splitlines()):
+        try:
+            value = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(value, dict):
+            return value
+    raise ValueError(f"no JSON line in the snippet's output: {stdout[-500:]!r}")

@@ -1,0 +1,195 @@
+"""Answers: `recommend` (from the store), `params` (verified parameter proposals), `choose` (your computation)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+from .. import report as report_files
+from ..advise.recommend import load_workload, ranking_json, recommend
+from ..drivers.registry import available, manifests
+from ..errors import UserError
+from ..locations import default_db
+from ..report.text import print_recommendation
+from ..store import export as export_mod
+from .application import RUN_REF, app, console, err_console, fail, open_store, output, write_out
+
+
+@app.command("recommend")
+def recommend_cmd(workload: Optional[Path] = typer.Argument(None, help="workload YAML (ops: {mul_relin: 10, ...}, ...)"),
+                  op: list[str] = typer.Option(None, help="OP=COUNT per evaluation (repeatable; adds to the file's ops)"),
+                  scheme: list[str] = typer.Option(None, help="only these schemes (repeatable)"),
+                  min_security: Optional[int] = typer.Option(None, help="security bits required (default 128)"),
+                  table: Optional[str] = typer.Option(None, help="security table: hestd2018 or guidelines2024"),
+                  precision: Optional[float] = typer.Option(None, help="CKKS: precision bits required"),
+                  depth: Optional[int] = typer.Option(None, help="multiplicative depth required (measured by depth_mul)"),
+                  slots: Optional[int] = typer.Option(None, help="values processed together"),
+                  threads: Optional[int] = typer.Option(None, help="the cores you deploy on: rank only results measured "
+                                                                   "at this thread count (a suite's threads: [1, 2, max]); "
+                                                                   "with --objective throughput: on a host of this many cores"),
+                  objective: str = typer.Option("latency", help="latency (one evaluation alone) or throughput "
+                                                                "(evaluations a second with the host busy: records "
+                                                                "of a suite's mode: throughput)"),
+                  db: Path = typer.Option(None, help="SQLite store"),
+                  run_id: Optional[str] = typer.Option(None, "--run",
+                                                       help=f"only this run: {RUN_REF} (default: the whole store)"),
+                  json_out: Path = typer.Option(None, "--json", help="also write the ranking as JSON")) -> None:
+    """Rank library / scheme / parameter set for a workload from the measured, checked results in the store."""
+    if json_out:
+        output(json_out, "--json")
+    try:
+        w = load_workload(workload, op or [], {"schemes": scheme or None, "min_security_bits": min_security,
+                                               "security_table": table, "min_precision_bits": precision,
+                                               "depth": depth, "slots": slots, "threads": threads,
+                                               "objective": objective})
+        store = open_store(db)
+        recs = list(store.records(store.resolve_run(run_id)))
+    except UserError as exc:
+        fail(exc)
+    cands = recommend(recs, w)
+    print_recommendation(cands, w, console)
+    if json_out:
+        write_out(json_out, export_mod.strict_json(ranking_json(cands, w)), "--json")
+    raise typer.Exit(0 if any(not c.excluded for c in cands) else 1)
+
+
+@app.command("params")
+def params_cmd(scheme: str = typer.Option(..., help="bfv, bgv, ckks, or any (CKKS with --precision, BFV/BGV with --plain-bits)"),
+               depth: int = typer.Option(..., help="sequential multiplications the computation needs"),
+               precision: Optional[float] = typer.Option(None, help="CKKS: bits of precision after the last multiplication"),
+               plain_bits: Optional[int] = typer.Option(None, help="BFV/BGV: bits of the plaintext modulus t"),
+               slots: int = typer.Option(1, help="values per ciphertext"),
+               security: int = typer.Option(128, help="security bits (128, 192 or 256)"),
+               table: str = typer.Option("hestd2018", help="security table: hestd2018 or guidelines2024"),
+               library: list[str] = typer.Option(None, help="only these libraries (repeatable; default: every RLWE driver)"),
+               repeats: int = typer.Option(3, min=1, max=20, help="fresh-key repetitions a set must pass"),
+               db: Path = typer.Option(None, help="keep the verification runs in this store (default: a temporary one)"),
+               json_out: Path = typer.Option(None, "--json", help="also write the proposals as JSON")) -> None:
+    """Propose the smallest secure parameters per library for a computation, verified by running them."""
+    from ..advise import advisor
+    from ..report.text import print_proposals
+    if json_out:
+        output(json_out, "--json")
+    schemes = {"any": (["ckks"] if precision is not None else []) + (["bfv", "bgv"] if plain_bits is not None else []),
+               "bfv": ["bfv"], "bgv": ["bgv"], "ckks": ["ckks"]}.get(scheme)
+    if not schemes:
+        fail(UserError(f"--scheme {scheme}: unknown or without a requirement",
+                        "use bfv, bgv or ckks, or any with --precision (CKKS) or --plain-bits (BFV/BGV)"))
+    if security not in (128, 192, 256):
+        fail(UserError(f"--security {security}: not a level of either security table", "use 128, 192 or 256"))
+    if slots < 1:
+        fail(UserError(f"--slots {slots}: a computation packs at least one value", "give --slots 1 or more"))
+    if "ckks" in schemes and precision is None:
+        fail(UserError("--scheme ckks needs --precision (bits of precision after the last multiplication)",
+                        "e.g. --precision 20"))
+    if set(schemes) & {"bfv", "bgv"} and plain_bits is None:
+        fail(UserError(f"--scheme {scheme} needs --plain-bits (bits of the plaintext modulus t)", "e.g. --plain-bits 20"))
+    for lib in library or []:
+        if lib not in manifests():
+            fail(UserError(f"--library {lib}: unknown library", f"use one of {', '.join(manifests())}"))
+    needs = [advisor.Need(sch, depth, precision, plain_bits, slots, security, table) for sch in schemes]
+    for need in needs:
+        advisor.check_possible(need)
+    built = [lib for lib in available() if lib in (library or available())
+             and set(manifests()[lib].schemes) & {"bfv", "bgv", "ckks"}]
+    if not built:
+        fail(UserError("no RLWE driver is built here", "run `fhemark setup`, or name a built one with --library"))
+    out = []
+    for need in needs:
+        libs = [lib for lib in built if need.scheme in manifests()[lib].schemes]
+        props = advisor.advise(need, libs, repeats, db, progress=lambda line: err_console.print(line, markup=False,
+                                                                                                 highlight=False))
+        print_proposals(need, props, console)
+        out += [(need, p) for p in props]
+    if json_out:
+        write_out(json_out, export_mod.strict_json([
+            {"need": vars(n), "library": p.library, "params": p.spec, "rejected": p.rejected, "depth": p.depth,
+             "margin": p.margin, "trajectory": p.trajectory, "effective": p.effective,
+             "latency_ns": {r["op"]: r.get("median_ns") for r in p.records}} for n, p in out]), "--json")
+    raise typer.Exit(0 if all(p.spec for _, p in out) else 1)
+
+
+@app.command("choose")
+def choose_cmd(file: Path = typer.Argument(..., help="your workload file (Python, see the README: Your own computation)"),
+               explain: bool = typer.Option(False, "--explain", help="print what the program needs, run nothing"),
+               precision: Optional[float] = typer.Option(None, help="CKKS: bits of precision every output needs "
+                                                                   "(default: the workload's precision_bits, 20)"),
+               security: int = typer.Option(128, help="security bits (128, 192 or 256)"),
+               table: str = typer.Option("hestd2018", help="security table: hestd2018 or guidelines2024"),
+               library: list[str] = typer.Option(None, help="only these libraries (repeatable)"),
+               scheme: list[str] = typer.Option(None, help="only these of the workload's schemes (repeatable)"),
+               repeats: int = typer.Option(3, min=1, max=20, help="fresh-key runs of the program a set must pass"),
+               threads: int = typer.Option(1, min=1, max=1024, help="the cores you deploy on: the measurement runs the "
+                                                                     "libraries at this thread count"),
+               objective: str = typer.Option("latency", help="latency (one evaluation alone) or throughput (evaluations "
+                                                             "a second with the host's cores busy: k at once)"),
+               auto: bool = typer.Option(True, "--auto/--no-auto", help="also try OpenFHE's own parameter choice"),
+               db: Path = typer.Option(None, help="store for the measurement (default ./fhemark.db or $FHEMARK_DB)"),
+               verify_db: Path = typer.Option(None, help="keep the search's runs in this store (default: a temporary one)"),
+               out: Path = typer.Option(None, help="folder for the snippets (default ./choose/<workload>)"),
+               json_out: Path = typer.Option(None, "--json", help="also write the answer as JSON")) -> None:
+    """Find, prove and rank the parameters each library runs YOUR computation at: smallest secure set per
+    library, verified by running the program with fresh keys, then measured side by side."""
+    from ..advise import choose as chooser
+    from ..advise.openfhe_auto import openfhe_auto
+    from ..model.requirements import for_all
+    from ..model.security import TABLES
+    from ..model.workload import load as load_workloads
+    from ..model.workload import register
+    from ..report.choice import print_answer, print_requirements
+    if json_out:
+        output(json_out, "--json")
+    if table not in TABLES:
+        fail(UserError(f"--table {table}: unknown security table", f"use one of {', '.join(TABLES)}"))
+    if security not in (128, 192, 256):
+        fail(UserError(f"--security {security}: the tables have 128, 192 and 256 bits", "use one of them"))
+    if objective not in ("latency", "throughput"):
+        fail(UserError(f"--objective {objective}: unknown objective", "use latency or throughput"))
+    if precision is not None and not 1 <= precision <= 50:
+        fail(UserError(f"--precision {precision:g}: CKKS precision must be 1..50 bits", "e.g. --precision 20"))
+    found = load_workloads(file)
+    if len(found) != 1:
+        fail(UserError(f"{file}: defines {len(found)} workloads ({', '.join(w.name for w in found)}); choose takes one",
+                        "keep one Workload per file for choose"))
+    w = found[0]
+    for s in scheme or []:
+        if s not in w.schemes:
+            fail(UserError(f"--scheme {s}: {w.name} names {', '.join(w.schemes)}", "give one of those"))
+    if scheme:
+        from dataclasses import replace
+        w = register(replace(w, schemes=tuple(scheme)))
+    if explain:
+        print_requirements(w.name, for_all(w), console)
+        raise typer.Exit(0)
+    known = manifests()
+    for lib in library or []:
+        if lib not in known:
+            fail(UserError(f"--library {lib}: unknown library", f"use one of {', '.join(known)}"))
+    libs = {lib: known[lib].schemes for lib in available() if lib in (library or known)
+            and set(known[lib].schemes) & set(w.schemes)}
+    if not libs:
+        fail(UserError(f"no library built here runs {', '.join(w.schemes)}", "run `fhemark setup`, or name one with --library"))
+    folder = out or Path("choose") / report_files.safe_name(w.name)
+    store_path = db or default_db()
+    print_requirements(w.name, for_all(w), console)
+    with Progress(TextColumn("[bold]{task.description}"), BarColumn(), TimeElapsedColumn(),
+                  TextColumn("{task.fields[last]}", markup=False), console=err_console, transient=True) as progress:
+        task = progress.add_task("searching parameters", total=None, last="")
+        try:
+            answer = chooser.choose(w, libs, precision, security, table, repeats, store_path, verify_db,
+                                    say=lambda stage, what: progress.update(task, description=stage, last=what),
+                                    auto=openfhe_auto if auto and "openfhe" in libs else None, threads=threads,
+                                    objective=objective)
+        except KeyboardInterrupt:
+            progress.stop()
+            err_console.print(f"interrupted: nothing was chosen; measurements finished so far are in {store_path}",
+                              highlight=False, markup=False, soft_wrap=True)
+            raise typer.Exit(130)
+    chooser.write_snippets(answer, folder)
+    print_answer(answer, console)
+    if json_out:
+        write_out(json_out, export_mod.strict_json(chooser.to_json(answer)), "--json")
+    raise typer.Exit(0 if answer.ranked() else 1)

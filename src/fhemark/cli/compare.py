@@ -1,0 +1,45 @@
+"""`fhemark compare`: a run judged against a baseline, case by case, with regression exit statuses."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from ..analyse.compare import compare
+from ..errors import UserError
+from ..report.text import print_comparison
+from ..store import export as export_mod
+from .application import app, console, fail, open_store, output, write_out
+
+
+@app.command("compare")
+def compare_cmd(base: str = typer.Argument(..., help="baseline: a name from `fhemark baseline save`, a run id or prefix, "
+                                                "`latest` or `previous`"),
+                new: str = typer.Argument("latest", help="run to judge (default: latest)"),
+                db: Path = typer.Option(None, help="SQLite store of the new run"),
+                base_db: Path = typer.Option(None, help="store of the baseline run (default: --db)"),
+                threshold: float = typer.Option(0.02, min=0.0, help="noise threshold: relative change ignored below it"),
+                alpha: float = typer.Option(0.05, min=0.0, max=1.0, help="significance level of the rank test"),
+                other_host: bool = typer.Option(False, help="compare runs measured on different hosts (marked)"),
+                all_cases: bool = typer.Option(False, "--all", help="list unchanged cases too"),
+                json_out: Path = typer.Option(None, "--json", help="also write the verdicts as JSON")) -> None:
+    """Judge a run against a baseline, case by case. Exit 0: nothing worse; 1: slower; 2: failed or not comparable."""
+    if json_out:
+        output(json_out, "--json")
+    try:
+        new_store = open_store(db)
+        base_store = open_store(base_db) if base_db else new_store
+        base_id, new_id = base_store.resolve_run(base), new_store.resolve_run(new)
+        result = compare(list(base_store.records(base_id)), list(new_store.records(new_id)),
+                         base_store.run_env(base_id), new_store.run_env(new_id), threshold, alpha, other_host)
+    except UserError as exc:
+        fail(exc)
+    print_comparison(result, base_id, new_id, console, all_cases)
+    if json_out:
+        write_out(json_out, export_mod.strict_json([{"case": c.label, "verdict": c.verdict, "ratio": c.ratio,
+                                         "ratio_ci95": c.ratio_ci, "p_value": c.p_value, "why": c.why,
+                                         "base_median_ns": (c.base or {}).get("median_ns"),
+                                         "new_median_ns": (c.new or {}).get("median_ns"),
+                                         "job_key": (c.new or c.base)["job_key"]} for c in result.changes]), "--json")
+    raise typer.Exit(result.exit_status)

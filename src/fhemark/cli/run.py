@@ -1,0 +1,159 @@
+"""`fhemark run`: plan a suite, build what it needs, measure (here or on a Dask cluster), print and report."""
+
+from __future__ import annotations
+
+import shlex
+import time
+from pathlib import Path
+from typing import Optional
+
+import typer
+import yaml
+from rich.markup import escape
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.text import Text
+
+from .. import report as report_files
+from ..analyse.select import timed_seconds
+from ..drivers import build as drivers_build
+from ..drivers.registry import available, manifests
+from ..errors import UserError
+from ..locations import default_db, project_root
+from ..measure import session
+from ..measure.metadata import environment
+from ..plan.jobs import MAX_ESTIMATE_S, MAX_JOBS, build
+from ..plan.suites import load
+from ..report.text import print_results
+from ..store.sqlite import Store
+from .application import app, console, err_console
+
+
+def _again(suite: str, db: Path | None, full: bool, allow_insecure: bool, library: list[str] | None,
+           report: Path | None, yes: bool, cluster: str | None = None, workloads: list[Path] | None = None,
+           params: list[str] | None = None) -> str:
+    """The command that continues this run: the same plan (flags included) and the same store."""
+    parts = ["fhemark", "run"] + ([x for f in workloads for x in ("--workload", str(f))] if workloads else ["--suite", suite])
+    parts += [x for p in params or [] for x in ("--params", p)]
+    parts += ["--full"] if full else []
+    parts += ["--allow-insecure"] if allow_insecure else []
+    for lib in library or []:
+        parts += ["--library", lib]
+    parts += ["--db", str(db)] if db else []
+    parts += ["--report", str(report)] if report else []
+    parts += ["--yes"] if yes else []
+    parts += ["--cluster", cluster] if cluster else []
+    return shlex.join(parts + ["--resume"])
+
+
+def _param_arg(text: str) -> str | dict:
+    """A --params value: a preset name, or an inline set as the suites write it ({N: 8192, q_bits: [...], ...})."""
+    if not text.lstrip().startswith("{"):
+        return text
+    try:
+        value = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise UserError(f"--params {text!r}: not a YAML mapping ({' '.join(str(exc).split())[:120]})",
+                        "write e.g. --params '{N: 8192, q_bits: [50, 40, 40], p_bits: [60], scale_bits: 40}'")
+    if not isinstance(value, dict):
+        raise UserError(f"--params {text!r}: not a mapping", "write e.g. --params '{N: 8192, q_bits: [50, 40], p_bits: [60]}'")
+    return value
+
+
+@app.command()
+def run(suite: str = typer.Option("quick", help="built-in suite name or path to a YAML file"),
+        db: Path = typer.Option(None, help="SQLite store (default ./fhemark.db or $FHEMARK_DB)"),
+        resume: bool = typer.Option(False, help="continue the latest run of this suite, skipping finished jobs"),
+        allow_insecure: bool = typer.Option(False, help="run parameter sets below the suite's security level, marked"),
+        library: list[str] = typer.Option(None, help="only these libraries (repeatable)"),
+        full: bool = typer.Option(False, help="add the suite's full_cases (long sweeps: hours)"),
+        report: Path = typer.Option(None, help="report folder (default ./report/<suite>)"),
+        yes: bool = typer.Option(False, "--yes", help=f"start a plan above {MAX_JOBS} jobs or "
+                                                      f"{MAX_ESTIMATE_S / 3600:.0f} h without asking"),
+        build_drivers: bool = typer.Option(True, "--build/--no-build",
+                                           help="build the drivers this suite needs that are not built yet"),
+        cluster_spec: Optional[str] = typer.Option(None, "--cluster",
+                                                   help="run on Dask workers: local:N (this machine) or tcp://HOST:PORT "
+                                                        "(a scheduler); one benchmark per host at a time"),
+        workload: list[Path] = typer.Option(None, "--workload",
+                                            help="a workload file of your own (Python, see the README): run it instead "
+                                                 "of a suite, on every library and scheme that can (repeatable)"),
+        params: list[str] = typer.Option(None, "--params", help="with --workload: these presets (default: the smallest "
+                                                                "common preset that holds the program)")) -> None:
+    """Plan, check, run, store and print a result table; write the report."""
+    # Everything that can be refused is refused here, before a job runs or a byte is stored.
+    if workload:
+        from ..advise.choose import preset_suite
+        from ..model.workload import load as load_workloads
+        s = preset_suite([w for f in workload for w in load_workloads(f)], [_param_arg(p) for p in params or []] or None)
+    elif params:
+        raise UserError("--params is for --workload", "give the parameter sets in the suite file")
+    else:
+        s = load(suite, full)
+    known = manifests()
+    for lib in library or []:
+        if lib not in known:
+            raise UserError(f"--library {lib}: unknown library", f"use one of {', '.join(known) or 'none'}")
+    if build_drivers:  # the first run of a suite builds what it uses (TFHE-rs only when asked for)
+        drivers_build.build_needed(s, err_console, library or None)
+    plan = build(s, available(), allow_insecure, library or None, known=list(known))
+    out = report or Path("report") / report_files.safe_name(s.name)
+    report_files.check_out(out)
+    store = Store(db or default_db())
+    again = _again(suite, db, full, allow_insecure, library, report, yes, cluster_spec, workload, params)
+    env = environment(s.threads, project_root())
+    client = session.connect(cluster_spec)
+    try:
+        ses = session.start(store, plan, env, resume, yes)
+    except UserError:
+        session.disconnect(client)
+        raise
+    for note in ses.notes:
+        console.print(note, markup=False, highlight=False)
+    for lib in plan.unavailable:  # said once nothing can be refused any more
+        err_console.print(f"skipped {lib}: {known[lib].why_unavailable()}", highlight=False, markup=False)
+    run_id, skip, tally = ses.run_id, ses.skip, session.Tally()
+    with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  TextColumn("{task.fields[last]}", markup=False), console=console, transient=False) as progress:
+        task = progress.add_task(escape(s.name), total=len(ses.todo), last="")
+
+        def on_record(job, recs) -> None:
+            progress.update(task, advance=1, last=f"{job.library} {job.scheme} N={job.params.N} {job.op}")
+            tally.add(job, recs)
+
+        started = time.monotonic()
+        try:
+            session.execute(ses, on_record, client)
+        except KeyboardInterrupt:
+            store.close()
+            err_console.print(f"interrupted: results so far are in {store.path}; continue with: {again}",
+                              highlight=False, markup=False, soft_wrap=True)
+            raise typer.Exit(130)
+        except UserError as exc:  # the store failed (full disk, read-only): what was stored before stays
+            store.close()
+            raise UserError(exc.problem, f"{exc.fix}; then continue with: {again}")
+        finally:
+            session.disconnect(client)
+    store.finish_run(run_id)
+    wall = time.monotonic() - started
+    recs = list(store.records(run_id))
+    print_results(recs, console)
+    if wall > 0 and not skip:
+        timed = timed_seconds(recs)
+        console.print(f"time inside timed regions: {timed:.1f} s of the run's {wall:.0f} s ({100 * timed / wall:.0f}%); "
+                      "the rest is setups and keys, fresh inputs encoded and encrypted, outputs decrypted and checked",
+                      highlight=False, markup=False)
+    for where, why in tally.refusals.items():
+        err_console.print(Text.assemble(("not run:", "yellow"), f" {where}: {why}"), highlight=False)
+    for line in tally.failures:
+        err_console.print(Text.assemble(("failed:", "red"), f" {line}"), highlight=False)
+    try:
+        files = report_files.write(recs, out, f"fhemark: suite {s.name}, run {run_id}", env,
+                                   [r for r in store.runs() if r["run_id"] == run_id])
+    except UserError as exc:
+        raise UserError(f"{exc.problem}; the results are stored in {store.path} (run {run_id})",
+                        f"{exc.fix}, e.g. " + shlex.join(["fhemark", "report", "--db", str(store.path), "--run", run_id,
+                                                          "--out", str(out)]))
+    console.print(f"stored in {store.path} (run {run_id}); report: {files[0]} and {files[1]}", highlight=False, markup=False)
+    store.close()
+    if tally.failures:
+        raise typer.Exit(1)

@@ -1,0 +1,222 @@
+"""Conformance cases: fixed inputs -> expected decrypted outputs, for every
+benchmark operation and scheme, generated from the same programs and plaintext
+semantics the benchmarks use. `protocol/conformance/cases.json` is this
+module's output (`python -m fhemark.drivers.conformance`); a test keeps them equal.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from ..model.apps.builder import Circuit
+from ..locations import project_root
+from ..model.catalog import CATALOG, INTO, MICRO, lookup
+from ..model.ops import BenchOp
+from ..model.params import ParamSpec, _validated, resolve
+from ..model.semantics import Plain
+
+# Small, INSECURE parameters (explicitly: conformance checks values, not speed).
+CASE_PARAMS = {
+    "bfv": ParamSpec(N=2048, q_bits=[36, 36], p_bits=[37], t=12289),
+    "bgv": ParamSpec(N=2048, q_bits=[36, 36], p_bits=[37], t=12289),
+    "ckks": ParamSpec(N=2048, q_bits=[45, 30, 30], p_bits=[45], scale_bits=30),
+}
+# The same cases at a secure common chain (the c8192 preset's), for drivers whose library cannot be
+# told to accept insecure parameters (TenSEAL builds SEAL with its 128-bit check, always).
+SECURE_CASE_PARAMS = {
+    "bfv": ParamSpec(N=8192, q_bits=[45, 45, 45], p_bits=[60], t=786433),
+    "bgv": ParamSpec(N=8192, q_bits=[45, 45, 45], p_bits=[60], t=786433),
+    "ckks": ParamSpec(N=8192, q_bits=[50, 40, 40], p_bits=[60], scale_bits=40),
+}
+# A degree-7 polynomial in logarithmic depth needs 3 levels (OpenFHE's EvalPoly 4: the coefficient
+# products take one more); the CKKS case chain has 2.
+DEEP_CKKS = ParamSpec(N=2048, q_bits=[45, 30, 30, 30, 30], p_bits=[45], scale_bits=30)
+SECURE_DEEP_CKKS = ParamSpec(N=16384, q_bits=[50] + [40] * 7, p_bits=[60], scale_bits=40)  # the c16384 chain
+INPUT_LENGTH = 8
+CKKS_TOLERANCE = 1e-3
+# Bit schemes: the library's default set; small integers and circuits.
+BITS_CASES = {
+    "tfhe_bool": ("default", 2, ["multiadd_3x4", "compare_4"]),
+    "tfhe_shortint": ("default", 4, []),
+    "tfhe_int": ({"preset": "default", "bits": 8}, 1 << 8, ["multiadd_3x8", "compare_8"]),
+}
+
+
+def path(secure: bool = False) -> Path:
+    return project_root() / "protocol" / "conformance" / ("cases-secure.json" if secure else "cases.json")
+
+
+def _sparse(v: np.ndarray) -> dict:
+    idx = np.flatnonzero(v)
+    vals = [int(x) for x in v[idx]] if v.dtype.kind in "iu" else v[idx].tolist()
+    return {"slots": int(v.size), "nonzero": [[int(i), x] for i, x in zip(idx, vals)]}
+
+
+def dense(sparse: dict) -> np.ndarray:
+    kind = np.float64 if any(isinstance(x, float) for _, x in sparse["nonzero"]) else np.uint64
+    out = np.zeros(sparse["slots"], dtype=kind)
+    for i, x in sparse["nonzero"]:
+        out[i] = x
+    return out
+
+
+COPIES = 3  # every op that may be repeated in a timed region is also checked as 3 copies in one region
+
+
+def _case(name: str, scheme: str, op, plain: Plain, params, rng: np.random.Generator, insecure: bool,
+          copies: int = 1) -> dict:
+    """One case: the op's program (as `copies` copies in one timed region), fresh inputs per copy,
+    and every output's expected value."""
+    program = op.build(scheme, plain).replicate(copies)
+    suffix = (lambda n, i: f"{n}.{i}") if copies > 1 else (lambda n, i: n)
+    inputs, scalars, expected = {}, {}, {}
+    for i in range(copies):
+        if op.gen:
+            vecs = op.gen(plain, rng)
+        else:
+            vecs = {n: plain.random(rng, INPUT_LENGTH if not plain.words else None) for n in op.inputs}
+        if not plain.exact:  # short decimals keep the file readable
+            vecs = {n: np.round(v, 3) for n, v in vecs.items()}
+        sc = op.scalars(plain, rng)
+        if isinstance(sc.get("s"), float):
+            sc["s"] = round(sc["s"], 3)
+        for n, v in vecs.items():
+            inputs[suffix(n, i)] = [int(x) for x in v] if plain.words else v[:INPUT_LENGTH].tolist()
+        scalars.update({suffix(n, i): x for n, x in sc.items()})
+        for n, want in op.expected(plain, vecs, sc).items():
+            want = np.asarray(want, dtype=np.uint64) if plain.words else want
+            expected[suffix(n, i)] = _sparse(want)
+    return {"name": name + (f"#{copies}" if copies > 1 else ""), "scheme": scheme, "op": op.name,
+            "insecure": insecure, "params": params.wire(), "program": program.wire(), "inputs": inputs,
+            "scalars": scalars, "expected": expected, "tolerance": 0 if plain.exact else CKKS_TOLERANCE}
+
+
+def _encode_like() -> BenchOp:
+    """encode's `like` attr: c encoded at the level and exact scale of x * y after its rescale
+    (Delta^2 / q, one level down), then added to it: what Horner's rule does at every step. One
+    copy only: a copy's `like` would have to be renamed with it, and Program.replicate renames
+    only key/from/to."""
+    circ = Circuit("ckks")
+    prod = circ.rescaled(circ.mul(circ.encrypted("x"), circ.encrypted("y")))
+    out = circ.add_plain(prod, circ.plaintext_like("c", prod))
+    return BenchOp("encode_like", "encode like a ciphertext, then add it", ("ckks",),
+                   lambda scheme: circ.program(out), lambda p, v, s: circ.reference(p, v, out), inputs=("x", "y", "c"))
+
+
+def _routines(scheme: str) -> list[BenchOp]:
+    """The library routines of native variants (PROTOCOL.md, "Library routines") on 8-slot inputs:
+    windows and diagonals that reach past the inputs into the zero padding, a non-power-of-two
+    rotation among the diagonals, and per-sample coefficients (`$name` in a list attr)."""
+    def one(name: str, inputs: tuple[str, ...], build, scalars=None) -> BenchOp:
+        circ = Circuit(scheme, native=True)
+        out = build(circ)
+        return BenchOp(name, f"library routine {name}", (scheme,), lambda s: circ.program(out),
+                       lambda p, v, sc: circ.reference(p, {**v, **sc}, out), inputs=inputs,
+                       **({"scalars": scalars} if scalars else {}))
+
+    ops = [one("inner_sum", ("x",), lambda c: c.inner_sum(c.encrypted("x"), 4)),
+           one("inner_product", ("x", "y"), lambda c: c.inner_product(c.encrypted("x"), c.encrypted("y"), 4)),
+           one("linear_transform", ("x", "d0", "d1", "d3"),
+               lambda c: c.linear_transform(c.encrypted("x"), {0: "d0", 1: "d1", 3: "d3"}))]
+    if scheme == "ckks":
+        for deg in (3, 7):
+            coeffs = [f"a{i}" for i in range(deg + 1)]
+            ops.append(one(f"poly_eval_{deg}", ("x",), lambda c, coeffs=coeffs: c.poly_eval(c.encrypted("x"), coeffs),
+                           lambda p, r, coeffs=coeffs: {a: round(float(r.uniform(-1, 1)), 3) for a in coeffs}))
+    return ops
+
+
+def _rlwe_cases(params_by_scheme: dict[str, ParamSpec], deep: ParamSpec) -> list[dict]:
+    cases = []
+    for scheme, spec in params_by_scheme.items():
+        params = _validated(spec, scheme, "conformance")
+        plain = Plain(scheme, params.slots(scheme), params.t)
+        rng = np.random.default_rng(20261122)
+        for name in MICRO + INTO:
+            op = CATALOG[name]
+            if scheme not in op.schemes:
+                continue
+            cases.append(_case(f"{scheme}/{name}", scheme, op, plain, params, rng, True))
+            if op.repeatable(op.program(scheme)):
+                cases.append(_case(f"{scheme}/{name}", scheme, op, plain, params, rng, True, COPIES))
+        for op in _routines(scheme):
+            at, on = params, plain
+            if op.name.startswith("poly_eval"):
+                at = _validated(deep, scheme, "conformance")
+                on = Plain(scheme, at.slots(scheme), at.t)
+            cases.append(_case(f"{scheme}/{op.name}", scheme, op, on, at, np.random.default_rng(20261125), True))
+            cases.append(_case(f"{scheme}/{op.name}", scheme, op, on, at, np.random.default_rng(20261126), True,
+                               COPIES))
+    params = _validated(params_by_scheme["ckks"], "ckks", "conformance")
+    cases.append(_case("ckks/encode_like", "ckks", _encode_like(), Plain("ckks", params.slots("ckks")), params,
+                       np.random.default_rng(20261124), True))
+    return cases
+
+
+def generate_secure() -> dict:
+    """The RLWE cases at SECURE_CASE_PARAMS, for drivers that refuse insecure parameters."""
+    return {"version": 2, "note": "the RLWE cases at a secure common chain (c8192), for libraries that cannot run "
+                                  "insecure parameters; a name ending in #3 runs three copies of the op in one timed region",
+            "setup": {"rotations": [1], "rotations_pow2": True, "allow_insecure": False},
+            "cases": _rlwe_cases(SECURE_CASE_PARAMS, SECURE_DEEP_CKKS)}
+
+
+def generate() -> dict:
+    cases = _rlwe_cases(CASE_PARAMS, DEEP_CKKS)
+    for scheme, (spec, modulus, workloads) in BITS_CASES.items():
+        params = resolve(spec, scheme)
+        plain = Plain(scheme, 4, modulus)
+        rng = np.random.default_rng(20261123)
+        names = [n for n in MICRO if scheme in CATALOG[n].schemes] + workloads
+        for name in names:
+            op = lookup(name, scheme)
+            cases.append(_case(f"{scheme}/{name}", scheme, op, plain, params, rng, False))
+            if name in MICRO and op.repeatable(op.program(scheme)):
+                cases.append(_case(f"{scheme}/{name}", scheme, op, plain, params, rng, False, COPIES))
+    return {"version": 2, "note": "RLWE cases use insecure parameters on purpose: they check values, not speed; "
+                                  "a name ending in #3 runs three copies of the op in one timed region",
+            "setup": {"rotations": [1], "rotations_pow2": True, "allow_insecure": True}, "cases": cases}
+
+
+def load(secure: bool = False) -> dict:
+    return json.loads(path(secure).read_text())
+
+
+def capability_snapshot(caps: dict) -> dict:
+    """What a driver promises, in the form checked in under protocol/capabilities/."""
+    return {"protocol": caps["protocol"], "library": caps["library"],
+            "schemes": {name: {"ops": sorted(sc["ops"]), "deviations": dict(sorted(sc.get("deviations", {}).items())),
+                               **({"insecure_params": False} if sc.get("limits", {}).get("insecure") is False else {})}
+                        for name, sc in sorted(caps["schemes"].items())}}
+
+
+def write_snapshot(library: str) -> Path:
+    """Ask the built driver for its capabilities and check them in."""
+    from .registry import manifests
+    from .supervise import Driver
+
+    drv = Driver(manifests()[library])
+    try:
+        snap = capability_snapshot(drv.request("capabilities"))
+    finally:
+        drv.stop()
+    out = project_root() / "protocol" / "capabilities" / f"{library}.json"
+    out.parent.mkdir(exist_ok=True)
+    out.write_text(json.dumps(snap, indent=1) + "\n")
+    return out
+
+
+if __name__ == "__main__":
+    if len(sys.argv) > 2 and sys.argv[1] == "--snapshot":
+        for lib in sys.argv[2:]:
+            print(write_snapshot(lib))
+        sys.exit(0)
+    texts = {path(secure): json.dumps(gen(), indent=1) + "\n" for secure, gen in ((False, generate), (True, generate_secure))}
+    if len(sys.argv) > 1 and sys.argv[1] == "--check":
+        sys.exit(0 if all(p.exists() and p.read_text() == t for p, t in texts.items()) else 1)
+    for p, t in texts.items():
+        p.write_text(t)

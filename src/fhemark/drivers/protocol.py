@@ -1,0 +1,197 @@
+"""Protocol v2 messages as typed models: the orchestrator validates every
+driver reply against these, and `protocol/schema/*.json` is generated from
+them (`python -m fhemark.drivers.protocol > ...`, checked by a test), so the schema and
+the code cannot drift apart."""
+
+from __future__ import annotations
+
+import base64
+import json
+from typing import Any, Literal
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
+
+PROTOCOL_VERSION = 2
+
+_DTYPES = {"i64": "<i8", "f64": "<f8", "u64": "<u8"}
+
+
+class Vector(BaseModel):
+    dtype: Literal["i64", "f64", "u64"]
+    b64: str
+
+    @classmethod
+    def of(cls, a: np.ndarray) -> "Vector":
+        kind = "f64" if a.dtype.kind == "f" else ("u64" if a.dtype.kind == "u" else "i64")
+        return cls(dtype=kind, b64=base64.b64encode(np.ascontiguousarray(a, dtype=_DTYPES[kind]).tobytes()).decode())
+
+    def array(self) -> np.ndarray:
+        return np.frombuffer(base64.b64decode(self.b64), dtype=_DTYPES[self.dtype])
+
+
+class Step(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    out: str
+    op: str
+    args: list[str] = []
+    attrs: dict[str, Any] = {}
+
+
+class Region(BaseModel):
+    """Consecutive, independent steps timed as one region (k copies of one op, or one stage)."""
+    model_config = ConfigDict(extra="forbid")
+    name: str
+    steps: list[str] = Field(min_length=1)
+
+
+class Program(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    steps: list[Step]
+    timed: list[Region]
+    outputs: list[str] = []
+    noise: list[str] = []
+    sizes: list[str] = []
+    levels: list[str] = []
+
+
+class Sample(BaseModel):
+    inputs: dict[str, Vector]
+    scalars: dict[str, Any] = {}
+
+
+class CapabilitiesRequest(BaseModel):
+    v: Literal[2] = 2
+    id: int
+    type: Literal["capabilities"] = "capabilities"
+
+
+class SetupRequest(BaseModel):
+    v: Literal[2] = 2
+    id: int
+    type: Literal["setup"] = "setup"
+    setup_id: str
+    scheme: str
+    params: dict[str, Any]
+    rotations: list[int] = []
+    rotations_pow2: bool = False
+    allow_insecure: bool = False
+
+
+class RunRequest(BaseModel):
+    v: Literal[2] = 2
+    id: int
+    type: Literal["run"] = "run"
+    setup_id: str
+    program: Program
+    samples: list[Sample]
+
+
+class ShutdownRequest(BaseModel):
+    v: Literal[2] = 2
+    id: int
+    type: Literal["shutdown"] = "shutdown"
+
+
+class SchemeCaps(BaseModel):
+    ops: list[str]
+    limits: dict[str, Any] = {}
+    # op -> what its timed work adds to or lacks from PROTOCOL.md's canonical boundary
+    deviations: dict[str, str] = {}
+
+
+class Capabilities(BaseModel):
+    protocol: int
+    library: str
+    library_version: str
+    driver_version: str
+    build: dict[str, Any] = {}
+    threads: int
+    # Whether the library uses the thread count it was given (FHEMARK_THREADS): false for a library
+    # without threads (SEAL), null where the driver cannot tell.
+    threads_honoured: bool | None = None
+    schemes: dict[str, SchemeCaps]
+
+
+class Effective(BaseModel):
+    """What the library really used. RLWE fields are required of RLWE schemes
+    (checked in run.py); bit schemes report their preset's facts instead."""
+
+    model_config = ConfigDict(extra="allow")
+    N: int = 0
+    q_bits: list[int] = []
+    p_bits: list[int] = []
+    log_q: float = 0.0
+    log_qp: float = 0.0
+    t: int | None = None
+    scale_bits: float | None = None
+    slots: int = 0
+    levels: int | None = None
+    dnum: int | None = None
+    preset: str | None = None
+    p_fail: float | None = None
+    security_bits_target: int | None = None
+
+
+class SetupResult(BaseModel):
+    effective: Effective
+    sizes_bytes: dict[str, int] = {}
+
+
+class SampleResult(BaseModel):
+    ns: dict[str, int]
+    # The driver process's CPU time (user + system, every thread, from the OS) between the same two
+    # clock reads as `ns`: CPU / wall is the parallelism the library really used in the region.
+    cpu_ns: dict[str, int] = {}
+    outputs: dict[str, Vector] = {}
+
+
+class RunResult(BaseModel):
+    samples: list[SampleResult]
+    overhead_ns: int
+    noise_budget_bits: dict[str, float] = {}
+    sizes_bytes: dict[str, int] = {}
+    levels: dict[str, int] = {}
+    notes: list[str] = []
+
+
+class ErrorValue(BaseModel):
+    kind: Literal["unsupported", "invalid_params", "insecure_params", "wrong_result",
+                  "timeout", "crashed", "out_of_memory", "internal"]
+    message: str
+
+
+class Reply(BaseModel):
+    v: Literal[2]
+    id: int
+    ok: bool
+    result: dict[str, Any] | None = None
+    error: ErrorValue | None = None
+
+
+REQUESTS = {"capabilities": CapabilitiesRequest, "setup": SetupRequest, "run": RunRequest,
+            "shutdown": ShutdownRequest}
+RESULTS = {"capabilities": Capabilities, "setup": SetupResult, "run": RunResult}
+
+
+def schemas() -> dict[str, dict]:
+    """The JSON schemas published in protocol/schema/."""
+    from typing import Annotated, Union
+
+    from pydantic import TypeAdapter
+
+    req = Annotated[Union[tuple(REQUESTS.values())], Field(discriminator="type")]
+    return {
+        "request.json": TypeAdapter(req).json_schema(),
+        "reply.json": Reply.model_json_schema(),
+        "results.json": {"$defs": {name: m.model_json_schema() for name, m in RESULTS.items()}},
+    }
+
+
+if __name__ == "__main__":
+    import sys
+    from pathlib import Path
+
+    out = Path(sys.argv[1] if len(sys.argv) > 1 else "protocol/schema")
+    for name, schema in schemas().items():
+        (out / name).write_text(json.dumps(schema, indent=2, sort_keys=True) + "\n")

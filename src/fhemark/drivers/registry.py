@@ -1,0 +1,97 @@
+"""The driver registry: one `drivers/<library>/driver.json` each (PROTOCOL.md)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from ..errors import UserError
+from ..locations import cache_dir, project_root
+
+
+@dataclass(frozen=True)
+class Manifest:
+    library: str
+    folder: Path
+    command: tuple[str, ...]
+    requires: str
+    toolchain: tuple[str, ...] = ()  # commands whose presence means the driver can be built here
+    build: tuple[str, ...] = ()      # the build command, run in the driver folder (empty: nothing to build)
+    schemes: tuple[str, ...] = ()    # what it can offer, declared so a suite's needs are known before a build
+    build_estimate_s: int = 0        # a first build's duration on 2 cores, shown while building
+    wraps: str = ""                  # the library this one is a layer over (TenSEAL: seal), for the layer's cost
+
+    @property
+    def buildable(self) -> bool:
+        """The toolchain exists here: an unbuilt driver is then a failure of the build, not a skip."""
+        return all(shutil.which(t) for t in self.toolchain)
+
+    @property
+    def available(self) -> bool:
+        prog = self.command[0]
+        return Path(prog).exists() if os.sep in prog else shutil.which(prog) is not None
+
+    def why_unavailable(self) -> str:
+        return f"{self.command[0]} not found; needs {self.requires}"
+
+
+def _expand(arg: str) -> str:
+    values = {"FHEMARK_CACHE": str(cache_dir()), "PYTHON": sys.executable}
+    return re.sub(r"\$\{(\w+)\}", lambda m: values.get(m.group(1), os.environ.get(m.group(1), "")), arg)
+
+
+class ManifestFile(BaseModel):
+    """What a driver.json may say (PROTOCOL.md): checked, so a broken file is named, not a traceback."""
+
+    model_config = ConfigDict(extra="ignore", strict=True)
+    library: str = Field(min_length=1, max_length=40, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+    command: list[str] = Field(min_length=1)
+    requires: str = "see its README"
+    toolchain: list[str] = []
+    build: list[str] = []
+    schemes: list[str] = []
+    build_estimate_s: int = Field(0, ge=0)
+    wraps: str = ""
+
+
+def _manifest(path: Path) -> Manifest:
+    fix = "fix the file (see protocol/PROTOCOL.md: driver.json) or remove that driver's folder"
+    try:
+        data = json.loads(path.read_text())
+    except OSError as exc:
+        raise UserError(f"{path}: cannot read the driver manifest ({exc.strerror or exc})", fix)
+    except UnicodeDecodeError:
+        raise UserError(f"{path}: the driver manifest is not UTF-8 text", fix)
+    except json.JSONDecodeError as exc:
+        raise UserError(f"{path}: the driver manifest is not valid JSON (line {exc.lineno}, column {exc.colno}: "
+                        f"{exc.msg})", fix)
+    try:
+        m = ManifestFile.model_validate(data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        field = ".".join(str(x) for x in err["loc"]) or "(top level)"
+        raise UserError(f"{path}: driver manifest field '{field}': {err['msg']}", fix)
+    return Manifest(m.library, path.parent, tuple(_expand(a) for a in m.command), m.requires, tuple(m.toolchain),
+                    tuple(m.build), tuple(m.schemes), m.build_estimate_s, m.wraps)
+
+
+def manifests() -> dict[str, Manifest]:
+    out: dict[str, Manifest] = {}
+    for path in sorted((project_root() / "drivers").glob("*/driver.json")):
+        m = _manifest(path)
+        if m.library in out:
+            raise UserError(f"{path}: library '{m.library}' is also declared by {out[m.library].folder / 'driver.json'}",
+                            "give each driver its own library name")
+        out[m.library] = m
+    return out
+
+
+def available() -> list[str]:
+    return [name for name, m in manifests().items() if m.available]

@@ -1,0 +1,214 @@
+"""Start, talk to and watch one driver process: JSON lines with a timeout per
+request, a memory ceiling, the stderr tail kept for crash reports, restart on
+demand. Peak memory is read from the OS, never reported by the driver."""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import signal
+import subprocess
+import threading
+import time
+from collections import deque
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from ..errors import DriverError
+from .protocol import REQUESTS, RESULTS, Reply
+from .registry import Manifest
+
+_POLL_S = 0.05
+
+
+@contextmanager
+def deferred_sigint(cancel: threading.Event):
+    """Ctrl-C sets `cancel` instead of raising wherever the main thread happens to be.
+
+    A KeyboardInterrupt raised between a lock's acquire and its release (a queue, the progress
+    bar) leaves the lock held, and the run then hung on its way out. Driver waits and the runner
+    check `cancel` and raise KeyboardInterrupt at a safe point; a second Ctrl-C interrupts at once.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def first(signum, frame) -> None:
+        cancel.set()
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+    old = signal.signal(signal.SIGINT, first)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, old)
+    if cancel.is_set():
+        # Ctrl-C came after the last safe point (the drivers' shutdown): still the user's word,
+        # and a caller that goes on to more work (choose's next candidate) must not lose it
+        raise KeyboardInterrupt
+
+
+def _status_kb(pid: int, field: str) -> int | None:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    except (OSError, ValueError):
+        return None
+    return None
+
+
+class Driver:
+    def __init__(self, manifest: Manifest, threads: int = 1, cancel: threading.Event | None = None):
+        self.manifest = manifest
+        self.threads = threads
+        self.cancel = cancel
+        self.proc: subprocess.Popen | None = None
+        self.setups: set[str] = set()
+        self._next_id = 0
+        self._lines: queue.Queue = queue.Queue()
+        self._stderr: deque[str] = deque(maxlen=20)
+
+    # -- process lifecycle -------------------------------------------------
+    def start(self) -> None:
+        env = dict(os.environ)
+        n = str(self.threads)
+        # The drivers' own numpy (encoding, checks: never timed) gets one thread: with OMP_NUM_THREADS=2
+        # OpenBLAS starts a second thread that spin-waits after each call, and that CPU time landed in
+        # SEAL's timed regions (parallelism 1.88 for a library without threads).
+        env.update(FHEMARK_THREADS=n, OMP_NUM_THREADS=n, RAYON_NUM_THREADS=n, PYTHONUNBUFFERED="1",
+                   OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1")
+        try:
+            self.proc = subprocess.Popen(list(self.manifest.command), cwd=self.manifest.folder, env=env,
+                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                         text=True, bufsize=1, start_new_session=True)
+        except OSError as exc:
+            raise DriverError("crashed", f"cannot start the {self.manifest.library} driver: {exc}")
+        self.setups = set()
+        self._lines = queue.Queue()
+        self._stderr.clear()
+        threading.Thread(target=self._pump, args=(self.proc.stdout, self._lines), daemon=True).start()
+        threading.Thread(target=self._drain, args=(self.proc.stderr,), daemon=True).start()
+
+    @staticmethod
+    def _pump(stream, q: queue.Queue) -> None:
+        for line in stream:
+            q.put(line)
+        q.put(None)
+
+    def _drain(self, stream) -> None:
+        for line in stream:
+            self._stderr.append(line.rstrip())
+
+    @property
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def ensure(self) -> None:
+        if not self.alive:
+            self.start()
+
+    def kill(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except OSError:
+                self.proc.kill()
+            self.proc.wait()
+        self.setups = set()
+
+    def stop(self) -> None:
+        if self.alive:
+            try:
+                self.request("shutdown", timeout_s=10)
+                self.proc.wait(timeout=10)
+            except (DriverError, subprocess.TimeoutExpired):
+                pass
+        self.kill()
+
+    # -- memory --------------------------------------------------------------
+    def reset_peak(self) -> None:
+        """Reset the kernel's peak-RSS counter so the next reading covers one job."""
+        if self.alive:
+            try:
+                Path(f"/proc/{self.proc.pid}/clear_refs").write_text("5")
+            except OSError:
+                pass
+
+    def peak_rss_bytes(self) -> int | None:
+        kb = _status_kb(self.proc.pid, "VmHWM") if self.alive else None
+        return kb * 1024 if kb is not None else None
+
+    # -- requests ------------------------------------------------------------
+    def request(self, kind: str, timeout_s: float = 600.0, memory_limit_mb: int | None = None,
+                **fields: Any) -> dict:
+        self.ensure()
+        self._next_id += 1
+        msg = REQUESTS[kind](id=self._next_id, **fields).model_dump(mode="json", exclude_none=True)
+        try:
+            self.proc.stdin.write(json.dumps(msg) + "\n")
+            self.proc.stdin.flush()
+        except (BrokenPipeError, OSError):
+            raise self._crashed()
+        deadline = time.monotonic() + timeout_s
+        while True:
+            try:
+                line = self._lines.get(timeout=_POLL_S)
+            except queue.Empty:
+                line = ""
+            if line is None:
+                raise self._crashed()
+            if line:
+                return self._reply(kind, line)
+            if self.cancel is not None and self.cancel.is_set():
+                self.kill()  # the job in flight is lost; the ones already stored are not
+                raise KeyboardInterrupt
+            if time.monotonic() > deadline:
+                self.kill()
+                raise DriverError("timeout", f"{self.manifest.library} driver gave no answer to '{kind}' "
+                                             f"within {timeout_s:g} s; raise policy.timeout_s or use smaller parameters")
+            if memory_limit_mb is not None:
+                rss = _status_kb(self.proc.pid, "VmRSS")
+                if rss is not None and rss > memory_limit_mb * 1024:
+                    self.kill()
+                    raise DriverError("out_of_memory", f"{self.manifest.library} driver used {rss // 1024} MB, over "
+                                                       f"the {memory_limit_mb} MB limit; raise policy.memory_limit_mb "
+                                                       f"or use smaller parameters")
+
+    def _reply(self, kind: str, line: str) -> dict:
+        # A stray line or a reply to another request desynchronises the exchange: every later
+        # reply would be read against the wrong request, so the driver is restarted.
+        try:
+            reply = Reply.model_validate_json(line)
+        except ValidationError as exc:
+            self.kill()
+            raise DriverError("internal", f"{self.manifest.library} driver reply is not protocol v2 "
+                                          f"(driver restarted): {str(exc).splitlines()[0]}: {line[:200]!r}")
+        if reply.id != self._next_id:
+            self.kill()
+            raise DriverError("internal", f"reply id {reply.id} does not match request {self._next_id} "
+                                          f"(driver restarted)")
+        if not reply.ok:
+            err = reply.error
+            raise DriverError(err.kind if err else "internal", err.message if err else "error without detail")
+        result = reply.result or {}
+        if kind in RESULTS:
+            try:
+                RESULTS[kind].model_validate(result)
+            except ValidationError as exc:
+                raise DriverError("internal", f"{self.manifest.library} driver '{kind}' result is not protocol v2: "
+                                              f"{' '.join(str(exc).splitlines()[:3])}")
+        return result
+
+    def _crashed(self) -> DriverError:
+        rc = self.proc.wait() if self.proc else None
+        time.sleep(0.1)  # let the stderr reader catch the last lines
+        self.setups = set()
+        how = f"signal {-rc}" if rc is not None and rc < 0 else f"status {rc}"
+        tail = " | ".join(list(self._stderr)[-3:])
+        return DriverError("crashed", f"{self.manifest.library} driver exited with {how}"
+                                      + (f"; stderr: {tail}" if tail else ""))

@@ -1,0 +1,117 @@
+"""One run's application flow, without its presentation: which run it is (new, or the one
+--resume continues), which jobs are left, where they run (here or on a Dask cluster), and what
+the records say went wrong. The CLI prints; this decides."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from ..errors import UserError
+from ..plan.jobs import Job, Plan, check_size
+from ..store.sqlite import Store
+from .runner import Runner
+
+OnRecord = Callable[[Job, list[dict]], None]
+
+
+@dataclass
+class Session:
+    store: Store
+    plan: Plan
+    run_id: str
+    env: dict
+    skip: set[str]          # jobs an earlier (resumed) run already finished
+    todo: list[Job]
+    notes: list[str]        # what the user should read before the run starts (a resume, a plan's size)
+
+
+def _jobs(n: int) -> str:
+    return f"{n} job" + ("" if n == 1 else "s")
+
+
+def plan_hash(plan: Plan) -> str:
+    return hashlib.sha256(json.dumps(plan.to_json(), sort_keys=True).encode()).hexdigest()[:16]
+
+
+def _resumable(store: Store, name: str, suite_hash: str, job_keys: set[str], notes: list[str]) -> dict | None:
+    """The run --resume continues: the newest of this exact plan; or, when the suite file changed in a way
+    that changed no job (a description, a comment), the newest of the suite. A changed plan is refused."""
+    prev = store.latest_run(suite_hash)
+    if prev is not None:
+        return prev
+    other = store.latest_run_of_suite(name)
+    if other is None:
+        notes.append(f"nothing to resume: {store.path} has no run of suite '{name}'; starting a new run")
+        return None
+    old = store.plan_keys(other["run_id"])
+    if old == job_keys:
+        notes.append(f"suite '{name}' was edited since run {other['run_id']}, but every job is the same: resuming it")
+        return other
+    raise UserError(f"--resume: suite '{name}' changed since its run {other['run_id']} in {store.path} "
+                    f"({_jobs(len(job_keys - old))} new or changed, {_jobs(len(old - job_keys))} gone), so that run cannot be "
+                    "continued", "run without --resume to start a new run, or undo the change (same suite file and "
+                    "--library, --allow-insecure, --full flags) to continue the old one")
+
+
+def start(store: Store, plan: Plan, env: dict, resume: bool, yes: bool) -> Session:
+    """A new run in the store, or the one --resume continues; refuses (UserError) a plan too large
+    without --yes before anything is stored."""
+    suite_hash, jobs, notes = plan_hash(plan), plan.jobs, []
+    prev = _resumable(store, plan.suite.name, suite_hash, {j.key for j in jobs}, notes) if resume else None
+    skip = store.done_keys(prev["run_id"]) if prev else set()
+    todo = [j for j in jobs if j.key not in skip]
+    size, large = check_size(todo, store.job_seconds(), yes)
+    if large:  # asked for with --yes: still say how big it is
+        notes.append(f"plan: {size}")
+    if prev:
+        run_id = prev["run_id"]
+        notes.append(f"resuming run {run_id}: {len(skip)} of {len(jobs)} jobs already done")
+    else:
+        run_id = store.start_run(plan.suite.name, suite_hash, plan.allow_insecure, env, plan.to_json())
+    return Session(store, plan, run_id, env, skip, todo, notes)
+
+
+def connect(cluster_spec: str | None) -> Any:
+    """The Dask client a run will use, or None to run here: connected before the run is started, so
+    that a cluster refused or not answering leaves no empty run behind."""
+    if not cluster_spec:
+        return None
+    from . import cluster
+    return cluster.connect(cluster_spec)
+
+
+def execute(s: Session, on_record: OnRecord, client: Any = None) -> None:
+    """Every job left, here or on the cluster; each job's records are in the store as it finishes."""
+    if client is None:
+        Runner(s.plan, s.store, s.run_id, s.env, s.skip, on_record).execute()
+        return
+    from . import cluster
+    cluster.execute(s.plan, client, s.run_id, s.store, s.skip, on_record)
+
+
+def disconnect(client: Any) -> None:
+    if client is None:
+        return
+    started = getattr(client, "cluster", None)
+    client.close()
+    if started is not None:  # a LocalCluster this run started
+        started.close()
+
+
+@dataclass
+class Tally:
+    """What the records say went wrong: failures (exit status 1) and refusals (a library refusing a
+    parameter set: said once per setup, not a failure)."""
+
+    failures: list[str] = field(default_factory=list)
+    refusals: dict[str, str] = field(default_factory=dict)
+
+    def add(self, job: Job, recs: list[dict]) -> None:
+        for r in recs[:1]:
+            if r["status"] in ("invalid_params", "insecure_params"):
+                self.refusals.setdefault(f"{job.library} {job.scheme} {job.params.label()}", f"{r['status']}: {r['error']}")
+            elif r["status"] not in ("ok", "unsupported"):
+                self.failures.append(f"{job.library} {job.scheme} N={job.params.N} {job.op}: {r['status']}: {r['error']}")

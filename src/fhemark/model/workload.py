@@ -1,0 +1,342 @@
+"""Your computation, written once: the public way to describe a workload to fhemark.
+
+A workload file is plain Python, anywhere on disk; it imports only this module:
+
+    from fhemark.workload import Uniform, Workload
+
+    def mean_and_variance(c):                 # c: a Circuit (apps/builder.py), one per scheme
+        x = c.encrypted("x")                  # an input the client encrypts (untimed)
+        s = c.rotate_sum(x, 4096)             # the timed work: every call is one step
+        m = c.rescaled(c.mul_plain(s, c.plaintext("inv_n")))
+        ...
+        return m, var                         # the outputs, decrypted and checked
+
+    WORKLOAD = Workload("stats", mean_and_variance, schemes=("ckks",),
+                        inputs={"x": Uniform(-1, 1, length=4096), "inv_n": Constant(1 / 4096)})
+
+`compute` runs twice per scheme: on the library (each call adds one protocol step to the
+program every driver runs) and on cleartext (the same calls replayed on the sample's inputs),
+so the reference every decrypted output is checked against is the computation itself. The
+requirements (levels, rotations, plaintext size) are read from the program it builds
+(requirements.py), never asked of the user.
+
+`fhemark run --workload FILE` measures it on every library and scheme that can run it; a suite
+lists it among its ops by path (`ops: [mul_relin, ./stats.py]`); `fhemark choose FILE` finds
+and proves parameters for it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import re
+import signal
+import threading
+import traceback
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Callable, Iterator, Mapping, Sequence
+
+import numpy as np
+
+from ..errors import UserError
+from .apps.builder import Circuit
+from .ops import BenchOp, Program
+from .semantics import Plain
+
+__all__ = ["Circuit", "Constant", "Uniform", "Workload", "load"]
+
+RLWE_SCHEMES = ("bfv", "bgv", "ckks")
+INT_SCHEMES = ("tfhe_int",)
+SCHEMES = RLWE_SCHEMES + INT_SCHEMES
+NAME = re.compile(r"^[a-z][a-z0-9_]{0,62}$")
+LOAD_TIMEOUT_S = 20  # a workload file that builds its program for longer is taken to loop forever
+Output = str | Sequence[str]
+
+
+@dataclass(frozen=True)
+class Uniform:
+    """Fresh values each sample, uniform in [lo, hi]: integers for BFV/BGV (kept modulo t) and
+    TFHE integers, reals for CKKS; in the first `length` slots, the others zero (None: every slot)."""
+
+    lo: float
+    hi: float
+    length: int | None = None
+
+    def draw(self, plain: Plain, rng: np.random.Generator) -> np.ndarray:
+        n = plain.slots if self.length is None else min(self.length, plain.slots)
+        if plain.words:
+            hi = min(int(self.hi), int(plain.t) - 1)
+            return rng.integers(int(self.lo), hi, size=plain.slots, endpoint=True, dtype=np.uint64)
+        out = np.zeros(plain.slots, dtype=np.int64 if plain.exact else np.float64)
+        if plain.exact:
+            out[:n] = rng.integers(int(self.lo), int(self.hi), size=n, endpoint=True) % plain.t
+        else:
+            out[:n] = rng.uniform(float(self.lo), float(self.hi), size=n)
+        return out
+
+
+@dataclass(frozen=True)
+class Constant:
+    """The same value in the first `length` slots (None: every slot): a server's constant such as 1/n."""
+
+    value: float
+    length: int | None = None
+
+    def draw(self, plain: Plain, rng: np.random.Generator) -> np.ndarray:
+        n = plain.slots if self.length is None else min(self.length, plain.slots)
+        out = np.zeros(plain.slots, dtype=np.int64 if plain.exact else np.float64)
+        out[:n] = int(self.value) % plain.t if plain.exact else float(self.value)
+        return out
+
+
+Inputs = Mapping[str, Uniform | Constant] | Callable[[Plain, np.random.Generator], dict[str, np.ndarray]]
+
+
+@dataclass(frozen=True, eq=False)  # identity: two files may define equal-looking workloads
+class Workload:
+    """A computation: `compute(c)` calls the Circuit's vocabulary and returns its output value(s);
+    `inputs` says how each named input is drawn (a mapping of Uniform / Constant, or a function
+    (plain, rng) -> {name: array} for data of your own, e.g. a data set's images)."""
+
+    name: str
+    compute: Callable[[Circuit], Output]
+    inputs: Inputs
+    schemes: Sequence[str] = RLWE_SCHEMES
+    title: str = ""
+    scalars: Callable[[Plain, np.random.Generator], dict[str, Any]] | None = None  # per-sample `$name`s (poly_eval)
+    precision_bits: float = 20.0   # CKKS: what `choose` asks of every output by default
+    bits: int | None = None        # tfhe_int: the integer width it runs at (8, 16, 32 or 64)
+    native: bool = False           # the libraries' own routines where the program spells them out
+    slots: int | None = None       # values per evaluation (default: the longest input's length)
+    rotations: Sequence[int] | None = None  # Galois keys (default: read from the program)
+    facts: Mapping[str, Any] = field(default_factory=dict)
+    source: str = ""               # the file it was loaded from (set by load)
+
+    # -- the program and its replay -------------------------------------------------------------
+    def circuit(self, scheme: str, plain: Plain | None = None) -> tuple[Circuit, tuple[str, ...]]:
+        c = Circuit(scheme, self.native, plain)
+        outs = self.compute(c)
+        outs = (outs,) if isinstance(outs, str) else tuple(outs or ())
+        if not outs or not all(isinstance(o, str) for o in outs):
+            raise ValueError(f"compute returned {outs!r}: return the output value(s) the Circuit calls gave back")
+        made = {s["out"] for s in c.steps}
+        for o in outs:
+            if o not in made:
+                raise ValueError(f"compute returned {o!r}, which is no ciphertext of the program")
+        return c, outs
+
+    def program(self, scheme: str, plain: Plain | None = None) -> Program:
+        circ, outs = self.circuit(scheme, plain)
+        return circ.program(*outs)
+
+    def reference(self, plain: Plain, vecs: dict, scalars: dict) -> np.ndarray | dict[str, np.ndarray]:
+        circ, outs = self.circuit(plain.scheme, plain)
+        return circ.reference(plain, {**vecs, **scalars}, *outs)
+
+    def draw(self, plain: Plain, rng: np.random.Generator) -> dict[str, np.ndarray]:
+        """A sample's inputs: the declared ones drawn fresh, and the constants the program names."""
+        if callable(self.inputs):
+            out = {k: _full(plain, k, v) for k, v in self.inputs(plain, rng).items()}
+        else:
+            out = {k: spec.draw(plain, rng) for k, spec in self.inputs.items()}
+        consts = _constants(self, plain) if not plain.words else {}
+        return {**out, **{k: Constant(v).draw(plain, rng) for k, v in consts.items()}}
+
+    def values(self) -> int | None:
+        """Values per evaluation: the declared `slots`, else the longest drawn input (a constant
+        fills whatever the ring holds, so it sets none)."""
+        if self.slots is not None or callable(self.inputs):
+            return self.slots
+        lengths = [s.length for s in self.inputs.values() if isinstance(s, Uniform)]
+        return None if not lengths or None in lengths else max(lengths)
+
+    def fits(self, params: Any) -> bool:
+        """Whether a parameter set can hold it (the integer width; the values per ciphertext)."""
+        if getattr(params, "kind", "rlwe") == "bits":
+            return self.bits is None or params.bits == self.bits
+        n = self.values()
+        return n is None or params.N is None or n <= params.N // 2
+
+    def bench_op(self, applies: Callable[[Any], bool] | None = None) -> BenchOp:
+        """The catalog entry every runner, plan and report already understands (`applies`: which
+        parameter sets it is planned on; default `fits`)."""
+        rlwe = [s for s in self.schemes if s in RLWE_SCHEMES]
+        rots = self.rotations if self.rotations is not None else (
+            _rotations(self.program(rlwe[0])) if rlwe else ())
+        facts = {"workload": self.name, "variant": "native" if self.native else "portable", "instances": 1,
+                 **({"file": self.source, "file_sha256": _digest(self.source)} if self.source else {}), **self.facts}
+        return BenchOp(self.name, self.title or self.name, tuple(self.schemes), self.program, self.reference,
+                       inputs=(), scalars=self.scalars or (lambda p, r: {}), rotations=tuple(sorted(set(rots))),
+                       group="app", gen=self.draw, applies=applies or self.fits, facts=facts, sized=self.program)
+
+
+@lru_cache(maxsize=256)
+def _constants(w: Workload, plain: Plain) -> dict[str, float]:
+    """The constants a program names at a slot layout: built once, not once per sample drawn (a
+    workload's inputs are drawn for every copy of every sample; matvec_256's program has ~500 steps)."""
+    return w.circuit(plain.scheme, plain)[0].constants
+
+
+def _full(plain: Plain, name: str, v: Any) -> np.ndarray:
+    """A user-made input padded with zeros to the slot count, as drivers pad it."""
+    arr = np.asarray(v)
+    if arr.ndim != 1 or arr.size > plain.slots:
+        raise ValueError(f"input {name!r} has shape {arr.shape}: give a vector of at most {plain.slots} values")
+    dtype = np.uint64 if plain.words else np.int64 if plain.exact else np.float64
+    out = np.zeros(plain.slots, dtype=dtype)
+    out[:arr.size] = np.asarray(arr % plain.t if plain.exact and not plain.words else arr).astype(dtype)
+    return out
+
+
+def _rotations(prog: Program) -> list[int]:
+    """The rotation steps the program asks for: the Galois keys a setup makes for it."""
+    out = set()
+    for s in prog.steps:
+        k = (s.get("attrs") or {}).get("steps")
+        if s["op"] in ("rotate", "rotate_rows") and isinstance(k, int) and k:
+            out.add(k)
+        if s["op"] in ("inner_sum", "inner_product"):
+            n = s["attrs"]["n"]
+            out.update(1 << i for i in range(max(n - 1, 0).bit_length()))
+    return sorted(out)
+
+
+def _digest(path: str) -> str:
+    try:
+        return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:16]
+    except OSError:
+        return ""
+
+
+# -- loading a user's file ----------------------------------------------------------------------
+
+_REGISTRY: dict[str, Workload] = {}
+
+
+def registered(name: str) -> Workload | None:
+    return _REGISTRY.get(name)
+
+
+def register(w: Workload) -> Workload:
+    """Make `w` an op every plan, runner and report can look up by its name."""
+    _check_name(w)
+    _REGISTRY[w.name] = w
+    return w
+
+
+def _check_name(w: Workload) -> None:
+    from .catalog import known_builtin
+    if not isinstance(w.name, str) or not NAME.match(w.name):
+        raise ValueError(f"workload name {w.name!r}: use lower-case letters, digits and _ (e.g. 'stats_4096')")
+    if known_builtin(w.name):
+        raise ValueError(f"workload name {w.name!r} is a built-in operation's: choose another name")
+    bad = [s for s in w.schemes if s not in SCHEMES]
+    if bad or not w.schemes:
+        raise ValueError(f"schemes {list(w.schemes)!r}: use some of {', '.join(SCHEMES)}")
+    other = _REGISTRY.get(w.name)
+    if other is not None and other.source != w.source:
+        raise ValueError(f"workload name {w.name!r} is already taken by {other.source or 'another workload'}")
+
+
+class _Timeout(Exception):
+    pass
+
+
+@contextmanager
+def _deadline(seconds: int) -> Iterator[None]:
+    """SIGALRM in the main thread (the CLI); elsewhere no deadline can be set, and none is."""
+    if not hasattr(signal, "SIGALRM") or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def ring(signum, frame):
+        raise _Timeout()
+    old = signal.signal(signal.SIGALRM, ring)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, old)
+
+
+def _where(path: Path, exc: BaseException) -> str:
+    """FILE:LINE of the deepest frame in the user's file, else the file alone."""
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if Path(f.filename) == path]
+    return f"{path}:{frames[-1].lineno}" if frames else str(path)
+
+
+def _problem(path: Path, exc: BaseException, doing: str) -> UserError:
+    if isinstance(exc, _Timeout):
+        return UserError(f"{_where(path, exc)}: {doing} did not finish within {LOAD_TIMEOUT_S} s (a loop that never ends?)",
+                         "make compute() build a finite program")
+    if isinstance(exc, AttributeError) and "Circuit" in str(exc):
+        name = str(exc).rsplit("'", 2)[-2] if str(exc).count("'") >= 2 else str(exc)
+        return UserError(f"{_where(path, exc)}: unknown operation {name!r} while {doing}",
+                         "use the Circuit's calls listed in the README (Your own computation)")
+    msg = " ".join(str(exc).split()) or type(exc).__name__
+    return UserError(f"{_where(path, exc)}: {type(exc).__name__} while {doing}: {msg}",
+                     "fix the workload file (see the README, Your own computation)")
+
+
+def load(path: str | Path) -> list[Workload]:
+    """The workloads a file defines (module-level Workload values), checked and registered: each
+    builds its program for every scheme it names, and its cleartext replay runs on drawn inputs.
+    Any problem is one UserError naming the file and line."""
+    path = Path(path).resolve()
+    if not path.is_file():
+        raise UserError(f"workload file {path} not found", "give the path of a .py file that defines a Workload")
+    module_name = f"fhemark_workload_{hashlib.sha256(str(path).encode()).hexdigest()[:12]}"
+    spec = importlib.util.spec_from_file_location(module_name, path)
+    if spec is None or spec.loader is None:
+        raise UserError(f"{path}: not a Python file", "give the path of a .py file that defines a Workload")
+    module = importlib.util.module_from_spec(spec)
+    try:
+        with _deadline(LOAD_TIMEOUT_S):
+            spec.loader.exec_module(module)
+    except (Exception, _Timeout) as exc:  # the user's code: anything may go wrong in it
+        raise _problem(path, exc, "loading it")
+    found = [v for v in vars(module).values() if isinstance(v, Workload)]
+    if not found:
+        raise UserError(f"{path}: defines no Workload", "add e.g. WORKLOAD = Workload('mine', compute, inputs={...})")
+    out = []
+    for w in dict.fromkeys(found):
+        w = Workload(**{**w.__dict__, "source": str(path)})
+        try:
+            _check_name(w)
+            with _deadline(LOAD_TIMEOUT_S):
+                _try(w)
+            out.append(register(w))
+        except (Exception, _Timeout) as exc:
+            raise _problem(path, exc, f"building workload {w.name!r}")
+    return out
+
+
+def _try(w: Workload) -> None:
+    """Build the program for every scheme and replay it on drawn inputs: errors surface at load,
+    not in the middle of a run."""
+    rng = np.random.default_rng(0)
+    for scheme in w.schemes:
+        if scheme in INT_SCHEMES:
+            plain = Plain(scheme, 4, 1 << (w.bits or 32))
+        else:
+            plain = Plain(scheme, 8192 if scheme != "ckks" else 4096, 65537 if scheme != "ckks" else None)
+        w.program(scheme)
+        prog = w.program(scheme, plain)
+        vecs, scalars = w.draw(plain, rng), (w.scalars or (lambda p, r: {}))(plain, rng)
+        made = {s["out"] for s in prog.steps}
+        used = {a for s in prog.steps if s["op"] in ("encode", "encrypt_sk") for a in s["args"] if a not in made}
+        missing = sorted(map(str, used - set(vecs)))
+        if missing:
+            raise ValueError(f"input(s) {', '.join(map(repr, missing))} named in the program but not in inputs: say how "
+                             f"each is drawn (e.g. inputs={{{missing[0]!r}: Uniform(0, 10)}}), or give a number as "
+                             "c.constant(value)")
+        w.reference(plain, vecs, scalars)
+
+
+def load_many(paths: Sequence[str | Path]) -> list[str]:
+    """Load every file; the names of the workloads they define, in order."""
+    return [w.name for p in paths for w in load(p)]

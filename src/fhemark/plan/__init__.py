@@ -1,0 +1,1 @@
+"""From a suite (YAML) to a frozen plan of jobs: what runs, on which library, parameters and threads."""

@@ -1,0 +1,273 @@
+"""Expand a suite into a frozen plan: groups of jobs sharing one driver setup.
+
+Everything the run needs is resolved here (parameters validated, security
+estimated and enforced, policies merged), so the run only executes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass, field
+from functools import cached_property, lru_cache
+
+from ..errors import UserError
+from ..model.catalog import BOOTSTRAP, DEPTH, INTO, MICRO, PIPELINES, known, lookup
+from ..model.params import SCHEMES_BITS, SCHEMES_RLWE, ParamSet, resolve
+from ..model.security import Estimate, estimate
+from .suites import Policy, Suite, thread_counts
+
+
+@dataclass(frozen=True)
+class Job:
+    library: str
+    scheme: str
+    params: ParamSet
+    op: str
+    slots: int | None
+    policy: Policy
+    threads: int
+    allow_insecure: bool
+    # Named by the suite (not via `libraries: all`): a missing scheme is then reported, not skipped.
+    named: bool = True
+
+    @cached_property
+    def key(self) -> str:
+        """Identity of the resolved case: what resume skips and what comparisons match on."""
+        blob = json.dumps([self.library, self.scheme, _wire(self.params), self.op, self.slots,
+                           _dump(self.policy), self.threads, self.allow_insecure], sort_keys=True)
+        return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+    @cached_property
+    def input_key(self) -> str:
+        """What a job's random inputs are drawn from: the case without the library, so every
+        library gets the same inputs (and the same rotation steps) in the same order."""
+        blob = json.dumps([self.scheme, _wire(self.params), self.op, self.slots, self.policy.seed], sort_keys=True)
+        return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+# A plan holds many jobs sharing a few parameter sets and policies: their JSON forms are made once.
+@lru_cache(maxsize=4096)
+def _wire(params: ParamSet) -> dict:
+    return params.wire()
+
+
+@lru_cache(maxsize=4096)
+def _dump(policy: Policy) -> dict:
+    return policy.model_dump()
+
+
+@dataclass
+class Group:
+    """Jobs that share one setup (library, scheme, parameter set)."""
+
+    library: str
+    scheme: str
+    params: ParamSet
+    security: Estimate | None
+    jobs: list[Job] = field(default_factory=list)
+    threads: int = 1
+
+    @property
+    def rotations(self) -> list[int]:
+        return sorted({r for j in self.jobs for r in lookup(j.op, j.scheme).rotations})
+
+    @property
+    def rotations_pow2(self) -> bool:
+        return any(lookup(j.op, j.scheme).rotations_pow2 for j in self.jobs)
+
+
+@dataclass
+class Plan:
+    suite: Suite
+    groups: list[Group]
+    allow_insecure: bool
+    unavailable: list[str] = field(default_factory=list)  # named by the suite, not built here: skipped
+
+    @property
+    def jobs(self) -> list[Job]:
+        return [j for g in self.groups for j in g.jobs]
+
+    def to_json(self) -> dict:
+        return {"suite": self.suite.model_dump(), "allow_insecure": self.allow_insecure,
+                "jobs": [{"key": j.key, "library": j.library, "scheme": j.scheme, "params": j.params.wire(),
+                          "op": j.op, "slots": j.slots} for j in self.jobs]}
+
+
+MAX_MULTIADD = 4096
+_OP_GROUPS = {"all": MICRO + INTO + PIPELINES + DEPTH + BOOTSTRAP, "micro": MICRO, "into": INTO,
+              "pipelines": PIPELINES, "depth": DEPTH}
+
+
+def _ops_for(case_ops, scheme: str, params: ParamSet, where: str) -> list[str]:
+    names = _OP_GROUPS[case_ops] if isinstance(case_ops, str) else case_ops
+    # An op that does not exist for this scheme or parameter set is simply not planned (a case may
+    # list ops of several schemes); one that applies nowhere in its case is refused by _check_ops.
+    return [n for n in dict.fromkeys(names) if (op := lookup(n, scheme)) is not None and op.applies(params)]
+
+
+def _check_ops(case_ops, where: str) -> None:
+    if isinstance(case_ops, str):
+        return
+    for name in case_ops:
+        m = re.fullmatch(r"multiadd_(\d+)x(\d+)", name)
+        if m and int(m.group(1)) > MAX_MULTIADD:  # its netlist is built while planning: minutes, gigabytes
+            raise UserError(f"{where}.ops: '{name}' sums {int(m.group(1))} integers, more than {MAX_MULTIADD}",
+                            f"use multiadd_<n>x<bits> with n from 2 to {MAX_MULTIADD}")
+        if not known(name):
+            raise UserError(f"{where}.ops: unknown operation '{name}'",
+                            "run `fhemark list ops` for the names (workloads: multiadd_<n>x<bits>, compare_<bits>, "
+                            "dot_<n>, matvec_<d>, poly_<deg>, logreg_<n>, tally_<n>, mean_<n>, similarity_<r>x<d>, zmul_<bits>)")
+
+
+def _unplanned(name: str, schemes: list[str], where: str) -> UserError:
+    """An op the case names that exists for none of its schemes or parameter sets."""
+    offered = sorted({s for s in SCHEMES_RLWE + SCHEMES_BITS if lookup(name, s) is not None})
+    if not set(offered) & set(schemes):
+        return UserError(f"{where}.ops: '{name}' is not offered for {', '.join(schemes)} (only for "
+                         f"{', '.join(offered) or 'no scheme'})",
+                         "remove it or add a scheme that has it; `fhemark list ops` shows which")
+    return UserError(f"{where}.ops: '{name}' does not apply to any parameter set of the case "
+                     f"(e.g. an integer width or a plaintext modulus it needs)",
+                     "remove it or add a parameter set it applies to (see the README: Study 4 workloads)")
+
+
+def _check_slots(slots: list[int] | None, scheme: str, params: ParamSet, where: str) -> None:
+    """Vector lengths fit the ciphertext: 1..slot count (N for BFV/BGV, N/2 for CKKS, 1 for bit schemes)."""
+    if not slots:
+        return
+    if params.kind == "bits":
+        if any(v != 1 for v in slots):
+            raise UserError(f"{where}.slots: {scheme} holds one value per ciphertext, so vector lengths do not apply",
+                            f"remove slots from the case, or move {scheme} to a case of its own")
+        return
+    have = params.slots(scheme)
+    for v in slots:
+        if not 1 <= v <= have:
+            raise UserError(f"{where}.slots: a vector length of {v} does not fit a {scheme} ciphertext "
+                            f"({params.label()}: {have} slots)",
+                            f"use vector lengths from 1 to {have}, or a larger N")
+
+
+def build(suite: Suite, available: list[str], allow_insecure: bool = False,
+          only_libraries: list[str] | None = None, known: list[str] | None = None) -> Plan:
+    """`available`: drivers built here; `known`: every driver this checkout has
+    (a known but unbuilt library is skipped and listed, an unknown one is an error).
+
+    Linear in the number of jobs: duplicates (a case repeating another) are found by key."""
+    known = known if known is not None else available
+    groups: dict[tuple, Group] = {}
+    seen: set[str] = set()
+    unavailable: set[str] = set()
+    for ci, case in enumerate(suite.cases):
+        where = f"cases[{ci}]"
+        libs = available if case.libraries == "all" else case.libraries
+        if only_libraries:
+            libs = [lib for lib in libs if lib in only_libraries]
+        for lib in libs:
+            if lib not in known:
+                raise UserError(f"{where}.libraries: unknown library '{lib}'",
+                                f"use one of {', '.join(known) or 'none'} (`fhemark list libraries`)")
+        unavailable.update(lib for lib in libs if lib not in available)
+        libs = list(dict.fromkeys(lib for lib in libs if lib in available))
+        policy = suite.case_policy(case, where)
+        _check_ops(case.ops, where)
+        planned: set[str] = set()
+        for scheme in dict.fromkeys(case.schemes):
+            if scheme not in SCHEMES_RLWE + SCHEMES_BITS:
+                raise UserError(f"{where}.schemes: unknown scheme '{scheme}'",
+                                f"use {', '.join(SCHEMES_RLWE + SCHEMES_BITS)}")
+            for pi, spec in enumerate(case.params):
+                params = resolve(spec, scheme, f"{where}.params[{pi}]")
+                _check_slots(case.slots, scheme, params, where)
+                ops = _ops_for(case.ops, scheme, params, where)
+                planned.update(ops)
+                # Bit schemes' sets and library presets are checked after setup, from what the library built.
+                est = estimate(params.N, max(params.log_qp_nominal, 1), suite.security.table) \
+                    if params.kind == "rlwe" else None
+                if params.preset is None and est.bits < suite.security.min_bits and not allow_insecure:
+                    raise UserError(
+                        f"{where}.params[{pi}] ({params.label()}, {scheme}): log QP = {params.log_qp_nominal} at "
+                        f"N = {params.N} gives {est.describe()} bits under {est.table}, below the required "
+                        f"{suite.security.min_bits} (the bound is {est.bound_128} bits)",
+                        "use a larger N or a smaller modulus, or pass --allow-insecure to run it marked insecure")
+                if not ops:
+                    continue
+                for lib, threads in ((lib, t) for t in thread_counts(case.threads or suite.threads) for lib in libs):
+                    g = groups.get((lib, scheme, params, threads))
+                    for slots in dict.fromkeys(case.slots or [None]):
+                        for op in ops:
+                            job = Job(lib, scheme, params, op, slots, policy, threads, allow_insecure,
+                                      named=case.libraries != "all")
+                            if job.key in seen:
+                                continue
+                            seen.add(job.key)
+                            if g is None:
+                                g = groups[(lib, scheme, params, threads)] = Group(lib, scheme, params, est, threads=threads)
+                            g.jobs.append(job)
+        if not isinstance(case.ops, str):
+            for name in case.ops:
+                if name not in planned:
+                    raise _unplanned(name, list(dict.fromkeys(case.schemes)), where)
+    if not groups:
+        raise UserError(f"suite '{suite.name}' has no job to run here"
+                        + (f" ({', '.join(sorted(unavailable))} not built)" if unavailable else ""),
+                        "check its libraries, schemes and ops against `fhemark list`; build drivers with make setup")
+    return Plan(suite, _interleaved(list(groups.values())), allow_insecure, sorted(unavailable))
+
+
+# -- how big a plan is -------------------------------------------------------------------------------
+
+# Beyond either, `fhemark run` shows the plan's size and estimate and asks for --yes: far above every
+# built-in suite (study4 --full included), so only a sweep the user did not mean to write stops here.
+MAX_JOBS = 5000
+MAX_ESTIMATE_S = 48 * 3600.0
+
+
+def estimate_s(jobs: list[Job], history: dict[str, float]) -> tuple[float, int]:
+    """Seconds the jobs should take: what each took in earlier runs of the store where it was measured,
+    else its policy's budget (the sampling stops there, warm-up and slow single samples aside).
+    Also returns how many estimates came from earlier runs."""
+    total, measured = 0.0, 0
+    for j in jobs:
+        took = history.get(j.key)
+        if took is not None:
+            total, measured = total + took, measured + 1
+        else:
+            total += j.policy.budget_s
+    return total, measured
+
+
+def duration(seconds: float) -> str:
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 2 * 3600:
+        return f"{seconds / 60:.0f} min"
+    if seconds < 3 * 86400:
+        return f"{seconds / 3600:.1f} h"
+    return f"{seconds / 86400:.1f} days"
+
+
+def check_size(jobs: list[Job], history: dict[str, float], yes: bool, max_jobs: int = MAX_JOBS,
+               max_s: float = MAX_ESTIMATE_S) -> tuple[str, bool]:
+    """A line describing the plan's size, and whether it is above what a user would expect; above it
+    without --yes, a UserError that shows both and asks for --yes."""
+    secs, measured = estimate_s(jobs, history)
+    source = (f"from earlier runs for {measured} of them, from budget_s for the rest" if 0 < measured < len(jobs)
+              else "from earlier runs" if measured else "from each job's budget_s")
+    line = f"{len(jobs)} jobs, estimated {duration(secs)} ({source})"
+    large = len(jobs) > max_jobs or secs > max_s
+    if large and not yes:
+        raise UserError(f"the plan has {line}, more than the {max_jobs} jobs or {duration(max_s)} expected of a run",
+                        "pass --yes to run it anyway, or narrow the suite (cases, slots, ops, --library)")
+    return line, large
+
+
+def _interleaved(groups: list[Group]) -> list[Group]:
+    """Alternate libraries (A B A B ...) for the same scheme and parameters, so
+    that machine drift over a run is not blamed on one library."""
+    by_key: dict[tuple, list[Group]] = {}
+    for g in groups:
+        by_key.setdefault((g.scheme, g.params), []).append(g)
+    return [g for gs in by_key.values() for g in gs]

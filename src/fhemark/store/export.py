@@ -1,0 +1,54 @@
+"""Export every stored measurement, one record each (the contract in docs/export.md)."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+from typing import Any
+
+from .sqlite import Store
+
+# CSV columns in order; nested values are written as JSON text.
+CSV_COLUMNS = ["run_id", "suite", "timestamp", "library", "library_version", "scheme", "op", "status",
+               "check_passed", "params", "security_bits", "security_table", "insecure", "params_match", "slots",
+               "threads", "iters", "median_ns", "ci95_ns", "mean_ns", "stdev_ns", "mad_ns", "min_ns", "max_ns",
+               "rel_ci_half_width", "stop_reason", "outliers", "noise_budget_bits", "precision_bits",
+               "ci_method", "processes", "copies", "deviations",
+               "sizes_bytes", "levels", "peak_rss_bytes", "driver_overhead_ns", "host_activity", "error", "notes", "samples_ns",
+               "env", "job_key"]
+
+
+def records(store: Store, run_id: str | None = None) -> list[dict]:
+    return list(store.records(run_id))
+
+
+def finite(value: Any) -> Any:
+    """`value` with every float that JSON cannot hold (Infinity, -Infinity, NaN) replaced by None."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [finite(v) for v in value]
+    return value
+
+
+def strict_json(value: Any, indent: int | None = 1) -> str:
+    """JSON that every parser reads: non-finite numbers are written as null (never `Infinity`)."""
+    return json.dumps(finite(value), indent=indent, allow_nan=False)
+
+
+def to_json(recs: list[dict]) -> str:
+    return strict_json(recs)
+
+
+def to_csv(recs: list[dict]) -> str:
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=CSV_COLUMNS, extrasaction="ignore")
+    w.writeheader()
+    for r in recs:
+        r = finite(r)  # an empty cell, as for any missing value
+        w.writerow({k: strict_json(v, None) if isinstance(v, (dict, list)) else v for k, v in r.items()})
+    return buf.getvalue()

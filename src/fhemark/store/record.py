@@ -1,0 +1,127 @@
+"""The record: what a run stores for one measurement and the export carries (docs/export.md), as
+one type. Every record is validated against it when it is written (Store.add), so a field the
+contract does not name, or a status word no reader knows (a worker's "crash" for "crashed"), is a
+bug caught at once, not a record that silently slips past the readers that test for the word."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+# "ok" and the protocol's error kinds (drivers/protocol.py ErrorValue; a test keeps them equal): the
+# only words a record's status may hold.
+Status = Literal["ok", "unsupported", "invalid_params", "insecure_params", "wrong_result", "timeout", "crashed",
+                 "out_of_memory", "internal"]
+Number = float | None
+Bytes = int | None
+
+
+class Record(BaseModel):
+    """One measurement (or one stage of a pipeline, or a failed job). Optional fields are absent or
+    null where they do not apply (a failed job has no samples; a latency record no throughput)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    # what ran, where, under which parameters
+    library: str
+    library_version: str | None = None
+    driver_version: str | None = None
+    library_build: dict[str, Any] | None = None
+    wraps: str | None = None
+    scheme: str
+    op: str
+    title: str | None = None
+    params: dict[str, Any]
+    effective_params: dict[str, Any] | None = None
+    params_match: bool | None = None
+    params_mismatch: list[str] = []
+    security_bits: int | None = None
+    security_table: str | None = None
+    security: dict[str, dict[str, Any]] = {}
+    insecure: bool = False
+    p_fail_log2: Number = None
+    slots: int | None = None
+    vector_length: int | None = None
+    threads: int = 1
+    threads_used: int | None = None
+    threads_honoured: bool | None = None
+    workload: dict[str, Any] | None = None
+    job_key: str
+    suite: str
+    run_id: str
+    timestamp: float
+    env: dict[str, Any]
+    # the outcome
+    status: Status
+    error: str | None = None
+    check_passed: bool | None = None
+    samples_ns: list[float] = []
+    sample_process: list[int] = []
+    sample_round: list[int] = []
+    sample_scalars: list[Any] = []
+    warmup_ns: list[float] = []
+    copies: int | None = None
+    iters: int | None = None
+    median_ns: Number = None
+    mean_ns: Number = None
+    stdev_ns: Number = None
+    mad_ns: Number = None
+    min_ns: Number = None
+    max_ns: Number = None
+    ci95_ns: list[float] | None = None
+    ci_method: str | None = None
+    rel_ci_half_width: Number = None
+    processes: int | None = None
+    process_medians_ns: list[float] = []
+    outliers: dict[str, int] | None = None
+    ns_per_slot: Number = None
+    deviations: dict[str, str] = {}
+    target_rel_ci: Number = None
+    budget_s: Number = None
+    stop_reason: str | None = None
+    elapsed_s: Number = None
+    setup_s: Number = None
+    notes: list[str] = []
+    # what the library's result and process said
+    noise_budget_bits: Number = None
+    precision_bits: Number = None
+    precision_bits_before: Number = None
+    max_abs_error: Number = None
+    sizes_bytes: dict[str, int] = {}
+    levels: dict[str, int] = {}
+    peak_rss_bytes: Bytes = None
+    driver_overhead_ns: Number = None
+    parallelism: Number = None
+    host_activity: dict[str, Any] | None = None
+    # depth probes
+    depth: int | None = None
+    depth_limit: str | None = None
+    noise_by_depth: list[float | None] = []
+    precision_by_depth: list[float] = []
+    # throughput mode (measure/throughput.py)
+    mode: Literal["latency", "throughput"] = "latency"
+    batch: int | None = None
+    throughput_per_s: Number = None
+    throughput_ci95: list[float] | None = None
+    throughput_by_batch: list[dict[str, Any]] = []
+    throughput_parallelism: Number = None
+    throughput_peak_rss_bytes: Bytes = None
+    throughput_cores: int | None = None
+    throughput_method: str | None = None
+
+
+FIELDS = tuple(Record.model_fields)
+
+
+def validated(record: dict[str, Any]) -> dict[str, Any]:
+    """The record as written, after checking it against the contract: a record that breaks it is a
+    bug in fhemark, raised as a ValueError that names the job and the field."""
+    try:
+        Record.model_validate(record)
+    except ValidationError as exc:
+        e = exc.errors()[0]
+        where = ".".join(str(x) for x in e["loc"])
+        raise ValueError(f"record of job {record.get('job_key')} ({record.get('library')} {record.get('op')}) breaks "
+                         f"the export contract (store/record.py): {where}: {e['msg']}") from None
+    return record
