@@ -60,7 +60,7 @@ def test_change_inside_the_noise_threshold_is_not_flagged():
 
 def test_too_few_samples_say_so():
     c = compare([rec(samples=[1e6, 1.01e6, 1.02e6])], [rec(samples=[3e6, 3.01e6, 3.02e6])], ENV, ENV).changes[0]
-    assert c.verdict == "same" and "3 vs 3 samples: too few" in c.why
+    assert c.verdict == "same" and "3 vs 3 units: too few" in c.why
     # 3 against 5 can reach p = 2/56 < 0.05: a clear change is flagged.
     c = compare([rec(samples=[1e6, 1.01e6, 1.02e6])], [rec(samples=[3e6, 3.01e6, 3.02e6, 3.03e6, 3.04e6])],
                 ENV, ENV).changes[0]
@@ -118,7 +118,9 @@ def test_compare_two_real_runs(tmp_path):
     # Two runs of the same code: no failure; noise may still flag a case, which is exit 1, never 2.
     assert out.returncode in (0, 1), out.stderr
     assert "4 cases" in out.stdout and "seal BFV" in out.stdout
-    verdicts = json.loads((tmp_path / "v.json").read_text())
+    answer = json.loads((tmp_path / "v.json").read_text())
+    verdicts = answer["cases"]
+    assert answer["exit_status"] == out.returncode and [lib["library"] for lib in answer["libraries"]] == ["seal"]
     assert len(verdicts) == 4 and all(v["verdict"] in ("same", "slower", "faster") for v in verdicts)
     assert all(v["ratio_ci95"][0] <= v["ratio"] <= v["ratio_ci95"][1] for v in verdicts)
     one_line_error(fhemark("compare", "nosuchrun", "--db", db), "nosuchrun", "fhemark runs")
@@ -152,3 +154,50 @@ def test_a_cell_timed_on_different_work_is_another_case():
     new = [rec(samples=noisy(1.5e6, seed=2), deviations={"decrypt": "also decodes"})]
     (change,) = compare(base, new, ENV, ENV).changes
     assert change.verdict == "not compared" and "different work" in change.why and "also decodes" in change.why
+
+
+def _run(seed: int, machine: float = 1.0, changed: dict[str, float] | None = None,
+         libs=("seal", "openfhe", "lattigo", "tenseal"),
+         cases: int = 12) -> list[dict]:
+    """One synthetic run: per library `cases` cases, 2 processes x 3 rounds x 4 samples each; each
+    slice drawn around its own level (what varies between processes and rounds), the whole run
+    scaled by `machine` (the host's shift) and a library's cases by `changed[lib]` (its own change)."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for lib in libs:
+        for c in range(cases):
+            center = 1e6 * (1 + c) * machine * (changed or {}).get(lib, 1.0)
+            samples, proc, rnd = [], [], []
+            for p in range(2):
+                for r in range(3):
+                    level = center * rng.normal(1, 0.02)  # a slice's own level: keys, layout, that minute
+                    samples += list(rng.normal(level, level * 0.01, 4))
+                    proc += [p] * 4
+                    rnd += [p * 3 + r] * 4
+            out.append({**rec(key=f"{lib}{c}", samples=samples), "library": lib, "sample_process": proc,
+                        "sample_round": rnd})
+    return out
+
+
+def test_a_machine_wide_shift_flags_nothing_and_is_named():
+    """Two runs of the same code on a host 8% faster the second time: samples alone call every
+    case faster; slice medians with the shift removed call none, and the output says what it removed."""
+    cmp = compare(_run(1), _run(2, machine=0.92), ENV, ENV)
+    assert cmp.count("faster") == cmp.count("slower") == 0 and cmp.exit_status == 0
+    assert "removed" in cmp.shift_source and all(abs(lib.shift - 0.92) < 0.02 for lib in cmp.libraries)
+    assert all(lib.verdict == "same" for lib in cmp.libraries)
+
+
+def test_a_five_percent_change_in_one_library_is_caught_on_a_shifted_host():
+    cmp = compare(_run(3), _run(4, machine=0.93, changed={"openfhe": 1.05}), ENV, ENV)
+    verdicts = {lib.library: lib.verdict for lib in cmp.libraries}
+    # (the shift for each library is the median of three others: one changed library cannot move it)
+    assert verdicts == {"openfhe": "slower", "seal": "same", "lattigo": "same", "tenseal": "same"}, cmp.libraries
+    assert cmp.exit_status == 1
+    assert not any(c.verdict in ("slower", "faster") for c in cmp.changes if c.new["library"] != "openfhe")
+
+
+def test_one_library_alone_keeps_its_shift_and_says_so():
+    cmp = compare(_run(5, libs=("seal",)), _run(6, machine=0.9, libs=("seal",)), ENV, ENV)
+    assert "one library only" in cmp.shift_source and cmp.libraries[0].shift == 1.0
+    assert cmp.libraries[0].verdict == "faster"  # the machine or the library: it cannot tell, and does not hide it

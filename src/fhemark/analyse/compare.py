@@ -1,11 +1,18 @@
 """Compare two runs case by case, for regression tracking.
 
-A change is flagged only when the rank test says the samples differ (p < alpha)
-*and* the whole bootstrap interval of the ratio of medians lies beyond the noise
-threshold (criterion's rule, with asv's rank test). Cases match on the job key
-(the resolved case: library, scheme, parameters, operation, vector length,
-sampling policy, threads), so a library upgrade is compared with itself and a
-changed sampling policy is "not comparable" rather than a false change.
+What varies between two runs is not the single sample: samples of one driver process share its
+keys, its memory layout and that minute of the machine, and the whole run shifts with the host.
+So a case is judged on its slice medians (one per driver process and round: the units that vary
+between runs), after removing the machine-wide shift, estimated from the other libraries' cases
+(the median of their libraries' median ratios, so that one library's own change neither hides
+itself nor moves the others). A change is flagged only when the rank test on those units says
+they differ (p < alpha) *and* the whole bootstrap interval of the ratio of medians lies beyond the
+noise threshold (criterion's rule, with asv's rank test). Each library's cases together give a
+library-wide verdict too (a sign test over its cases' corrected ratios), which catches a change
+of a few percent that single cases are too noisy to show. Cases match on the job key (the
+resolved case: library, scheme, parameters, operation, vector length, sampling policy, threads),
+so a library upgrade is compared with itself and a changed sampling policy is "not comparable"
+rather than a false change.
 """
 
 from __future__ import annotations
@@ -40,10 +47,25 @@ class Change:
     why: str = ""
 
 
+@dataclass(frozen=True)
+class LibraryChange:
+    """One library's cases together, after the machine-wide shift: their median corrected ratio,
+    how many cases, and a sign test's p over them."""
+
+    library: str
+    verdict: str
+    ratio: float
+    cases: int
+    p_value: float
+    shift: float  # the machine-wide shift removed from this library's cases (1.0: none)
+
+
 @dataclass
 class Comparison:
     changes: list[Change]
     host_diffs: list[str] = field(default_factory=list)  # accepted with --other-host: shown with the table
+    libraries: list[LibraryChange] = field(default_factory=list)
+    shift_source: str = ""  # how the machine-wide shift was estimated, or why it was not
 
     def count(self, verdict: str) -> int:
         return sum(c.verdict == verdict for c in self.changes)
@@ -59,7 +81,7 @@ class Comparison:
         """0 nothing worse, 1 a case got slower, 2 a case that passed in the baseline failed."""
         if self.count(FAILED):
             return 2
-        return 1 if self.count(SLOWER) else 0
+        return 1 if self.count(SLOWER) or any(lib.verdict == SLOWER for lib in self.libraries) else 0
 
 
 def label(r: dict) -> str:
@@ -83,7 +105,20 @@ def _usable(r: dict) -> bool:
     return r["status"] == "ok" and r.get("check_passed") is not False
 
 
-def compare_case(base: dict | None, new: dict | None, threshold: float, alpha: float) -> Change:
+def units(r: dict) -> np.ndarray:
+    """A record's slice medians, one per (driver process, round); its samples where it has fewer
+    than two slices (an old record, one process and one round)."""
+    s = np.asarray(r.get("samples_ns") or [], float)
+    slices = list(zip(r.get("sample_process") or [], r.get("sample_round") or []))
+    if len(slices) != s.size or len(set(slices)) < 2:
+        return s
+    groups: dict[tuple, list[float]] = {}
+    for k, v in zip(slices, s):
+        groups.setdefault(k, []).append(v)
+    return np.array([np.median(g) for g in groups.values()])
+
+
+def compare_case(base: dict | None, new: dict | None, threshold: float, alpha: float, shift: float = 1.0) -> Change:
     lab = label(new or base)
     if base is None:
         return Change(lab, ADDED, None, new)
@@ -103,7 +138,7 @@ def compare_case(base: dict | None, new: dict | None, threshold: float, alpha: f
         d0, d1 = base["depth"], new["depth"]
         verdict = SAME if d1 == d0 else FAILED if d1 < d0 else FIXED
         return Change(lab, verdict, base, new, why=f"depth {d0} -> {d1}")
-    a, b = np.asarray(base["samples_ns"], float), np.asarray(new["samples_ns"], float)
+    a, b = units(base), units(new) / shift
     if a.size == 0 or b.size == 0:
         return Change(lab, SKIPPED, base, new, why="no samples")
     ratio = float(np.median(b) / np.median(a))
@@ -117,7 +152,7 @@ def compare_case(base: dict | None, new: dict | None, threshold: float, alpha: f
         verdict = SAME
     # The smallest two-sided p a rank test can give is 2 / C(n1 + n2, n1): with fewer samples nothing can be flagged.
     why = [] if 2 / math.comb(a.size + b.size, a.size) < alpha else \
-        [f"{a.size} vs {b.size} samples: too few for the rank test to reach p < {alpha:g}"]
+        [f"{a.size} vs {b.size} units: too few for the rank test to reach p < {alpha:g}"]
     why += [f"{side} run on a busy host" for side, r in (("base", base), ("new", new)) if contended(r)]
     return Change(lab, verdict, base, new, ratio, (lo, hi), p, "; ".join(why))
 
@@ -140,6 +175,59 @@ def compare(base_recs: list[dict], new_recs: list[dict], base_env: dict, new_env
         raise UserError(f"the runs have no case in common ({len(base)} in the baseline, {len(new)} in the new run): "
                         "the comparison would judge nothing",
                         "compare a run with one of the same suite (same library, scheme, parameters, op, policy, threads)")
-    changes = [compare_case(base.get(k), new.get(k), threshold, alpha)
+    shifts, source = machine_shift(base, new)
+    changes = [compare_case(base.get(k), new.get(k), threshold, alpha,
+                            shifts.get((new.get(k) or base[k])["library"], 1.0))
                for k in list(base) + [k for k in new if k not in base]]
-    return Comparison(changes, diffs)
+    return Comparison(changes, diffs, library_changes(changes, shifts, threshold, alpha), source)
+
+
+MIN_LIBRARY_CASES = 3  # a library's median ratio from fewer cases says little of the machine
+
+
+def _timed_pair(b: dict | None, n: dict | None) -> bool:
+    return b is not None and n is not None and _usable(b) and _usable(n) and "depth" not in n \
+        and bool(b.get("samples_ns")) and bool(n.get("samples_ns")) and (b.get("deviations") or {}) == (n.get("deviations") or {})
+
+
+def machine_shift(base: dict, new: dict) -> tuple[dict[str, float], str]:
+    """Per library, the machine-wide shift to remove from its cases: the median of the other
+    libraries' median log ratios (new / base). With one library only there is nothing to tell the
+    machine from the library by, and nothing is removed."""
+    by_lib: dict[str, list[float]] = {}
+    for k in base.keys() & new.keys():
+        if _timed_pair(base[k], new[k]):
+            ratio = float(np.median(new[k]["samples_ns"]) / np.median(base[k]["samples_ns"]))
+            by_lib.setdefault(new[k]["library"], []).append(math.log(ratio))
+    medians = {lib: float(np.median(v)) for lib, v in by_lib.items() if len(v) >= MIN_LIBRARY_CASES}
+    if len(medians) < 2:
+        return {}, ("not removed: one library only, so a machine-wide shift cannot be told from its own change"
+                    if by_lib else "")
+    shifts = {lib: math.exp(float(np.median([m for other, m in medians.items() if other != lib])))
+              for lib in by_lib}
+    return shifts, (f"removed: each library's cases divided by the median of the other libraries' median ratios "
+                    f"({', '.join(f'{lib} x{math.exp(m):.3f}' for lib, m in sorted(medians.items()))})")
+
+
+def _sign_p(k: int, n: int) -> float:
+    """Two-sided sign test: k of n cases above 1."""
+    tail = sum(math.comb(n, i) for i in range(0, min(k, n - k) + 1)) / 2 ** n
+    return min(1.0, 2 * tail)
+
+
+def library_changes(changes: list[Change], shifts: dict[str, float], threshold: float,
+                    alpha: float) -> list[LibraryChange]:
+    """Each library's corrected ratios together: slower (faster) when most cases moved one way (sign
+    test p < alpha) and their median moved beyond the threshold."""
+    by_lib: dict[str, list[float]] = {}
+    for c in changes:
+        if c.ratio is not None:
+            by_lib.setdefault(c.new["library"], []).append(c.ratio)
+    out = []
+    for lib, ratios in sorted(by_lib.items()):
+        r = np.asarray(ratios)
+        up, n = int((r > 1).sum()), int((r != 1).sum())
+        p, med = _sign_p(up, n) if n else 1.0, float(np.median(r))
+        verdict = SLOWER if p < alpha and med > 1 + threshold else FASTER if p < alpha and med < 1 - threshold else SAME
+        out.append(LibraryChange(lib, verdict, med, len(ratios), p, shifts.get(lib, 1.0)))
+    return out

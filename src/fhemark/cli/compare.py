@@ -37,9 +37,12 @@ def compare_cmd(base: str = typer.Argument(..., help="baseline: a name from `fhe
         fail(exc)
     print_comparison(result, base_id, new_id, console, all_cases)
     if json_out:
-        write_out(json_out, export_mod.strict_json([{"case": c.label, "verdict": c.verdict, "ratio": c.ratio,
-                                         "ratio_ci95": c.ratio_ci, "p_value": c.p_value, "why": c.why,
-                                         "base_median_ns": (c.base or {}).get("median_ns"),
-                                         "new_median_ns": (c.new or {}).get("median_ns"),
-                                         "job_key": (c.new or c.base)["job_key"]} for c in result.changes]), "--json")
+        write_out(json_out, export_mod.strict_json({
+            "cases": [{"case": c.label, "verdict": c.verdict, "ratio": c.ratio, "ratio_ci95": c.ratio_ci,
+                       "p_value": c.p_value, "why": c.why, "base_median_ns": (c.base or {}).get("median_ns"),
+                       "new_median_ns": (c.new or {}).get("median_ns"), "job_key": (c.new or c.base)["job_key"]}
+                      for c in result.changes],
+            "libraries": [{"library": lib.library, "verdict": lib.verdict, "ratio": lib.ratio, "cases": lib.cases,
+                           "p_value": lib.p_value, "shift": lib.shift} for lib in result.libraries],
+            "machine_shift": result.shift_source, "exit_status": result.exit_status}), "--json")
     raise typer.Exit(result.exit_status)

@@ -112,8 +112,8 @@ _VERDICT_STYLE = {"failed": "bold red", "slower": "red", "still failing": "yello
 def print_comparison(cmp: Comparison, base_id: str, new_id: str, console: Console, show_same: bool = False) -> None:
     """Changes first; unchanged and unmatched cases only on request (they are counted below the table)."""
     order = list(_VERDICT_STYLE)
-    t = RichTable(title=f"fhemark compare: {base_id} -> {new_id} (ratio = new / base median, 95% bootstrap CI; "
-                        "Mann-Whitney p)", title_justify="left")
+    t = RichTable(title=f"fhemark compare: {base_id} -> {new_id} (ratio = new / base median of the slice medians, "
+                        "the machine-wide shift removed; 95% bootstrap CI; Mann-Whitney p over slices)", title_justify="left")
     for col, just in (("case", "left"), ("base", "right"), ("new", "right"), ("ratio [95% CI]", "right"),
                       ("p", "right"), ("verdict", "left")):
         t.add_column(col, justify=just)
@@ -129,6 +129,13 @@ def print_comparison(cmp: Comparison, base_id: str, new_id: str, console: Consol
     counts = ", ".join(f"{cmp.count(v)} {v}" for v in order if cmp.count(v))
     gm = cmp.geomean
     console.print(f"{len(cmp.changes)} cases: {counts}" + (f"; geometric mean of ratios {gm:.3f}" if gm else ""))
+    if cmp.shift_source:
+        console.print(f"machine-wide shift {cmp.shift_source}", highlight=False, markup=False)
+    for lib in cmp.libraries:
+        style = _VERDICT_STYLE[lib.verdict]
+        verdict = f"[{style}]{lib.verdict}[/]" if style else lib.verdict
+        console.print(f"{escape(lib.library)}: median ratio {lib.ratio:.3f} over {lib.cases} cases (shift removed "
+                      f"x{lib.shift:.3f}), sign test p {lib.p_value:.2g}: {verdict}", highlight=False)
     for d in cmp.host_diffs:
         console.print(f"[yellow]different host (accepted with --other-host):[/] {d}")
 
