@@ -39,3 +39,53 @@ def test_docs_export_documents_exactly_the_records_fields():
     assert documented == set(FIELDS), (f"undocumented: {sorted(set(FIELDS) - documented)}; "
                                        f"documented, no field: {sorted(documented - set(FIELDS))}")
     assert Record.model_config["extra"] == "forbid"
+
+
+def _exported(tmp_path):
+    """A real store (a small run on SEAL: ok records with every nested field) exported both ways."""
+    import csv
+    import io
+    import json
+
+    from test_cli import SMALL, fhemark, write
+    db = tmp_path / "e.db"
+    assert fhemark("run", "--suite", write(tmp_path, SMALL), "--db", str(db), "--allow-insecure", "--report",
+                   str(tmp_path / "r"), cwd=tmp_path).returncode == 0
+    as_json = json.loads(fhemark("export", "--db", str(db)).stdout)
+    as_csv = list(csv.DictReader(io.StringIO(fhemark("export", "--db", str(db), "--format", "csv").stdout)))
+    return as_json, as_csv
+
+
+def test_csv_and_json_exports_carry_the_same_fields_and_values(tmp_path):
+    import json
+
+    from fhemark.store.export import CSV_COLUMNS
+    as_json, as_csv = _exported(tmp_path)
+    assert len(as_json) == len(as_csv) > 0 and list(as_csv[0]) == CSV_COLUMNS and set(CSV_COLUMNS) == set(FIELDS)
+    for j, c in zip(as_json, as_csv):
+        assert set(j) <= set(c), set(j) - set(c)  # nothing the JSON has is missing from the CSV
+        for field in FIELDS:
+            value, cell = j.get(field), c[field]
+            if value is None:
+                assert cell == "", (field, cell)
+            elif isinstance(value, (dict, list, bool)):
+                assert json.loads(cell) == value, field
+            elif isinstance(value, (int, float)):
+                assert float(cell) == value, field
+            else:
+                assert cell == value, field
+
+
+def test_every_export_validates_against_the_shipped_schema(tmp_path):
+    import json
+
+    import jsonschema
+
+    from fhemark.store.record import export_schema
+    shipped = json.loads((DOC.parent / "export.schema.json").read_text())
+    assert shipped == export_schema(), "stale: python -m fhemark.store.record > docs/export.schema.json"
+    as_json, _ = _exported(tmp_path)
+    jsonschema.validate(as_json, shipped)
+    assert all(r["format_version"] == 1 for r in as_json)
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate([{**as_json[0], "status": "crash"}], shipped)

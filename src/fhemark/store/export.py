@@ -8,20 +8,24 @@ import json
 import math
 from typing import Any
 
+from .record import FIELDS, FORMAT_VERSION
 from .sqlite import Store
 
-# CSV columns in order; nested values are written as JSON text.
-CSV_COLUMNS = ["run_id", "suite", "timestamp", "library", "library_version", "scheme", "op", "status",
-               "check_passed", "params", "security_bits", "security_table", "insecure", "params_match", "slots",
-               "threads", "iters", "median_ns", "ci95_ns", "mean_ns", "stdev_ns", "mad_ns", "min_ns", "max_ns",
-               "rel_ci_half_width", "stop_reason", "outliers", "noise_budget_bits", "precision_bits",
-               "ci_method", "processes", "copies", "deviations",
-               "sizes_bytes", "levels", "peak_rss_bytes", "driver_overhead_ns", "host_activity", "error", "notes", "samples_ns",
-               "env", "job_key"]
+# CSV columns: every field of the record; the first 43 in the order earlier versions wrote them
+# (readers by position keep working), the others after them in the record's order. Nested
+# values are written as JSON text.
+_EARLIER = ["run_id", "suite", "timestamp", "library", "library_version", "scheme", "op", "status",
+            "check_passed", "params", "security_bits", "security_table", "insecure", "params_match", "slots",
+            "threads", "iters", "median_ns", "ci95_ns", "mean_ns", "stdev_ns", "mad_ns", "min_ns", "max_ns",
+            "rel_ci_half_width", "stop_reason", "outliers", "noise_budget_bits", "precision_bits",
+            "ci_method", "processes", "copies", "deviations", "sizes_bytes", "levels", "peak_rss_bytes",
+            "driver_overhead_ns", "host_activity", "error", "notes", "samples_ns", "env", "job_key"]
+CSV_COLUMNS = _EARLIER + [f for f in FIELDS if f not in _EARLIER]
 
 
 def records(store: Store, run_id: str | None = None) -> list[dict]:
-    return list(store.records(run_id))
+    """The stored records, each stamped with the export's format_version."""
+    return [{**r, "format_version": FORMAT_VERSION} for r in store.records(run_id)]
 
 
 def finite(value: Any) -> Any:
@@ -50,5 +54,5 @@ def to_csv(recs: list[dict]) -> str:
     w.writeheader()
     for r in recs:
         r = finite(r)  # an empty cell, as for any missing value
-        w.writerow({k: strict_json(v, None) if isinstance(v, (dict, list)) else v for k, v in r.items()})
+        w.writerow({k: strict_json(v, None) if isinstance(v, (dict, list, bool)) else v for k, v in r.items()})
     return buf.getvalue()

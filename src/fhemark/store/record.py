@@ -109,9 +109,25 @@ class Record(BaseModel):
     throughput_peak_rss_bytes: Bytes = None
     throughput_cores: int | None = None
     throughput_method: str | None = None
+    # set by the export, never stored: the version of this contract the export follows
+    format_version: int | None = None
 
 
 FIELDS = tuple(Record.model_fields)
+# The export's version: a later version adds fields; renaming or removing one raises it.
+FORMAT_VERSION = 1
+
+
+def export_schema() -> dict:
+    """The JSON Schema of `fhemark export --format json`: an array of records (docs/export.schema.json)."""
+    item = Record.model_json_schema()
+    defs = item.pop("$defs", {})
+    schema = {"$schema": "https://json-schema.org/draft/2020-12/schema", "title": "fhemark export",
+              "description": "fhemark export --format json: one record per measurement (docs/export.md)",
+              "type": "array", "items": item}
+    if defs:
+        schema["$defs"] = defs
+    return schema
 
 
 def validated(record: dict[str, Any]) -> dict[str, Any]:
@@ -125,3 +141,8 @@ def validated(record: dict[str, Any]) -> dict[str, Any]:
         raise ValueError(f"record of job {record.get('job_key')} ({record.get('library')} {record.get('op')}) breaks "
                          f"the export contract (store/record.py): {where}: {e['msg']}") from None
     return record
+
+
+if __name__ == "__main__":  # python -m fhemark.store.record > docs/export.schema.json
+    import json
+    print(json.dumps(export_schema(), indent=1))
