@@ -268,3 +268,19 @@ def test_a_page_per_study_layout_is_written_and_linked_where_the_records_hold_it
     for slug in ("study1", "study2", "study3", "study4", "applications"):
         assert f"href='{slug}.html'" in page and (tmp_path / f"{slug}.html").exists()
     assert "Plotly.newPlot('f0'" in (tmp_path / "study1.html").read_text()
+
+
+def test_the_terminal_table_lists_operations_as_a_computation_runs_them():
+    """Keys, encode, encrypt, arithmetic, key switching, decrypt, decode: whatever order the jobs ran in."""
+    from rich.console import Console
+
+    from fhemark.report.text import print_results
+    ran = ["decode", "rotate_1", "keygen_relin", "add", "decrypt", "encrypt_pk", "mul_relin", "encode", "keygen_public"]
+    recs = [{"library": "seal", "scheme": "bfv", "op": op, "params": {"name": "c8192", "N": 8192}, "status": "ok",
+             "job_key": op, "median_ns": 1000.0, "rel_ci_half_width": 0.01} for op in ran]
+    console = Console(width=200, record=True, file=open("/dev/null", "w"))
+    print_results(recs, console)
+    text = console.export_text()
+    shown = sorted(ran, key=lambda op: text.index(f" {op} "))
+    assert shown == ["keygen_public", "keygen_relin", "encode", "encrypt_pk", "add", "mul_relin", "rotate_1",
+                     "decrypt", "decode"]

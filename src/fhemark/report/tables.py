@@ -102,6 +102,22 @@ def security_disagreements(recs: list[dict]) -> str:
     return "; ".join(f"security of {k}: {v} bits" for k, v in sorted(seen.items()))
 
 
+# Operations in the order a computation runs them: keys, encode, encrypt, arithmetic, key
+# switching (and what rides on it), decrypt, decode; then depth probes, pipelines, the rest.
+_KEY_SWITCHING = ("mul_relin", "square_relin", "relinearize", "rescale", "mod_switch", "key_switch", "rotate",
+                  "conjugate", "bootstrap")
+
+
+def op_order(op: str) -> tuple[int, int, str]:
+    base = op.split("/")[0].removesuffix("_into")
+    stage = (0 if base.startswith("keygen") else 1 if base.startswith("encode") else 2 if base.startswith("encrypt")
+             else 5 if base.startswith("decrypt") else 6 if base.startswith("decode")
+             else 4 if base.startswith(_KEY_SWITCHING)
+             else 3 if base in CATALOG and not base.startswith(("depth", "pipeline")) else 7)
+    order = list(CATALOG)
+    return stage, order.index(base) if base in order else len(order), op
+
+
 def params_name(rec: dict) -> str:
     p = rec["params"]
     return p.get("name") or f"N={p['N']}"
@@ -139,9 +155,8 @@ def op_tables(recs: list[dict]) -> list[Table]:
         col_of, row_of = params_name, (lambda r: (r["library"], r["scheme"], r.get("vector_length") or 0))
         cols = sorted({col_of(r) for r in recs}, key=lambda c: _col_sort(c, recs))
         head = "library / scheme"
-    order = list(CATALOG)
     tables = []
-    for op in sorted({r["op"] for r in recs}, key=lambda o: order.index(o) if o in order else len(order)):
+    for op in sorted({r["op"] for r in recs}, key=op_order):
         mine = [r for r in recs if r["op"] == op]
         rows, without, devs = [], set(), Deviations()
         for key in sorted({(*row_of(r), r.get("threads") or 1) for r in mine}):

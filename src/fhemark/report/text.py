@@ -10,7 +10,7 @@ from rich.markup import escape
 from rich.table import Table as RichTable
 
 from ..analyse.select import contended, latest
-from .tables import Deviations, ci_text, fmt_time, security_disagreements, throughput_text
+from .tables import Deviations, ci_text, fmt_time, op_order, security_disagreements, throughput_text
 
 if TYPE_CHECKING:
     from ..advise.advisor import Need, Proposal
@@ -76,7 +76,12 @@ def print_results(recs: list[dict], console: Console) -> None:
         key = (r["scheme"].upper(), p.get("name") or f"N={p['N']}", op) + ((str(r.get("threads") or 1),) if swept else ())
         rows.setdefault(key, {})[r["library"]] = r
     devs = Deviations()
-    for key, by_lib in rows.items():  # names are the user's text, not console markup
+
+    def row_order(item: tuple[tuple, dict]) -> tuple:
+        (scheme, params, op, *threads), by_lib = item
+        r = next(iter(by_lib.values()))
+        return scheme, r["params"].get("N") or 0, params, tuple(threads), op_order(r["op"]), op
+    for key, by_lib in sorted(rows.items(), key=row_order):  # names are the user's text, not console markup
         t.add_row(*map(escape, key), *[_cell(by_lib[lib], devs) if lib in by_lib else "" for lib in libs])
     console.print(t)
     for note in devs.lines():
