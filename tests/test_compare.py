@@ -121,6 +121,8 @@ def test_compare_two_real_runs(tmp_path):
     answer = json.loads((tmp_path / "v.json").read_text())
     verdicts = answer["cases"]
     assert answer["exit_status"] == out.returncode and [lib["library"] for lib in answer["libraries"]] == ["seal"]
+    assert answer["threshold"] == 0.02 and answer["alpha"] == 0.05 and answer["base_run"] != answer["new_run"]
+    assert {v["library"] for v in answer["cases"]} == {"seal"} and all(v["op"] in v["case"] for v in answer["cases"])
     assert len(verdicts) == 4 and all(v["verdict"] in ("same", "slower", "faster") for v in verdicts)
     assert all(v["ratio_ci95"][0] <= v["ratio"] <= v["ratio_ci95"][1] for v in verdicts)
     one_line_error(fhemark("compare", "nosuchrun", "--db", db), "nosuchrun", "fhemark runs")

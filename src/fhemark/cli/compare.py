@@ -38,7 +38,10 @@ def compare_cmd(base: str = typer.Argument(..., help="baseline: a name from `fhe
     print_comparison(result, base_id, new_id, console, all_cases)
     if json_out:
         write_out(json_out, export_mod.strict_json({
-            "cases": [{"case": c.label, "verdict": c.verdict, "ratio": c.ratio, "ratio_ci95": c.ratio_ci,
+            "base_run": base_id, "new_run": new_id, "threshold": threshold, "alpha": alpha,
+            "cases": [{"case": c.label, **{k: (c.new or c.base).get(k) for k in ("library", "scheme", "op", "vector_length")},
+                       "params": (c.new or c.base)["params"].get("name") or (c.new or c.base)["params"].get("N"),
+                       "verdict": c.verdict, "ratio": c.ratio, "ratio_ci95": c.ratio_ci,
                        "p_value": c.p_value, "why": c.why, "base_median_ns": (c.base or {}).get("median_ns"),
                        "new_median_ns": (c.new or {}).get("median_ns"), "job_key": (c.new or c.base)["job_key"]}
                       for c in result.changes],
