@@ -14,6 +14,9 @@ Faults, each happening while the driver runs OP (a primitive of the program it w
   notime     answers without the time of its timed region
   negative   answers a negative time
   zero       answers a time of 0 ns (what a driver that forgot to read its clock would send)
+  binary     writes bytes that are not UTF-8 on stdout (a line) and stderr (200 KB, more than a pipe
+             holds), then answers correctly
+  binerr     writes 200 KB of bytes that are not UTF-8 on stderr only, then answers correctly
   wrong_second  correct in the first process started, wrong (as `wrong`) in every later one: the
              processes claim the file named by FAULT_CLAIM (throughput mode's k processes)
 Special names: `start=crash` exits before reading anything; `caps=v1` answers capabilities as protocol v1;
@@ -33,6 +36,7 @@ OPS = ["encode", "decode", "encrypt_pk", "encrypt_sk", "decrypt", "add", "sub", 
        "relinearize", "negate"]
 FAULTS = dict(a.split("=", 1) for a in sys.argv[1:])
 COUNTS: dict[str, int] = {}  # how often each op ran in this process
+SETUPS: set[str] = set()     # the setups this process made
 
 
 def _later_process() -> bool:
@@ -91,6 +95,13 @@ def fault(op: str, req_id: int) -> str | None:
     if kind == "garbage":
         print("this is not json", flush=True)
         raise Stop
+    if kind in ("binary", "binerr") and COUNTS[op] == 1:
+        sys.stderr.buffer.write(b"\xff\xfe\xfa not utf-8 \x80\n" * 12000)
+        sys.stderr.flush()
+        if kind == "binary":
+            sys.stdout.buffer.write(b"\xff\xfe library noise \x80\n")
+            sys.stdout.flush()
+        return None
     if kind == "wrong_second":
         return "wrong" if LATER else None
     if kind == "partial":
@@ -161,11 +172,15 @@ def main() -> None:
                 send({"v": 2, "id": rid, "ok": False, "error": {"kind": "invalid_params", "message": "no such set"}})
                 continue
             p = req["params"]
+            SETUPS.add(req["setup_id"])
             send({"v": 2, "id": rid, "ok": True,
                   "result": {"effective": {"N": p["N"], "q_bits": p["q_bits"], "p_bits": p["p_bits"],
                                            "log_q": sum(p["q_bits"]), "log_qp": sum(p["q_bits"]) + sum(p["p_bits"]),
                                            "t": p["t"], "slots": p["N"]}}})
         elif kind == "run":
+            if req["setup_id"] not in SETUPS:  # as every real driver: a run needs its setup's keys
+                send({"v": 2, "id": rid, "ok": False, "error": {"kind": "internal", "message": "unknown setup_id"}})
+                continue
             try:
                 result = run(req)
             except Stop:

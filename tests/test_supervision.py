@@ -95,3 +95,58 @@ def test_ctrl_c_after_the_last_safe_point_is_not_lost():
             os.kill(os.getpid(), signal.SIGINT)
             time.sleep(0.05)  # the handler runs between bytecodes; nothing here checks `cancel`
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+def _fault_runner(monkeypatch, tmp_path, faults: list[str], ops: list[str], on_record=None):
+    m = Manifest("fault", HERE, (sys.executable, str(HERE / "fault_driver.py"), *faults), "nothing")
+    monkeypatch.setattr(run_mod, "manifests", lambda: {"fault": m})
+    monkeypatch.setattr(drivers_registry, "manifests", lambda: {"fault": m})
+    suite = Suite(name="f", policy={"warmup": 1, "min_samples": 3, "max_samples": 3, "timeout_s": 20},
+                  cases=[{"schemes": ["bfv"], "params": [{"N": 2048, "q_bits": [36, 36], "p_bits": [37], "t": T}],
+                          "ops": ops}])
+    store = Store(tmp_path / "f.db")
+    run_id = store.start_run("f", "h", True, {}, {})
+    runner = Runner(build(suite, ["fault"], allow_insecure=True), store, run_id, {"threads": 1},
+                    on_record=(lambda job, recs: on_record(runner, job)) if on_record else None)
+    t0 = time.monotonic()
+    runner.execute()
+    return {r["op"]: (r["status"], r["error"]) for r in store.records(run_id)}, time.monotonic() - t0
+
+
+def test_bytes_that_are_not_utf8_lose_at_most_the_job_in_flight(monkeypatch, tmp_path):
+    """Non-UTF-8 on stderr (more than a pipe holds) costs nothing; on stdout, it is a stray line:
+    the job in flight is lost, the driver restarted, the next job ok; no wait for the timeout."""
+    status, took = _fault_runner(monkeypatch, tmp_path, ["add=binerr", "sub=binary"], ["add", "sub", "mul"])
+    assert status["add"] == ("ok", None)
+    assert status["sub"][0] == "internal" and "not protocol v2" in status["sub"][1]
+    assert status["mul"] == ("ok", None) and took < 20
+
+
+def test_a_driver_killed_between_jobs_gets_its_setup_back(monkeypatch, tmp_path):
+    """Killed after the first job (an OOM killer, a user): the next job restarts it with its context
+    and keys, and is measured; it is never recorded as 'unknown setup_id'."""
+    killed = []
+
+    def kill_once(runner, job):
+        if not killed:
+            drv = next(iter(runner.drivers.values()))
+            os.kill(drv.proc.pid, signal.SIGKILL)
+            drv.proc.wait()
+            killed.append(job.op)
+    status, _ = _fault_runner(monkeypatch, tmp_path, [], ["add", "sub"], kill_once)
+    assert killed == ["add"] and status == {"add": ("ok", None), "sub": ("ok", None)}
+
+
+def test_a_driver_stopped_between_jobs_times_out_even_while_writing(tmp_path):
+    """SIGSTOP between two requests: the next request's write fills the pipe and would block for
+    good; it is bounded by the request's timeout, and the driver is killed."""
+    from fhemark.drivers.supervise import Driver
+    from fhemark.errors import DriverError
+    drv = Driver(FAKE)
+    drv.request("capabilities", timeout_s=30)
+    os.kill(drv.proc.pid, signal.SIGSTOP)
+    t0 = time.monotonic()
+    with pytest.raises(DriverError) as exc:
+        drv.request("setup", timeout_s=2, setup_id="s", scheme="bfv", params={"pad": [0] * 200_000})
+    assert exc.value.kind == "timeout" and "did not read" in exc.value.message
+    assert time.monotonic() - t0 < 10 and not drv.alive

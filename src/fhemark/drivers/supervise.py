@@ -83,9 +83,12 @@ class Driver:
         env.update(FHEMARK_THREADS=n, OMP_NUM_THREADS=n, RAYON_NUM_THREADS=n, PYTHONUNBUFFERED="1",
                    OPENBLAS_NUM_THREADS="1", MKL_NUM_THREADS="1")
         try:
+            # errors="replace": a library printing bytes that are not UTF-8 must neither kill the
+            # readers (a dead stderr reader let the pipe fill and blocked the driver until the
+            # timeout) nor the run; a stray line costs the job in flight, as any stray line does.
             self.proc = subprocess.Popen(list(self.manifest.command), cwd=self.manifest.folder, env=env,
                                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                         text=True, bufsize=1, start_new_session=True)
+                                         text=True, errors="replace", bufsize=1, start_new_session=True)
         except OSError as exc:
             raise DriverError("crashed", f"cannot start the {self.manifest.library} driver: {exc}")
         self.setups = set()
@@ -96,13 +99,20 @@ class Driver:
 
     @staticmethod
     def _pump(stream, q: queue.Queue) -> None:
-        for line in stream:
-            q.put(line)
-        q.put(None)
+        try:
+            for line in stream:
+                q.put(line)
+        except (OSError, ValueError):  # the pipe closed under the reader: the driver is gone
+            pass
+        finally:
+            q.put(None)
 
     def _drain(self, stream) -> None:
-        for line in stream:
-            self._stderr.append(line.rstrip())
+        try:
+            for line in stream:
+                self._stderr.append(line.rstrip())
+        except (OSError, ValueError):
+            pass
 
     @property
     def alive(self) -> bool:
@@ -149,12 +159,8 @@ class Driver:
         self.ensure()
         self._next_id += 1
         msg = REQUESTS[kind](id=self._next_id, **fields).model_dump(mode="json", exclude_none=True)
-        try:
-            self.proc.stdin.write(json.dumps(msg) + "\n")
-            self.proc.stdin.flush()
-        except (BrokenPipeError, OSError):
-            raise self._crashed()
         deadline = time.monotonic() + timeout_s
+        self._send(json.dumps(msg) + "\n", kind, timeout_s, deadline)
         while True:
             try:
                 line = self._lines.get(timeout=_POLL_S)
@@ -178,6 +184,32 @@ class Driver:
                     raise DriverError("out_of_memory", f"{self.manifest.library} driver used {rss // 1024} MB, over "
                                                        f"the {memory_limit_mb} MB limit; raise policy.memory_limit_mb "
                                                        f"or use smaller parameters")
+
+    def _send(self, text: str, kind: str, timeout_s: float, deadline: float) -> None:
+        """Write a request, bounded like the wait for its answer: a driver that stopped reading
+        (stopped, stuck) fills the pipe, and the write would block for good."""
+        failed: list[BaseException] = []
+
+        def write() -> None:
+            try:
+                self.proc.stdin.write(text)
+                self.proc.stdin.flush()
+            except (OSError, ValueError) as exc:  # ValueError: the pipe was closed by a kill
+                failed.append(exc)
+        writer = threading.Thread(target=write, daemon=True)
+        writer.start()
+        while writer.is_alive():
+            writer.join(_POLL_S)
+            if self.cancel is not None and self.cancel.is_set():
+                self.kill()
+                raise KeyboardInterrupt
+            if time.monotonic() > deadline and writer.is_alive():
+                self.kill()  # closes the pipe: the blocked write ends
+                writer.join(1.0)
+                raise DriverError("timeout", f"{self.manifest.library} driver did not read the '{kind}' request "
+                                             f"within {timeout_s:g} s (stopped or stuck; restarted)")
+        if failed:
+            raise self._crashed()
 
     def _reply(self, kind: str, line: str) -> dict:
         # A stray line or a reply to another request desynchronises the exchange: every later

@@ -179,7 +179,7 @@ class Runner:
             if isinstance(prep, DriverError):
                 raise prep
             drv = self.driver(job.library, job.threads)
-            if prep.setup_id not in drv.setups:  # the driver was restarted after a failure
+            if not drv.alive or prep.setup_id not in drv.setups:  # restarted after a failure, or died between jobs
                 self._reprepare(prep)
             if op.chain:
                 probe_depth(self.driver(job.library, job.threads), job, op, prep, outcome,
