@@ -79,8 +79,7 @@ from concrete.compiler import Value as RawValue  # noqa: E402
 from concrete.fhe.compilation.configuration import SecurityLevel  # noqa: E402  (not re-exported by fhe)
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "python_shared"))
-from jsonl_driver import (PROTOCOL, Failure, overhead_ns, resolve, run_samples, serve,  # noqa: E402
-                          time_region, vec_in)
+from jsonl_driver import PROTOCOL, Failure, run_samples, serve  # noqa: E402
 
 DRIVER_VERSION = "0.2.0"
 CONCRETE_VERSION = metadata.version("concrete-python")
@@ -362,14 +361,11 @@ class Setup:
 
 # -- programs -------------------------------------------------------------------------------------
 
-class Prepared:
-    """One step made ready: the library calls to time (one per array element) and the untimed step
-    that turns their results into the step's value."""
-
-    __slots__ = ("calls", "post")
-
-    def __init__(self, calls: list, post):
-        self.calls, self.post = calls, post
+def prepared(calls: list, post) -> tuple:
+    """One step made ready, as the shared step walk takes it: the library calls to time (one per
+    array element), made one after the other, and the untimed step that turns their results into
+    the step's value."""
+    return (lambda: [c() for c in calls]), post
 
 
 def key_of(s: Setup, vals: dict, attrs: dict, what: str) -> KeySet:
@@ -403,24 +399,24 @@ def plain_input(s: Setup, vals: dict, name: str, what: str) -> list[int]:
     return out
 
 
-def prepare(s: Setup, op: str, args: list, attrs: dict, vals: dict) -> Prepared:
+def prepare(s: Setup, op: str, args: list, attrs: dict, vals: dict) -> tuple:
     if op not in OPS:
         raise Failure("unsupported", f"Concrete driver has no '{op}' for {SCHEME}")
     if op == "keygen":
         comp = s.comp
         keys = KeySet.fresh(comp)
-        return Prepared([lambda: keys.generate(force=True)], lambda outs: KeySet(comp, keys))
+        return prepared([lambda: keys.generate(force=True)], lambda outs: KeySet(comp, keys))
     ks = key_of(s, vals, attrs, op)
     if op == "encrypt_sk":
         circuit = ks.client["add"]
         raws = [RawValue(s.chunks_of(v)) for v in plain_input(s, vals, args[0], op)]
-        return Prepared([lambda r=r: circuit.prepare_input(r, 0) for r in raws], lambda outs: Cts(outs, "add", ks))
+        return prepared([lambda r=r: circuit.prepare_input(r, 0) for r in raws], lambda outs: Cts(outs, "add", ks))
     if op == "decrypt":
         x = operand(vals, args[0], op)
         circuit = ks.client[x.fn]
         post = ((lambda outs: np.array([s.join(o.to_py_val()) for o in outs], dtype=np.uint64)) if x.fn in INT_VALUED
                 else (lambda outs: np.array([int(o.to_py_val()) for o in outs], dtype=np.uint64)))
-        return Prepared([lambda v=v: circuit.process_output(v, 0) for v in x.values], post)
+        return prepared([lambda v=v: circuit.process_output(v, 0) for v in x.values], post)
     fn = FUNCS[op]
     if len(args) != 2:
         raise Failure("internal", f"{op}: takes two ciphertext arrays, got {len(args)} arguments")
@@ -431,33 +427,8 @@ def prepare(s: Setup, op: str, args: list, attrs: dict, vals: dict) -> Prepared:
         raise Failure("unsupported", f"{op}: an operand is an encrypted comparison bit; the driver's integer "
                                      f"functions take integers only")
     circuit, server_keys = s.comp.circuits[fn], ks.server_keys
-    return Prepared([lambda x=x, y=y: circuit.call([x, y], server_keys) for x, y in zip(a.values, b.values)],
+    return prepared([lambda x=x, y=y: circuit.call([x, y], server_keys) for x, y in zip(a.values, b.values)],
                     lambda outs: Cts([o[0] for o in outs], fn, ks))
-
-
-def run_sample(s: Setup, program: dict, regions: dict, sample: dict) -> tuple[dict, dict, dict]:
-    vals: dict = {name: vec_in(v) for name, v in sample["inputs"].items()}
-    vals.update(sk=s.std)
-    scalars = sample.get("scalars", {})
-    steps = program["steps"]
-    ns: dict[str, int] = {}
-    cpu: dict[str, int] = {}
-    i = 0
-    while i < len(steps):
-        name, names = regions.get(steps[i]["out"], (None, [steps[i]["out"]]))
-        batch = steps[i: i + len(names)]
-        prepared = [prepare(s, b["op"], b.get("args", []), resolve(b.get("attrs", {}), scalars), vals) for b in batch]
-        calls = [c for p in prepared for c in p.calls]
-        if name is None:
-            outs = [c() for c in calls]
-        else:
-            outs, ns[name], cpu[name] = time_region(calls)
-        at = 0
-        for b, p in zip(batch, prepared):
-            vals[b["out"]] = p.post(outs[at: at + len(p.calls)])
-            at += len(p.calls)
-        i += len(names)
-    return vals, ns, cpu
 
 
 def vec_out_u64(a: np.ndarray) -> dict:
@@ -478,8 +449,11 @@ def _output(vals: dict, name: str) -> dict:
     return vec_out_u64(vals[name])
 
 
-def handle_run(setups: dict, req: dict) -> dict:
-    s, program, samples, vals = run_samples(setups, req, run_sample, _output)
+def handle_run(s: Setup, req: dict) -> dict:
+    program = req["program"]
+    result, vals = run_samples(program, req["samples"],
+                               lambda st, attrs, env: prepare(s, st["op"], st.get("args", []), attrs, env),
+                               _output, dict(sk=s.std))
     sizes = {n: size_of(vals.get(n)) for n in program.get("sizes", [])}
     notes = [s.note()]
     used = {st["op"] for st in program["steps"]} & set(FUNCS)
@@ -489,8 +463,8 @@ def handle_run(setups: dict, req: dict) -> dict:
                      f"{CHUNK_BITS} bits: {f['pbs']} table lookups (programmable bootstraps)")
     if program.get("noise") or program.get("levels"):
         notes.append(NOT_APPLICABLE)
-    return {"samples": samples, "overhead_ns": overhead_ns(),
-            "sizes_bytes": {n: v for n, v in sizes.items() if v is not None}, "notes": notes}
+    result.update(sizes_bytes={n: v for n, v in sizes.items() if v is not None}, notes=notes)
+    return result
 
 
 def openmp_threads() -> tuple[list[str], int | None]:

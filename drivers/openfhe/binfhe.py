@@ -12,26 +12,20 @@ same context replaces it), so the key value owns that context, nothing else call
 and every op with {"key": k} encrypts, evaluates and decrypts through k's context: a gate after
 `keygen` bootstraps with exactly the key that was timed.
 
-driver.py calls `bind(...)` once with its shared helpers (read_run, run_steps: the timed regions),
-then `setup` and `run`.
+The driver's setup and run handlers call `setup` and `run` for this scheme.
 """
 import json
 import math
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 
 import numpy as np
+import openfhe as ofhe
 
-ofhe = None
-DriverError = None
-read_run = None
-read_sample = None
-run_steps = None
-measure_overhead = None
-step_attr = None
-log = None
+from jsonl_driver import Failure, run_samples, vec_out
 
 # preset name -> (BINFHE_PARAMSET name, BINFHE_METHOD name, log2 p_fail or None)
 # p_fail: the comment next to the set in OpenFHE's binfhe-constants.h
@@ -55,10 +49,6 @@ OPS = ["keygen", "encrypt_sk", "decrypt", "and", "or", "xor", "nand", "nor", "xn
        "netlist"]
 GATES2 = ("and", "or", "xor", "nand", "nor", "xnor")
 MAX_WIRE = 1 << 26
-
-
-def bind(**kw):
-    globals().update(kw)
 
 
 def limits():
@@ -91,7 +81,7 @@ def serialized_size(obj):
             return None
         return int(out.split()[0])
     except Exception as e:  # pragma: no cover
-        log("binfhe size measurement failed:", e)
+        print("[openfhe-driver] binfhe size measurement failed:", e, file=sys.stderr, flush=True)
         return None
     finally:
         shutil.rmtree(d, ignore_errors=True)
@@ -138,7 +128,15 @@ class Bits:
 
 
 class BoolSetup:
+    """A preset's context with its secret and bootstrapping keys (`key`), kept for later runs."""
+
     scheme = "tfhe_bool"
+
+    def effective(self, params):
+        return self.eff
+
+    def sizes(self):
+        return self.size_table
 
 
 def _new_context(s):
@@ -147,27 +145,26 @@ def _new_context(s):
     return cc
 
 
-def setup(req):
-    params = req.get("params") or {}
+def setup(params):
     asked = params.get("preset") or "default"
     name = ALIASES.get(asked, asked)
     if name not in PRESETS:
-        raise DriverError("invalid_params", "unknown tfhe_bool preset %r (known: %s)"
-                          % (asked, ", ".join(["default"] + sorted(PRESETS))))
+        raise Failure("invalid_params", "unknown tfhe_bool preset %r (known: %s)"
+                      % (asked, ", ".join(["default"] + sorted(PRESETS))))
     paramset, method, p_fail = PRESETS[name]
     s = BoolSetup()
     s.preset, s.paramset, s.method = name, paramset, method
     try:
         cc = _new_context(s)
     except Exception as e:
-        raise DriverError("invalid_params", "OpenFHE: %s" % str(e).replace("\n", " "))
+        raise Failure("invalid_params", "OpenFHE: %s" % str(e).replace("\n", " "))
     sk = cc.KeyGen()
     cc.BTKeyGen(sk)
     s.cc = cc
     s.key = BoolKey(cc, sk)
     facts = _context_facts(cc)
     n, N, q, Q = int(cc.Getn()), int(cc.GetN()), int(cc.Getq()), int(cc.GetQ())
-    s.effective = {
+    s.eff = {
         "preset": name, "preset_requested": asked,
         "openfhe_paramset": paramset, "method": method,
         "lwe_dimension": n, "n": n, "polynomial_size": N, "ring_dim": N, "glwe_dimension": 1,
@@ -181,18 +178,16 @@ def setup(req):
         "security_bits_target": 128,
         "slots": 1,
     }
-    ct = cc.Encrypt(sk, 1)
     sizes = {
         "client_key": serialized_size(sk),
         "server_key": serialized_size(cc.GetBTKey()),
-        "ciphertext": serialized_size(ct),
+        "ciphertext": serialized_size(cc.Encrypt(sk, 1)),
     }
-    sizes = {k: v for k, v in sizes.items() if v is not None}
-    s.sizes = sizes
-    notes = ["sizes: OpenFHE SerializeToFile(..., BINARY) lengths (cereal, no compression); server_key is "
-             "the RingGSWBTKey (refreshing key + key-switching key); OpenFHE has no compressed variants",
-             "threads: OpenMP is used inside BTKeyGen; gates run one after another (the binding holds the GIL)"]
-    return s, {"effective": s.effective, "sizes_bytes": sizes, "notes": notes}
+    s.size_table = {k: v for k, v in sizes.items() if v is not None}
+    s.setup_notes = ["sizes: OpenFHE SerializeToFile(..., BINARY) lengths (cereal, no compression); server_key is "
+                     "the RingGSWBTKey (refreshing key + key-switching key); OpenFHE has no compressed variants",
+                     "threads: OpenMP is used inside BTKeyGen; gates run one after another (the binding holds the GIL)"]
+    return s
 
 
 # --------------------------------------------------------------------------
@@ -200,48 +195,48 @@ def setup(req):
 
 def parse_netlist(nl):
     if not isinstance(nl, dict):
-        raise DriverError("internal", "netlist must be an object")
+        raise Failure("internal", "netlist must be an object")
     try:
         n_in = int(nl["n_inputs"])
         gates = nl["gates"]
         outs = [int(o) for o in nl["outputs"]]
     except (KeyError, TypeError, ValueError) as e:
-        raise DriverError("internal", "netlist needs n_inputs, gates, outputs (%s)" % e)
+        raise Failure("internal", "netlist needs n_inputs, gates, outputs (%s)" % e)
     if n_in < 0 or n_in > MAX_WIRE:
-        raise DriverError("internal", "netlist n_inputs out of range")
+        raise Failure("internal", "netlist n_inputs out of range")
     defined = set(range(n_in))
     prog = []
     arity = {"not": 1, "mux": 3}
     for gi, g in enumerate(gates):
         if not isinstance(g, list) or len(g) < 2 or not isinstance(g[0], str):
-            raise DriverError("internal", "netlist gate %d is not [name, out, args...]" % gi)
+            raise Failure("internal", "netlist gate %d is not [name, out, args...]" % gi)
         name = g[0]
         try:
             out = int(g[1])
             args = [int(a) for a in g[2:]]
         except (TypeError, ValueError):
-            raise DriverError("internal", "netlist gate %d has non-integer wires" % gi)
+            raise Failure("internal", "netlist gate %d has non-integer wires" % gi)
         if not 0 <= out <= MAX_WIRE:
-            raise DriverError("internal", "netlist gate %d: wire %d out of range 0..2^26" % (gi, out))
+            raise Failure("internal", "netlist gate %d: wire %d out of range 0..2^26" % (gi, out))
         if out in defined:
-            raise DriverError("internal", "netlist gate %d writes wire %d twice" % (gi, out))
+            raise Failure("internal", "netlist gate %d writes wire %d twice" % (gi, out))
         if name == "const":
             if len(args) != 1 or args[0] not in (0, 1):
-                raise DriverError("internal", "netlist gate %d: const takes one value 0|1" % gi)
+                raise Failure("internal", "netlist gate %d: const takes one value 0|1" % gi)
         elif name in GATES2 or name in arity:
             need = arity.get(name, 2)
             if len(args) != need:
-                raise DriverError("internal", "netlist gate %d: %s takes %d wires" % (gi, name, need))
+                raise Failure("internal", "netlist gate %d: %s takes %d wires" % (gi, name, need))
             for a in args:
                 if a not in defined:
-                    raise DriverError("internal", "netlist gate %d reads wire %d before it is written" % (gi, a))
+                    raise Failure("internal", "netlist gate %d reads wire %d before it is written" % (gi, a))
         else:
-            raise DriverError("internal", "netlist gate %d: unknown gate %r" % (gi, name))
+            raise Failure("internal", "netlist gate %d: unknown gate %r" % (gi, name))
         defined.add(out)
         prog.append((name, out, args))
     for o in outs:
         if o not in defined:
-            raise DriverError("internal", "netlist output wire %d is never written" % o)
+            raise Failure("internal", "netlist output wire %d is never written" % o)
     # last reader of every wire, so that wires can be freed early
     last = {}
     for i, (name, out, args) in enumerate(prog):
@@ -260,7 +255,7 @@ def netlist_thunk(key, bits, parsed):
     """The whole circuit as one closure (the timed region). The const wires (EvalConstant,
     noiseless trivial ciphertexts) are made here, before the region."""
     if len(bits.cts) != parsed["n_inputs"]:
-        raise DriverError("internal", "netlist wants %d input bits, got %d" % (parsed["n_inputs"], len(bits.cts)))
+        raise Failure("internal", "netlist wants %d input bits, got %d" % (parsed["n_inputs"], len(bits.cts)))
     cc = key.cc
     ge = _gate_enum()
     ops = []
@@ -300,50 +295,44 @@ def netlist_thunk(key, bits, parsed):
 # programs
 
 class BoolProgram:
-    def __init__(self, s, notes):
+    """A run's steps as prepared calls: prepare(step, attrs, env) -> (thunk, wrap): thunk is the timed
+    call, wrap builds the value."""
+
+    def __init__(self, s):
         self.s = s
-        self.notes = notes
+        self.notes = []
         self.literal_netlists = {}
 
     def note(self, t):
         if t not in self.notes:
             self.notes.append(t)
 
-    def val(self, env, name):
-        if name in env:
-            return env[name]
-        if name in ("sk", "key"):
-            return self.s.key
-        raise DriverError("internal", "unknown value %r" % name)
+    @staticmethod
+    def val(env, name):
+        if name not in env:
+            raise Failure("internal", "unknown value %r" % name)
+        return env[name]
 
-    def attr(self, st, k, scalars, default=None):
-        return step_attr(st, k, scalars, default)
-
-    def key_for(self, env, st, scalars, args):
-        name = (st.get("attrs") or {}).get("key")
+    def key_for(self, env, attrs, args):
+        name = attrs.get("key")
         if name is not None:
-            if isinstance(name, str) and name.startswith("$"):
-                name = self.attr(st, "key", scalars)
             k = self.val(env, name)
             if not isinstance(k, BoolKey):
-                raise DriverError("internal", "%r is not a key" % name)
+                raise Failure("internal", "%r is not a key" % name)
             return k
         for a in args:  # the key the argument was encrypted under
             if isinstance(a, Bits):
                 return a.key
         return self.s.key
 
-    def prepare(self, st, env, scalars):
-        """-> (thunk, wrap): thunk is the timed call, wrap builds the value."""
-        op = st.get("op")
+    def prepare(self, st, attrs, env):
+        op = st["op"]
         args = [self.val(env, a) for a in st.get("args") or []]
-        if op not in OPS:
-            raise DriverError("unsupported", "OpenFHE tfhe_bool has no op %r" % op)
         s = self.s
 
         def need(n):
             if len(args) != n:
-                raise DriverError("internal", "%s takes %d args" % (op, n))
+                raise Failure("internal", "%s takes %d args" % (op, n))
 
         if op == "keygen":
             need(0)
@@ -357,16 +346,16 @@ class BoolProgram:
                       "outside the timed region); the value holds the secret key and that context, whose "
                       "bootstrapping key every op with {\"key\": ...} uses")
             return gen, (lambda sk: BoolKey(kcc, sk))
-        key = self.key_for(env, st, scalars, args)
+        key = self.key_for(env, attrs, args)
         cc = key.cc
         if op == "encrypt_sk":
             need(1)
             v = np.asarray(args[0])
             if v.dtype.kind not in "iu":
-                raise DriverError("internal", "tfhe_bool encrypts integer vectors of bits")
+                raise Failure("internal", "tfhe_bool encrypts integer vectors of bits")
             bad = [int(x) for x in v if int(x) not in (0, 1)]
             if bad:
-                raise DriverError("internal", "tfhe_bool input value %d is not a bit" % bad[0])
+                raise Failure("internal", "tfhe_bool input value %d is not a bit" % bad[0])
             bits = [int(x) for x in v]
             sk, enc = key.sk, cc.Encrypt
             return (lambda: [enc(sk, b) for b in bits]), (lambda cts: Bits(cts, key))
@@ -407,7 +396,7 @@ class BoolProgram:
             a = self._bits(args[0], op)
             raw = (st.get("attrs") or {}).get("netlist")
             if isinstance(raw, str) and raw.startswith("$"):
-                parsed = parse_netlist(self.attr(st, "netlist", scalars))
+                parsed = parse_netlist(attrs.get("netlist"))
             else:
                 sid = id(st)
                 if sid not in self.literal_netlists:
@@ -417,18 +406,18 @@ class BoolProgram:
                       "const wires are OpenFHE EvalConstant (noiseless, made before the timed region); "
                       "wires are freed after their last reader")
             return netlist_thunk(key, a, parsed), (lambda cts: Bits(cts, key))
-        raise DriverError("unsupported", "op %r" % op)
+        raise Failure("unsupported", "op %r" % op)
 
     @staticmethod
     def _bits(v, op):
         if not isinstance(v, Bits):
-            raise DriverError("internal", "%s needs an encrypted bit array" % op)
+            raise Failure("internal", "%s needs an encrypted bit array" % op)
         return v
 
     @staticmethod
     def _same_len(a, b):
         if len(a.cts) != len(b.cts):
-            raise DriverError("internal", "arrays of different lengths (%d, %d)" % (len(a.cts), len(b.cts)))
+            raise Failure("internal", "arrays of different lengths (%d, %d)" % (len(a.cts), len(b.cts)))
 
     def _indep(self, x, y, cc):
         """OpenFHE refuses a gate whose two inputs are the same ciphertext: copy y
@@ -450,35 +439,20 @@ def value_size(v):
     return None
 
 
-def run(req, s, vec_encode):
-    program, steps, regions, outputs, samples = read_run(req, OPS, "tfhe_bool")
-    notes = []
-    prog = BoolProgram(s, notes)
-    results = []
-    env = {}
-    for sample in samples:
-        env, scalars = read_sample(sample)
-        ns, cpu = run_steps(steps, regions, lambda st, env=env, scalars=scalars: prog.prepare(st, env, scalars), env)
-        out = {}
-        for o in outputs:
-            if o not in env:
-                raise DriverError("internal", "output %r was not produced" % o)
-            v = env[o]
-            if not isinstance(v, np.ndarray):
-                raise DriverError("internal", "output %r is not a decrypted vector" % o)
-            out[o] = vec_encode(v.astype(np.uint64), "u64")
-        results.append({"ns": ns, "cpu_ns": cpu, "outputs": out})
-    result = {"samples": results, "overhead_ns": measure_overhead()}
+def run(s, program, samples):
+    """A run request's samples on a tfhe_bool setup (its ops already checked by the driver)."""
+    prog = BoolProgram(s)
+
+    def output(env, o):
+        if not isinstance(env[o], np.ndarray):
+            raise Failure("internal", "output %r is not a decrypted vector" % o)
+        return vec_out(env[o].astype(np.uint64))
+    result, env = run_samples(program, samples, prog.prepare, output, {"sk": s.key, "key": s.key})
     if program.get("sizes"):
-        sz = {}
-        for name in program["sizes"]:
-            v = env.get(name) if name in env else (s.key if name in ("sk", "key") else None)
-            size = value_size(v)
-            if size is not None:
-                sz[name] = size
-        result["sizes_bytes"] = sz
+        sizes = {name: value_size(env.get(name)) for name in program["sizes"]}
+        result["sizes_bytes"] = {name: v for name, v in sizes.items() if v is not None}
     if program.get("noise") or program.get("levels"):
-        notes.append("noise and levels do not apply to tfhe_bool (every gate bootstraps): omitted")
-    if notes:
-        result["notes"] = notes
+        prog.notes.append("noise and levels do not apply to tfhe_bool (every gate bootstraps): omitted")
+    if prog.notes:
+        result["notes"] = prog.notes
     return result

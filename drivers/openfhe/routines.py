@@ -2,10 +2,10 @@
 "Library routines"): inner_sum, inner_product, linear_transform, poly_eval.
 
 Each routine is prepared like a primitive (driver.Program.prepare): everything that is not the
-routine's own work happens here, before the timed region: reading attrs (`$name` strings inside
-list attrs included), making keys the setup lacks (kept for the setup, said in notes), pre-rotating
-and encoding the diagonals of a linear transformation. What comes back is the call that the timed
-region brackets.
+routine's own work happens here, before the timed region: checking attrs (the shared step walk
+has read their `$name` strings, list items included), making keys the setup lacks (kept for the
+setup, said in notes), pre-rotating and encoding the diagonals of a linear transformation. What
+comes back is the call that the timed region brackets.
 
 - inner_sum: CryptoContext::EvalSum(ct, n). OpenFHE 1.6.1 folds with a radix (PARTIAL_SUM_RADIX,
   fixed when the library is built; 4 in the PyPI wheel): level s adds the rotations by s, 2s, ...,
@@ -31,14 +31,9 @@ region brackets.
 from functools import partial
 
 import numpy as np
+import openfhe as ofhe
 
-ofhe = None
-DriverError = None
-
-
-def bind(**kw):
-    globals().update(kw)
-
+from jsonl_driver import Failure
 
 NAMES = ("inner_sum", "inner_product", "linear_transform", "poly_eval")
 OPS = {
@@ -60,25 +55,15 @@ DEVIATIONS = {
 }
 
 
-def list_attr(step, key, scalars):
-    """A list attr whose items may be `$name` strings, each read from the sample's scalars."""
-    a = (step.get("attrs") or {}).get(key)
-    if isinstance(a, str) and a.startswith("$"):
-        if a[1:] not in scalars:
-            raise DriverError("internal", "scalar %r missing from sample" % a)
-        a = scalars[a[1:]]
+def list_attr(attrs, op, key):
+    """A list attr of numbers (its `$name` items already read from the sample's scalars)."""
+    a = attrs.get(key)
     if not isinstance(a, list):
-        raise DriverError("internal", "%s needs attr %s, a list" % (step["op"], key))
-    out = []
+        raise Failure("internal", "%s needs attr %s, a list" % (op, key))
     for x in a:
-        if isinstance(x, str) and x.startswith("$"):
-            if x[1:] not in scalars:
-                raise DriverError("internal", "scalar %r missing from sample" % x)
-            x = scalars[x[1:]]
         if isinstance(x, bool) or not isinstance(x, (int, float)):
-            raise DriverError("internal", "%s: attr %s holds %r, not a number" % (step["op"], key, x))
-        out.append(x)
-    return out
+            raise Failure("internal", "%s: attr %s holds %r, not a number" % (op, key, x))
+    return a
 
 
 # --------------------------------------------------------------------------
@@ -198,24 +183,24 @@ def ensure_rotation_keys(prog, op, steps):
 
 def _ct(args, names, i, op):
     if not isinstance(args[i], ofhe.Ciphertext):
-        raise DriverError("internal", "%s: %r is not a ciphertext" % (op, names[i]))
+        raise Failure("internal", "%s: %r is not a ciphertext" % (op, names[i]))
     return args[i]
 
 
 def _same_key(prog, op, *cts):
     for c in cts:
         if c.GetKeyTag() != prog.s.sk.tag:
-            raise DriverError("internal", "%s uses the setup's keys: its ciphertexts must be under the setup's "
-                                          "secret key" % op)
+            raise Failure("internal", "%s uses the setup's keys: its ciphertexts must be under the setup's "
+                                      "secret key" % op)
 
 
-def _window(prog, step, scalars, op):
-    n = prog.attr(step, "n", scalars)
+def _window(prog, attrs, op):
+    n = attrs.get("n")
     if isinstance(n, bool) or not isinstance(n, int):
-        raise DriverError("internal", "%s needs attr n, an int" % op)
+        raise Failure("internal", "%s needs attr n, an int" % op)
     row = prog.s.N // 2 if prog.s.scheme in ("bfv", "bgv") else prog.s.slots
     if n < 1 or n & (n - 1) or n > row:
-        raise DriverError("internal", "%s: n=%d must be a power of two at most the row length %d" % (op, n, row))
+        raise Failure("internal", "%s: n=%d must be a power of two at most the row length %d" % (op, n, row))
     return n
 
 
@@ -243,24 +228,24 @@ def poly_levels(deg):
     return _PS_DEPTH[-1][1] + (deg.bit_length() - _PS_DEPTH[-1][0].bit_length())
 
 
-def prepare(prog, op, step, env, scalars, args, names, towers):
+def prepare(prog, op, attrs, args, names, towers):
     """One routine step -> (call, wrap, towers), like Program.prepare."""
     s, cc = prog.s, prog.cc
     if op == "inner_sum":
         if len(args) != 1:
-            raise DriverError("internal", "inner_sum takes 1 arg")
+            raise Failure("internal", "inner_sum takes 1 arg")
         ct = _ct(args, names, 0, op)
         _same_key(prog, op, ct)
-        n = _window(prog, step, scalars, op)
+        n = _window(prog, attrs, op)
         ensure_sum_keys(prog, op, n)
         prog.note("inner_sum: EvalSum(ct, n)")
         return partial(cc.EvalSum, ct, n), None, towers
     if op == "inner_product":
         if len(args) != 2:
-            raise DriverError("internal", "inner_product takes 2 args")
+            raise Failure("internal", "inner_product takes 2 args")
         a, b = _ct(args, names, 0, op), _ct(args, names, 1, op)
         _same_key(prog, op, a, b)
-        n = _window(prog, step, scalars, op)
+        n = _window(prog, attrs, op)
         prog.install_relin(s.rlk)  # EvalInnerProduct relinearizes with the installed key of the tag
         ensure_sum_keys(prog, op, n)
         prog.note("inner_product: EvalInnerProduct(ct1, ct2, n): EvalMult (relinearized%s), then EvalSum"
@@ -268,14 +253,14 @@ def prepare(prog, op, step, env, scalars, args, names, towers):
                      else ""))
         return partial(cc.EvalInnerProduct, a, b, n), None, towers
     if op == "linear_transform":
-        return prepare_linear(prog, step, scalars, args, names, towers)
+        return prepare_linear(prog, attrs, args, names, towers)
     if op == "poly_eval":
         if len(args) != 1:
-            raise DriverError("internal", "poly_eval takes 1 arg")
+            raise Failure("internal", "poly_eval takes 1 arg")
         ct = _ct(args, names, 0, op)
-        coeffs = [float(c) for c in list_attr(step, "coeffs", scalars)]
+        coeffs = [float(c) for c in list_attr(attrs, op, "coeffs")]
         if len(coeffs) < 2 or coeffs[-1] == 0.0:
-            raise DriverError("internal", "poly_eval: coeffs needs degree >= 1 and a nonzero highest coefficient")
+            raise Failure("internal", "poly_eval: coeffs needs degree >= 1 and a nonzero highest coefficient")
         deg = len(coeffs) - 1
         lvl_in = int(ct.GetLevel())
 
@@ -289,31 +274,31 @@ def prepare(prog, op, step, env, scalars, args, names, towers):
         need = poly_levels(deg)
         left = s.L - lvl_in
         if not getattr(s, "boot", False) and need > left:  # FIXEDMANUAL: checked, not left to fail in the region
-            raise DriverError("invalid_params", "poly_eval: OpenFHE's EvalPoly of degree %d consumes %d levels (%s), "
-                                                "the input has %d left: the chain is too short for it"
-                              % (deg, need, "EvalPolyLinear: ceil(log2 d) + 1" if deg < 5 else
-                                 "Paterson-Stockmeyer, OpenFHE's depth table", left))
+            raise Failure("invalid_params", "poly_eval: OpenFHE's EvalPoly of degree %d consumes %d levels (%s), "
+                                            "the input has %d left: the chain is too short for it"
+                          % (deg, need, "EvalPolyLinear: ceil(log2 d) + 1" if deg < 5 else
+                                        "Paterson-Stockmeyer, OpenFHE's depth table", left))
         return partial(cc.EvalPoly, ct, coeffs), wrap, None
-    raise DriverError("unsupported", "op %r" % op)
+    raise Failure("unsupported", "op %r" % op)
 
 
-def prepare_linear(prog, step, scalars, args, names, towers):
+def prepare_linear(prog, attrs, args, names, towers):
     """sum_i vec_i * rot_{k_i}(ct) by baby-step giant-step: the baby-step rotations hoisted (one
     EvalFastRotationPrecompute, an EvalFastRotation per baby step), one EvalRotate per giant step.
     Untimed here: the diagonals pre-rotated by -g b and encoded at the input's level, keys."""
     s, cc = prog.s, prog.cc
     op = "linear_transform"
     if len(args) < 2:
-        raise DriverError("internal", "linear_transform takes a ciphertext and one vector per diagonal")
+        raise Failure("internal", "linear_transform takes a ciphertext and one vector per diagonal")
     ct = _ct(args, names, 0, op)
     _same_key(prog, op, ct)
-    ks = list_attr(step, "diagonals", scalars)
+    ks = list_attr(attrs, op, "diagonals")
     vecs = args[1:]
     if len(ks) != len(vecs):
-        raise DriverError("internal", "linear_transform: %d diagonals for %d vectors" % (len(ks), len(vecs)))
+        raise Failure("internal", "linear_transform: %d diagonals for %d vectors" % (len(ks), len(vecs)))
     row = s.N // 2 if s.scheme in ("bfv", "bgv") else s.slots
     if any(isinstance(k, bool) or not isinstance(k, int) or k < 0 or k >= row for k in ks) or len(set(ks)) != len(ks):
-        raise DriverError("internal", "linear_transform: diagonals must be distinct ints in [0, %d)" % row)
+        raise Failure("internal", "linear_transform: diagonals must be distinct ints in [0, %d)" % row)
     b, g_count = baby_giant(max(ks) + 1)
     n = s.slots
     level = int(ct.GetLevel())
@@ -321,7 +306,7 @@ def prepare_linear(prog, step, scalars, args, names, towers):
     for k, name, v in zip(ks, names[1:], vecs):
         v = np.asarray(v)
         if v.dtype == object or v.ndim != 1 or len(v) > n:
-            raise DriverError("internal", "linear_transform: %r is not a vector of at most %d values" % (name, n))
+            raise Failure("internal", "linear_transform: %r is not a vector of at most %d values" % (name, n))
         g, j = divmod(k, b)
         if s.scheme == "ckks":
             x = np.zeros(n, dtype=np.float64)

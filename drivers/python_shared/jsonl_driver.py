@@ -1,13 +1,15 @@
 """What every Python driver of fhemark shares, protocol v2 (protocol/PROTOCOL.md): the vector
-encoding, the timed region, the rules a program's timed regions must follow, and the request
-loop. A driver brings its Setup, its run handler and its capabilities; this module knows no
-library. Drivers import it from here (sys.path), each in its own virtual environment."""
+encoding, the timed region, the rules a program's timed regions must follow, the step walk and
+the request loop. A driver brings its Setup, its step preparation and its capabilities; this
+module knows no library. Drivers import it from here (sys.path), each in its own virtual
+environment."""
 
 from __future__ import annotations
 
 import base64
 import gc
 import json
+import statistics
 import sys
 import time
 import traceback
@@ -30,7 +32,7 @@ def vec_in(v: dict) -> np.ndarray:
 
 
 def vec_out(a: np.ndarray) -> dict:
-    kind = "f64" if a.dtype.kind == "f" else "i64"
+    kind = "f64" if a.dtype.kind == "f" else "u64" if a.dtype.kind == "u" else "i64"
     return {"dtype": kind, "b64": base64.b64encode(np.ascontiguousarray(a, dtype=_DT[kind]).tobytes()).decode()}
 
 
@@ -74,65 +76,111 @@ _cpu = time.process_time_ns
 
 
 def overhead_ns() -> int:
-    return int(np.median([time_region([])[1] for _ in range(101)]))
+    """The timing's own cost: the median of 101 empty regions."""
+    return int(statistics.median(time_region([])[1] for _ in range(101)))
 
 
-def regions_of(program: dict) -> dict[str, tuple[str, list[str]]]:
-    """First step of each timed region -> (region name, its steps), after checking the rules of
-    PROTOCOL.md: known, consecutive, independent steps, each in one region."""
-    order = {st["out"]: i for i, st in enumerate(program["steps"])}
+def binding_call_ns(call: Callable) -> int:
+    """The floor every op pays for crossing a binding: the median of 1001 regions around one
+    trivial call through it (a method of a bound object)."""
+    return int(statistics.median(time_region([call])[1] for _ in range(1001)))
+
+
+def regions_of(program: dict) -> dict[int, tuple[str, int]]:
+    """Index of each timed region's first step -> (region name, index after its last step), after
+    checking the rules of PROTOCOL.md: known, consecutive, independent steps, each in one region."""
+    steps = program["steps"]
+    where: dict[str, list[int]] = {}
+    for i, st in enumerate(steps):
+        where.setdefault(st["out"], []).append(i)
     seen: set[str] = set()
     out = {}
-    for region in program["timed"]:
-        name, names = region.get("name"), list(region.get("steps") or [])
-        if not name or not names or name in {r for r, _ in out.values()}:
-            raise Failure("internal", f"timed region {region!r}: needs a unique name and at least one step")
+    for region in program.get("timed") or []:
+        name, names = (region.get("name"), list(region.get("steps") or [])) if isinstance(region, dict) else (None, [])
+        if not name or not names:
+            raise Failure("internal", f"timed region {region!r}: a region is {{name, steps}} with at least one step (protocol 2)")
+        if name in {r for r, _ in out.values()}:
+            raise Failure("internal", f"timed region name '{name}' is used twice")
         for n in names:
-            if n not in order:
-                raise Failure("internal", f"timed region '{name}': '{n}' is no step's out")
+            if len(where.get(n, ())) != 1:  # the walk finds a region by its steps' places
+                raise Failure("internal", f"timed region '{name}': '{n}' is " + (
+                    f"the out of {len(where[n])} steps" if n in where else "no step's out"))
             if n in seen:
                 raise Failure("internal", f"timed region '{name}': step '{n}' is in two regions")
             seen.add(n)
-        idx = [order[n] for n in names]
+        idx = [where[n][0] for n in names]
         if idx != list(range(idx[0], idx[0] + len(idx))):
             raise Failure("internal", f"timed region '{name}': its steps are not consecutive")
         inside = set(names)
         for i in idx:
-            st = program["steps"][i]
+            st = steps[i]
             reads = set(st.get("args", [])) | {v for k, v in st.get("attrs", {}).items()
                                                 if k in ("key", "from", "to", "like")}
             if reads & inside:
                 raise Failure("internal", f"timed region '{name}': step '{st['out']}' reads {sorted(reads & inside)} "
                                           f"made in the same region")
-        out[names[0]] = (name, names)
+        out[idx[0]] = (name, idx[-1] + 1)
     return out
 
 
-def run_samples(setups: dict, req: dict, run_sample: Callable, output: Callable[[dict, str], dict]) -> tuple:
-    """A `run` request's samples, in order, on the setup it names: run_sample(setup, program,
-    regions, sample) -> (values, ns, cpu_ns), the two dicts by region name (time_region's wall and
-    CPU times); output(values, name) -> one output on the wire. Returns the setup, the program,
-    the samples' results and the last sample's values (for sizes, levels, noise)."""
-    s = setups.get(req["setup_id"])
-    if s is None:
-        raise Failure("internal", f"unknown setup_id '{req['setup_id']}'")
-    program = req["program"]
+def run_steps(steps: list, regions: dict, prepare: Callable, vals: dict, arm: Callable | None = None) -> tuple:
+    """One sample: the steps in program order, each value kept in vals under its step's out.
+    prepare(step) -> (call, post, ...): the library call(s) to make, with every untimed part done,
+    and post(result) -> the value kept (None: the result itself); more items are the driver's own.
+    A step outside every region runs untimed; at a region every step is prepared first, then its
+    calls are timed together (time_region). arm(region name or None, prepared) runs between the
+    preparation and the clock and may return an undo, called right after the calls (TenSEAL's
+    context flags). -> ({region: ns}, {region: cpu_ns})."""
+    ns: dict[str, int] = {}
+    cpu: dict[str, int] = {}
+    i = 0
+    while i < len(steps):
+        name, end = regions.get(i, (None, i + 1))
+        prepared = [prepare(st) for st in steps[i:end]]
+        undo = arm(name, prepared) if arm else None
+        if name is None:
+            outs = [prepared[0][0]()]
+        else:
+            outs, ns[name], cpu[name] = time_region([p[0] for p in prepared])
+        if undo:
+            undo()
+        for st, p, out in zip(steps[i:end], prepared, outs):
+            vals[st["out"]] = p[1](out) if p[1] else out
+        i = end
+    return ns, cpu
+
+
+def run_samples(program: dict, samples: list, prepare: Callable, output: Callable[[dict, str], dict],
+                std: dict | None = None, arm: Callable | None = None) -> tuple[dict, dict]:
+    """A `run` request's samples, in order, each on its own decoded inputs plus `std` (the setup's
+    standard values: keys): prepare(step, attrs, vals) for run_steps, attrs with the sample's
+    scalars read in; output(vals, name) -> one output on the wire. -> (the result so far: samples
+    and overhead_ns; the last sample's values, for sizes, levels, noise)."""
     regions = regions_of(program)
-    samples, vals = [], {}
-    for sample in req["samples"]:
-        vals, ns, cpu = run_sample(s, program, regions, sample)
-        samples.append({"ns": ns, "cpu_ns": cpu, "outputs": {o: output(vals, o) for o in program.get("outputs", [])}})
-    return s, program, samples, vals
+    results, vals = [], {}
+    for sample in samples:
+        scalars = sample.get("scalars", {})
+        vals = {name: vec_in(v) for name, v in sample["inputs"].items()}
+        vals.update(std or {})
+        ns, cpu = run_steps(program["steps"], regions,
+                            lambda st: prepare(st, resolve(st.get("attrs", {}), scalars), vals), vals, arm)
+        for o in program.get("outputs", []):
+            if o not in vals:
+                raise Failure("internal", f"output {o!r} was not produced")
+        results.append({"ns": ns, "cpu_ns": cpu, "outputs": {o: output(vals, o) for o in program.get("outputs", [])}})
+    return {"samples": results, "overhead_ns": overhead_ns()}, vals
 
 
 def array_out(vals: dict, name: str) -> dict:
     return vec_out(np.asarray(vals[name]))
 
 
-def serve(capabilities: Callable[[], dict], setup: Callable, handle_run: Callable[[dict, dict], dict]) -> None:
+def serve(capabilities: Callable[[], dict], setup: Callable, handle_run: Callable[[object, dict], dict],
+          unexpected: Callable[[Exception], str] | None = None) -> None:
     """Answer requests on stdin, one JSON line each, until shutdown or end of input. `setup` is
     called with (scheme, params, rotations, rotations_pow2, allow_insecure) and must offer
-    effective(params) and sizes()."""
+    effective(params) and sizes() (and may hold setup_notes); handle_run(setup, request).
+    unexpected(exc) words an exception that is no Failure (default: its type and message)."""
     setups: dict = {}
     for line in sys.stdin:
         if not line.strip():
@@ -140,6 +188,8 @@ def serve(capabilities: Callable[[], dict], setup: Callable, handle_run: Callabl
         rid = None
         try:
             req = json.loads(line)
+            if not isinstance(req, dict):
+                raise Failure("internal", "a request is one JSON object")
             rid = req.get("id")
             kind = req.get("type")
             if req.get("v") != PROTOCOL:
@@ -151,19 +201,28 @@ def serve(capabilities: Callable[[], dict], setup: Callable, handle_run: Callabl
                           req.get("allow_insecure", False))
                 setups[req["setup_id"]] = s
                 result = {"effective": s.effective(req["params"]), "sizes_bytes": s.sizes()}
+                if getattr(s, "setup_notes", None):
+                    result["notes"] = s.setup_notes
             elif kind == "run":
-                result = handle_run(setups, req)
+                if req["setup_id"] not in setups:
+                    raise Failure("internal", f"unknown setup_id '{req['setup_id']}'")
+                result = handle_run(setups[req["setup_id"]], req)
             elif kind == "shutdown":
                 print(json.dumps({"v": PROTOCOL, "id": rid, "ok": True, "result": {}}), flush=True)
                 return
             else:
-                raise Failure("internal", f"unknown request type '{kind}'")
+                raise Failure("unsupported", f"unknown request type '{kind}'")  # as the Go and Rust drivers say
             reply = {"v": PROTOCOL, "id": rid, "ok": True, "result": result}
         except Failure as exc:
-            reply = {"v": PROTOCOL, "id": rid, "ok": False, "error": {"kind": exc.kind, "message": str(exc)}}
+            reply = {"v": PROTOCOL, "id": rid, "ok": False, "error": {"kind": exc.kind, "message": _line(exc)}}
         except Exception as exc:  # never die on a bad request
             traceback.print_exc(file=sys.stderr)
-            msg = f"{type(exc).__name__}: {exc}".replace("\n", " ")
-            reply = {"v": PROTOCOL, "id": rid, "ok": False, "error": {"kind": "internal", "message": msg}}
+            msg = unexpected(exc) if unexpected else f"{type(exc).__name__}: {exc}"
+            reply = {"v": PROTOCOL, "id": rid, "ok": False, "error": {"kind": "internal", "message": _line(msg)}}
         sys.stdout.write(json.dumps(reply) + "\n")
         sys.stdout.flush()
+
+
+def _line(msg) -> str:
+    """PROTOCOL.md: an error's message is one line (libraries' own messages may hold several)."""
+    return str(msg).strip().replace("\n", " ")

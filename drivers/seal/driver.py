@@ -18,8 +18,7 @@ import numpy as np
 import seal
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "python_shared"))
-from jsonl_driver import (PROTOCOL, Failure, array_out, overhead_ns, resolve, run_samples, serve,  # noqa: E402
-                          time_region, vec_in)
+from jsonl_driver import PROTOCOL, Failure, array_out, run_samples, serve  # noqa: E402
 
 DRIVER_VERSION = "0.5.0"
 SCHEMES = {"bfv": seal.scheme_type.bfv, "bgv": seal.scheme_type.bgv, "ckks": seal.scheme_type.ckks}
@@ -311,37 +310,13 @@ def coeffs_of(pt, n: int, t: int) -> np.ndarray:
 
 
 
-def run_sample(s: Setup, program: dict, regions: dict, sample: dict) -> tuple[dict, dict, dict]:
-    vals = {name: vec_in(v) for name, v in sample["inputs"].items()}
-    vals.update(sk=s.sk, pk=s.pk, rlk=s.rlk, gk=s.gk)
-    scalars = sample.get("scalars", {})
-    steps = program["steps"]
-    ns: dict[str, int] = {}
-    cpu: dict[str, int] = {}
-    i = 0
-    while i < len(steps):
-        st = steps[i]
-        if st["out"] not in regions:
-            call, post = prepare(s, st["op"], st.get("args", []), resolve(st.get("attrs", {}), scalars), vals)
-            vals[st["out"]] = post(call()) if post else call()
-            i += 1
-            continue
-        name, names = regions[st["out"]]
-        batch = steps[i: i + len(names)]
-        prepared = [prepare(s, b["op"], b.get("args", []), resolve(b.get("attrs", {}), scalars), vals) for b in batch]
-        calls = [c for c, _ in prepared]
-        outs, ns[name], cpu[name] = time_region(calls)
-        for b, (_, post), o in zip(batch, prepared, outs):
-            vals[b["out"]] = post(o) if post else o
-        i += len(names)
-    return vals, ns, cpu
-
-
-def handle_run(setups: dict, req: dict) -> dict:
-    s, program, samples, vals = run_samples(setups, req, run_sample, array_out)
-    result = {"samples": samples, "overhead_ns": overhead_ns(),
-              "sizes_bytes": {n: size_of(vals[n]) for n in program.get("sizes", [])},
-              "levels": {n: s.level(vals[n]) for n in program.get("levels", [])}}
+def handle_run(s: Setup, req: dict) -> dict:
+    program = req["program"]
+    result, vals = run_samples(program, req["samples"],
+                               lambda st, attrs, env: prepare(s, st["op"], st.get("args", []), attrs, env),
+                               array_out, dict(sk=s.sk, pk=s.pk, rlk=s.rlk, gk=s.gk))
+    result.update(sizes_bytes={n: size_of(vals[n]) for n in program.get("sizes", [])},
+                  levels={n: s.level(vals[n]) for n in program.get("levels", [])})
     if s.scheme != "ckks":
         result["noise_budget_bits"] = {n: s.decryptor.invariant_noise_budget(vals[n]) for n in program.get("noise", [])}
     return result

@@ -26,14 +26,14 @@ import os
 import platform
 import sys
 from pathlib import Path
+from typing import Any, Callable, NamedTuple
 
 import numpy as np
 import tenseal as ts
 import tenseal.sealapi as sa  # TenSEAL's bundled SEAL API: registers seal::Modulus (primes read back), SEAL's parameter check
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "python_shared"))
-from jsonl_driver import (PROTOCOL, Failure, array_out, overhead_ns, resolve, run_samples, serve,  # noqa: E402
-                          time_region, vec_in)
+from jsonl_driver import PROTOCOL, Failure, array_out, run_samples, serve  # noqa: E402
 
 import routines  # noqa: E402  (this folder: TenSEAL's sum, dot, polyval for native variants)
 
@@ -269,14 +269,15 @@ class Setup:
         return vec.context().decryptor().invariant_noise_budget(vec.ciphertext()[0])
 
 
-class Prepared:
+class Prepared(NamedTuple):
     """One step made ready: the call to time, the untimed step that turns its result into the
     step's value, and the context flag its multiplication needs (auto_relin), set before the clock."""
 
-    __slots__ = ("call", "post", "ctx", "relin", "rescale")
-
-    def __init__(self, call, post=None, ctx=None, relin=None, rescale=False):
-        self.call, self.post, self.ctx, self.relin, self.rescale = call, post, ctx, relin, rescale
+    call: Callable
+    post: Callable | None = None
+    ctx: Any = None
+    relin: bool | None = None
+    rescale: bool = False
 
     def arm(self) -> None:
         if self.ctx is not None:
@@ -453,9 +454,10 @@ def prepare_arith(s: Setup, op: str, into: bool, args: list, attrs: dict, vals: 
 
 
 
-def arm_region(name: str, prepared: list[Prepared]) -> None:
-    """Set every step's auto_relin flag before the clock. The flag belongs to a context, so one
-    region cannot hold a multiplication with and one without relinearization on the same context."""
+def arm_region(name: str | None, prepared: list[Prepared]) -> Callable:
+    """Set every step's auto_relin flag before the clock (the shared step walk's arm); the undo
+    disarms them. The flag belongs to a context, so one region cannot hold a multiplication with
+    and one without relinearization on the same context."""
     wanted: dict[int, tuple] = {}
     for p in prepared:
         if p.ctx is None:
@@ -467,47 +469,19 @@ def arm_region(name: str, prepared: list[Prepared]) -> None:
                                          f"want them set differently")
     for p in prepared:
         p.arm()
+    return lambda: [p.disarm() for p in prepared]
 
 
-def run_sample(s: Setup, program: dict, regions: dict, sample: dict) -> tuple[dict, dict, dict]:
-    vals = {name: vec_in(v) for name, v in sample["inputs"].items()}
-    vals.update(sk=s.sym, pk=s.ctx, rlk=s.ctx, gk=s.ctx)
-    scalars = sample.get("scalars", {})
-    steps = program["steps"]
-    ns: dict[str, int] = {}
-    cpu: dict[str, int] = {}
-    i = 0
-    while i < len(steps):
-        st = steps[i]
-        if st["out"] not in regions:
-            p = prepare(s, st["op"], st.get("args", []), resolve(st.get("attrs", {}), scalars), vals)
-            p.arm()
-            out = p.call()
-            p.disarm()
-            vals[st["out"]] = p.post(out) if p.post else out
-            i += 1
-            continue
-        name, names = regions[st["out"]]
-        batch = steps[i: i + len(names)]
-        prepared = [prepare(s, b["op"], b.get("args", []), resolve(b.get("attrs", {}), scalars), vals) for b in batch]
-        arm_region(name, prepared)
-        outs, ns[name], cpu[name] = time_region([p.call for p in prepared])
-        for p in prepared:
-            p.disarm()
-        for b, p, o in zip(batch, prepared, outs):
-            vals[b["out"]] = p.post(o) if p.post else o
-        i += len(names)
-    return vals, ns, cpu
-
-
-def handle_run(setups: dict, req: dict) -> dict:
-    s, program, samples, vals = run_samples(setups, req, run_sample, array_out)
+def handle_run(s: Setup, req: dict) -> dict:
+    program = req["program"]
+    result, vals = run_samples(program, req["samples"],
+                               lambda st, attrs, env: prepare(s, st["op"], st.get("args", []), attrs, env),
+                               array_out, dict(sk=s.sym, pk=s.ctx, rlk=s.ctx, gk=s.ctx), arm_region)
     # TenSEAL has no plaintext object to serialize: sizes, levels and noise are of its vectors only.
     vecs = {n: vals[n] for n in set(program.get("sizes", [])) | set(program.get("levels", []))
             | set(program.get("noise", [])) if is_vector(vals.get(n))}
-    result = {"samples": samples, "overhead_ns": overhead_ns(),
-              "sizes_bytes": {n: len(vecs[n].serialize()) for n in program.get("sizes", []) if n in vecs},
-              "levels": {n: s.level(vecs[n]) for n in program.get("levels", []) if n in vecs}}
+    result.update(sizes_bytes={n: len(vecs[n].serialize()) for n in program.get("sizes", []) if n in vecs},
+                  levels={n: s.level(vecs[n]) for n in program.get("levels", []) if n in vecs})
     if s.scheme != "ckks":
         result["noise_budget_bits"] = {n: s.noise(vecs[n]) for n in program.get("noise", []) if n in vecs}
     if s.notes and any(st["op"] in routines.NAMES for st in program["steps"]):

@@ -14,7 +14,8 @@ from .advisor import Need, ckks_chain, first_scale
 # (its CCParams with no ring dimension); read back with the driver's own readers of a context.
 _AUTO = """
 import json, math, sys
-import driver as d
+import driver  # noqa: F401 - puts python_shared on the path and sets the threads, as a run does
+import contexts as d
 o = d.ofhe
 depth, scale, first = (int(a) for a in sys.argv[1:4])
 p = o.CCParamsCKKSRNS()
@@ -24,8 +25,8 @@ cc = o.GenCryptoContext(p)
 for f in (o.PKE, o.KEYSWITCH, o.LEVELEDSHE):
     cc.Enable(f)
 kp = cc.KeyGen(); cc.EvalMultKeyGen(kp.secretKey)
-q = d._q_primes(cc)
-ps = d._p_primes(cc.GetEvalMultKeyVector(kp.secretKey.GetKeyTag())[0], set(q))
+q = d.q_primes(cc)
+ps = d.p_primes(cc.GetEvalMultKeyVector(kp.secretKey.GetKeyTag())[0], set(q))
 bits = lambda xs: [round(math.log2(x)) for x in xs]
 print(json.dumps({"N": cc.GetRingDimension(), "q_bits": bits(q), "p_bits": bits(ps)}))
 """

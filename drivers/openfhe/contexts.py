@@ -1,0 +1,354 @@
+"""OpenFHE contexts for BFV, BGV and CKKS with their standard keys: library-neutral parameters
+mapped to CCParams (HYBRID key switching with the driver's dnum), the BFV depth walk, and what
+the library really built (effective parameters, sizes). The CKKS bootstrapping preset
+(ckksboot.py) makes its own context and finishes it here, as a Setup."""
+import json
+import math
+import re
+import sys
+
+import numpy as np
+import openfhe as ofhe
+
+import noise as noise_mod
+from dnum import choose_dnum
+from jsonl_driver import Failure
+
+SCHEMES = ("bfv", "bgv", "ckks")
+
+# Process-wide, like OpenFHE's own static key maps: every secret key by tag (for noise budgets),
+# and the relinearization key each tag has in OpenFHE's EvalMult key map now.
+SECRET_KEYS = {}
+RELIN_INSTALLED = {}
+
+
+def openfhe_error(e, default="invalid_params"):
+    msg = one_line(e)
+    low = msg.lower()
+    if ("he standard" in low or "security requirement" in low
+            or "does not comply" in low or "security level" in low):
+        return Failure("insecure_params", "OpenFHE: " + msg)
+    return Failure(default, "OpenFHE: " + msg)
+
+
+def one_line(msg):
+    msg = str(msg).strip().replace("\n", " ")
+    # OpenFHE prefixes its messages with the source path and line.
+    return re.sub(r"^\S+\.(?:h|cpp|hpp):l\.\d+:", "", msg)[:2000]
+
+
+class Key:
+    """A key value inside a program (or a setup's standard key)."""
+
+    def __init__(self, kind, obj, tag=None, indices=None, pair=None):
+        self.kind = kind          # secret | public | relin | galois | switch
+        self.obj = obj            # PrivateKey | PublicKey | [EvalKey] | EvalKeyMap | EvalKey
+        self.tag = tag            # secret key tag it belongs to
+        self.indices = indices or set()  # galois: automorphism indices
+        self.pair = pair          # secret: the KeyPair (OpenFHE makes both at once)
+
+
+def q_primes(cc):
+    """Ciphertext primes of a context, level 0 first, from its JSON."""
+    d = json.loads(ofhe.Serialize(cc, ofhe.JSON))
+    towers = noise_mod._find(noise_mod._find(d, "elp"), "p")
+    return [int(noise_mod._find(tw, "value0")["cm"]["v"]) for tw in towers]
+
+
+_MOD_RE = re.compile(r'"m"\s*:\s*\{\s*"v"\s*:\s*(\d+)')
+
+
+def p_primes(evalkey, qset):
+    """Special primes: moduli of an evaluation key's towers that are not in Q."""
+    seen = []
+    for m in _MOD_RE.findall(ofhe.Serialize(evalkey, ofhe.JSON)):
+        v = int(m)
+        if v not in qset and v not in seen:
+            seen.append(v)
+    return seen
+
+
+class Setup:
+    """A context with its standard keys (the key pair's, and the relinearization key that
+    EvalMultKeyGen made), kept for later run requests; `gk` is the caller's."""
+
+    boot = False  # a CKKS bootstrapping preset (ckksboot.py)
+
+    def __init__(self, scheme, cc, kp, primes, levels, t=None):
+        self.scheme, self.cc, self.q_primes, self.L, self.t = scheme, cc, primes, levels, t
+        self.N = cc.GetRingDimension()
+        self.slots = self.N if scheme in ("bfv", "bgv") else self.N // 2
+        self.M = 2 * self.N
+        self.roots = None  # for noise budgets, read once
+        self.auto_cache = {}
+        tag = kp.secretKey.GetKeyTag()
+        self.sk = Key("secret", kp.secretKey, tag, pair=kp)
+        self.pk = Key("public", kp.publicKey, tag)
+        self.rlk = Key("relin", list(cc.GetEvalMultKeyVector(tag)), tag)
+        self.gk = None
+        SECRET_KEYS[tag] = kp.secretKey
+        RELIN_INSTALLED[tag] = self.rlk
+        self.eff, self.size_table, self.setup_notes = {}, {}, []
+
+    def effective(self, params):
+        return self.eff
+
+    def sizes(self):
+        return self.size_table
+
+    def standard_facts(self, cp, secret, secure, scale_bits):
+        """The effective parameters and sizes every RLWE setup reports (the caller adds its own)."""
+        try:
+            pp = p_primes(self.rlk.obj[0], set(self.q_primes))
+        except Exception as e:  # pragma: no cover
+            print("[openfhe-driver] cannot read special primes:", e, file=sys.stderr, flush=True)
+            pp = []
+        log_q = sum(math.log2(p) for p in self.q_primes)
+        self.eff = {
+            "N": self.N, "q_bits": [p.bit_length() for p in self.q_primes], "p_bits": [p.bit_length() for p in pp],
+            "log_q": round(log_q, 3), "log_qp": round(log_q + sum(math.log2(p) for p in pp), 3),
+            "t": self.t, "scale_bits": scale_bits, "slots": self.slots,
+            "levels": self.L, "dnum": int(cp.GetNumLargeDigits()), "secret": secret,
+            "sigma": round(float(cp.GetStandardDeviation()), 4),
+            "security": "HEStd_128_classic" if secure else "none (HEStd_NotSet)",
+        }
+        pt = self.encode(np.zeros(self.slots, dtype=np.float64 if self.scheme == "ckks" else np.int64))
+        kp = self.sk.pair
+        self.size_table = {
+            "public_key": len(ofhe.Serialize(kp.publicKey, ofhe.BINARY)),
+            "secret_key": len(ofhe.Serialize(kp.secretKey, ofhe.BINARY)),
+            "relin_keys": len(ofhe.Serialize(self.rlk.obj, ofhe.BINARY)),
+            "plaintext": self.plaintext_size(pt),
+            "ciphertext": len(ofhe.Serialize(self.cc.Encrypt(kp.publicKey, pt), ofhe.BINARY)),
+        }
+
+    def auto_index(self, k):
+        k = int(k)
+        if k not in self.auto_cache:
+            self.auto_cache[k] = int(self.cc.FindAutomorphismIndex(k))
+        return self.auto_cache[k]
+
+    def encode(self, vec, level=None):
+        n = self.slots
+        v = np.asarray(vec)
+        if len(v) > n:
+            raise Failure("internal", "input has %d values, more than %d slots" % (len(v), n))
+        if self.scheme == "ckks":
+            x = np.zeros(n, dtype=np.float64)
+            x[:len(v)] = v
+            lvl = 0 if level is None else self.L - int(level)
+            return self.cc.MakeCKKSPackedPlaintext(x, 1, lvl, None, n)
+        x = np.zeros(n, dtype=np.int64)
+        x[:len(v)] = np.mod(v.astype(np.int64), self.t)
+        if level is not None and self.scheme == "bgv":
+            return self.cc.MakePackedPlaintext(x, 1, self.L - int(level))
+        return self.cc.MakePackedPlaintext(x)
+
+    def plaintext_size(self, pt):
+        mod = int(pt.GetElementModulus())
+        prod, limbs = 1, 0
+        for p in self.q_primes:
+            if prod == mod:
+                break
+            prod *= p
+            limbs += 1
+        if prod != mod:
+            limbs = 1
+        return self.N * max(limbs, 1) * 8
+
+
+def build_params(scheme, params, allow_insecure, depth_override=None):
+    """Library-neutral parameters -> CCParams*; returns (ccparams, notes, dnum)."""
+    N = int(params["N"])
+    q_bits = [int(b) for b in params["q_bits"]]
+    p_bits = [int(b) for b in params.get("p_bits") or []]
+    if not q_bits:
+        raise Failure("invalid_params", "q_bits is empty")
+    notes = []
+    if scheme == "bfv":
+        cp = ofhe.CCParamsBFVRNS()
+    elif scheme == "bgv":
+        cp = ofhe.CCParamsBGVRNS()
+    else:
+        cp = ofhe.CCParamsCKKSRNS()
+    cp.SetRingDim(N)
+    depth = len(q_bits) - 1 if depth_override is None else depth_override
+    cp.SetMultiplicativeDepth(depth)
+    upper = q_bits[1:] if len(q_bits) > 1 else q_bits
+    if scheme == "bfv":
+        size = max(q_bits)
+        cp.SetScalingModSize(size)
+        if len(set(q_bits)) > 1:
+            notes.append("OpenFHE BFV uses one prime size for the whole chain: %d bits" % size)
+        cp.SetPlaintextModulus(int(params["t"]))
+    elif scheme == "bgv":
+        cp.SetScalingTechnique(ofhe.FIXEDMANUAL)
+        cp.SetPlaintextModulus(int(params["t"]))
+        if len(q_bits) > 1:
+            cp.SetFirstModSize(q_bits[0])
+            size = max(upper)
+            cp.SetScalingModSize(size)
+            if len(set(upper)) > 1:
+                notes.append("OpenFHE BGV uses one size for all primes above level 0: %d bits" % size)
+        else:
+            cp.SetFirstModSize(q_bits[0])
+            cp.SetScalingModSize(q_bits[0])
+    else:
+        cp.SetScalingTechnique(ofhe.FIXEDMANUAL)
+        sb = params.get("scale_bits")
+        sb = int(sb) if sb is not None else (upper[0])
+        cp.SetScalingModSize(sb)
+        cp.SetFirstModSize(q_bits[0])
+        if len(q_bits) > 1 and any(b != sb for b in upper):
+            notes.append("OpenFHE CKKS (FIXEDMANUAL) uses primes of scale_bits=%d bits above level 0" % sb)
+        cp.SetBatchSize(N // 2)
+    cp.SetKeySwitchTechnique(ofhe.HYBRID)
+    # dnum: number of digits; OpenFHE sizes P to cover one digit (a product of
+    # ceil(len(q)/dnum) primes), with 60-bit special primes.
+    dnum = choose_dnum(q_bits, p_bits)
+    cp.SetNumLargeDigits(dnum)
+    secret = params.get("secret") or "ternary"
+    if secret == "ternary":
+        cp.SetSecretKeyDist(ofhe.UNIFORM_TERNARY)
+    elif secret == "gaussian":
+        cp.SetSecretKeyDist(ofhe.GAUSSIAN)
+    elif secret in ("sparse_ternary", "sparse"):
+        cp.SetSecretKeyDist(ofhe.SPARSE_TERNARY)
+    else:
+        raise Failure("invalid_params", "secret distribution %r not offered by OpenFHE" % secret)
+    if params.get("sigma") is not None:
+        cp.SetStandardDeviation(float(params["sigma"]))
+    cp.SetSecurityLevel(ofhe.HEStd_NotSet if allow_insecure else ofhe.HEStd_128_classic)
+    return cp, notes, dnum
+
+
+def make_context(cp):
+    try:
+        cc = ofhe.GenCryptoContext(cp)
+    except Exception as e:
+        raise openfhe_error(e)
+    if cc is None:
+        raise Failure("invalid_params", "OpenFHE: GenCryptoContext returned no context")
+    # MULTIPARTY: for MultipartyKeyGen([sk]), the only way to a public key of an existing secret key;
+    # ADVANCEDSHE: EvalSum, EvalInnerProduct and EvalPoly (the library routines, routines.py)
+    for feat in (ofhe.PKE, ofhe.KEYSWITCH, ofhe.LEVELEDSHE, ofhe.ADVANCEDSHE, ofhe.MULTIPARTY):
+        cc.Enable(feat)
+    return cc
+
+
+def bfv_context(params, allow_insecure):
+    """OpenFHE BFV derives the number of primes from a noise estimate for the
+    multiplicative depth (all primes of one size); walk the depth until the
+    chain has as many primes as requested."""
+    target = len(params["q_bits"])
+    tried = {}
+    first_error = None
+    insecure_error = None
+    d = target - 1
+    direction = 0
+    for _ in range(64):
+        if d < 0 or d in tried:
+            break
+        cp, notes, dnum = build_params("bfv", params, allow_insecure, depth_override=d)
+        try:
+            cc = make_context(cp)
+            n = len(q_primes(cc))
+            tried[d] = (n, cp, cc, notes, dnum)
+        except Failure as e:
+            tried[d] = (None, e)
+            first_error = first_error or e
+            n = None
+            if e.kind == "insecure_params":
+                insecure_error = insecure_error or e
+                step = -1                      # chain too long for the security table
+            elif "distribute" in str(e):
+                step = +1                      # fewer primes than digits
+            else:
+                raise
+        if n == target:
+            break
+        if n is not None:
+            step = +1 if n < target else -1
+        if direction and step != direction:
+            break                              # crossed the target
+        direction = step
+        d += step
+    exact = [(d, v) for d, v in tried.items() if v[0] == target]
+    if exact:
+        d, (n, cp, cc, notes, dnum) = exact[0]
+    else:
+        if insecure_error is not None:
+            raise Failure(insecure_error.kind, str(insecure_error) +
+                          " (OpenFHE BFV: no multiplicative depth gives %d primes within its security table)" % target)
+        built = [(abs(v[0] - target), d, v) for d, v in tried.items() if v[0] is not None]
+        if not built:
+            raise first_error or Failure("invalid_params", "OpenFHE BFV: no context for these parameters")
+        _, d, (n, cp, cc, notes, dnum) = min(built, key=lambda x: (x[0], -x[2][0]))
+    notes = list(notes)
+    if d != target - 1 or n != target:
+        notes.append("OpenFHE BFV sizes its chain from a noise estimate; multiplicative depth %d "
+                     "gives %d primes" % (d, n))
+    return cp, cc, q_primes(cc), d, notes
+
+
+def pow2_steps(half):
+    steps = []
+    i = 1
+    while i < half:
+        steps += [i, -i]
+        i *= 2
+    return steps
+
+
+def setup(scheme, params, rotations, pow2, allow_insecure):
+    """A BFV, BGV or CKKS context of the request's parameters (PROTOCOL.md, setup), with its
+    standard keys: the Galois keys for the requested steps (and every +/-2^i with pow2) and the
+    row swap / conjugation."""
+    for key in ("N", "q_bits"):
+        if key not in params:
+            raise Failure("invalid_params", "params.%s is missing" % key)
+    N = int(params["N"])
+    if N < 2 or N & (N - 1):
+        raise Failure("invalid_params", "N must be a power of two")
+    if scheme in ("bfv", "bgv") and not params.get("t"):
+        raise Failure("invalid_params", "t is required for %s" % scheme)
+    if scheme in ("bfv", "bgv") and (params.get("batching") is False or (int(params["t"]) - 1) % (2 * N)):
+        # OpenFHE aborts the process (not an exception) on a t without 2N-th roots of unity.
+        raise Failure("invalid_params", "OpenFHE driver: t must be a prime = 1 mod 2N (batching); "
+                                        "coefficient encoding (batching: false) is not offered")
+    if scheme == "bfv":
+        cp, cc, primes, depth_used, notes = bfv_context(params, allow_insecure)
+    else:
+        cp, notes, _ = build_params(scheme, params, allow_insecure)
+        cc = make_context(cp)
+        primes = q_primes(cc)
+        depth_used = len(params["q_bits"]) - 1
+    kp = cc.KeyGen()
+    if not kp.good():
+        raise Failure("internal", "OpenFHE KeyGen failed")
+    cc.EvalMultKeyGen(kp.secretKey)
+    s = Setup(scheme, cc, kp, primes, len(primes) - 1, int(params["t"]) if scheme in ("bfv", "bgv") else None)
+    half = s.N // 2
+    steps = {int(k) % half for k in rotations} - {0}
+    if pow2:
+        steps.update(k % half for k in pow2_steps(half))
+    indices = {s.auto_index(k) for k in steps} | {s.M - 1}  # + row swap (BFV/BGV) / conjugation (CKKS)
+    gmap = cc.EvalAutomorphismKeyGen(kp.secretKey, sorted(indices))
+    s.gk = Key("galois", gmap, s.sk.tag, indices=indices)
+
+    sb = None
+    if scheme == "ckks":
+        sb = int(round(math.log2(cc.GetScalingFactorReal(0)))) if hasattr(cc, "GetScalingFactorReal") \
+            else params.get("scale_bits")
+    s.standard_facts(cp, params.get("secret") or "ternary", not allow_insecure, sb)
+    s.eff["multiplicative_depth"] = depth_used
+    if scheme == "bfv":
+        s.eff["multiplication"] = str(cp.GetMultiplicationTechnique()).split(".")[-1]
+    else:
+        s.eff["scaling"] = "FIXEDMANUAL"
+    s.size_table.update(galois_keys=len(ofhe.Serialize(gmap, ofhe.BINARY)), galois_key_count=len(indices))
+    s.setup_notes = notes + [
+        "plaintext size is the in-memory size N x limbs x 8 bytes: OpenFHE cannot serialize plaintexts",
+        "galois keys: the requested steps%s plus the row-swap/conjugation automorphism 2N-1"
+        % (" and every +/-2^i" if pow2 else "")]
+    return s
