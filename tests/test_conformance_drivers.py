@@ -1,0 +1,419 @@
+"""What every driver must do besides decrypting the conformance cases right: answer bad requests
+with the protocol's error kinds and keep going (PROTOCOL.md, "Framing"), refuse parameter sets the
+library refuses, refuse programs that break the timed-region rules before anything runs, report
+what its setup built, make new keys that are new keys, and the product and noise facts of
+BFV/BGV/CKKS. Run against every driver built here, through the orchestrator's own client; the
+expected values come from fhemark's plaintext semantics (model.semantics), as the cases' do.
+
+These checks replace the drivers' former smoke tests (drivers/<lib>/smoke_test.py), which
+nothing ran. Small, insecure rings where the library allows them; no timings are checked."""
+
+import json
+
+import numpy as np
+import pytest
+
+from fhemark.drivers.protocol import Sample, Vector
+from fhemark.errors import DriverError
+from fhemark.model.semantics import Plain
+from test_conformance import CASES, LIBRARIES, SECURE, setup_of, snapshot
+
+RLWE = ("bfv", "bgv", "ckks")
+BITS = ("tfhe_bool", "tfhe_shortint", "tfhe_int")
+# Libraries without a security check of their own (PROTOCOL.md `setup`: allow_insecure disables the
+# library's check "where it has one"); the orchestrator's own check stays authoritative.
+NO_SECURITY_CHECK = {"lattigo": "Lattigo has no built-in security check (capabilities.build.security_check)"}
+# Libraries that choose their own primes near the asked bit sizes: the record says params_match false.
+PRIMES_OF_ITS_OWN = {"openfhe": "OpenFHE generates its own moduli (the special prime is always 60 bits)"}
+
+
+def schemes_of(library: str, family=RLWE + BITS) -> list[str]:
+    return [s for s in snapshot(library)["schemes"] if s in family]
+
+
+def pairs(family) -> list:
+    return [pytest.param(lib, s, id=f"{lib}-{s}") for lib in LIBRARIES for s in schemes_of(lib, family)]
+
+
+def ops_of(library: str, scheme: str) -> set[str]:
+    return set(snapshot(library)["schemes"][scheme]["ops"])
+
+
+def first_case(library: str, scheme: str) -> tuple[dict, bool]:
+    """The scheme's first conformance case in the file this driver takes, and whether it is the secure one."""
+    secure = snapshot(library)["schemes"][scheme].get("insecure_params") is False
+    return next(c for c in (SECURE if secure else CASES)["cases"] if c["scheme"] == scheme), secure
+
+
+def setup(driver_pool, library: str, scheme: str):
+    """The driver, its conformance setup for the scheme (id, result), and the scheme's plaintext model."""
+    driver = driver_pool(library)
+    case, secure = first_case(library, scheme)
+    setup_id, result = setup_of(driver, case, secure)
+    eff = result["effective"]
+    if scheme in RLWE:
+        plain = Plain(scheme, eff["slots"], eff.get("t"))
+    else:
+        plain = Plain(scheme, 4, {"tfhe_bool": 2, "tfhe_shortint": eff.get("message_modulus", 4)}.get(scheme)
+                      or 1 << case["params"]["bits"])
+    return driver, setup_id, result, plain
+
+
+def step(out: str, op: str, *args: str, **attrs) -> dict:
+    return {"out": out, "op": op, "args": list(args), **({"attrs": attrs} if attrs else {})}
+
+
+def region(name: str, *steps: str) -> dict:
+    return {"name": name, "steps": list(steps or [name])}
+
+
+def program(steps: list[dict], timed=(), outputs=(), **facts) -> dict:
+    return {"steps": steps, "timed": list(timed), "outputs": list(outputs), **facts}
+
+
+def run(driver, setup_id: str, prog: dict, values: dict[str, np.ndarray]) -> dict:
+    """Runs the program on one sample of these input vectors, returns the result."""
+    sample = Sample(inputs={n: Vector.of(v) for n, v in values.items()})
+    return driver.request("run", setup_id=setup_id, program=prog, samples=[sample])
+
+
+def out(result: dict, name: str) -> np.ndarray:
+    return Vector(**result["samples"][0]["outputs"][name]).array()
+
+
+def refused(kind: str, call, *args, **kwargs) -> DriverError:
+    """The driver answers the call with an error of that kind (and stays up: the next call uses it)."""
+    with pytest.raises(DriverError) as err:
+        call(*args, **kwargs)
+    assert err.value.kind == kind, err.value
+    return err.value
+
+
+def raw(driver, line: str) -> dict:
+    """One request line as is (not valid protocol v2, so not through Driver.request), its reply."""
+    driver.ensure()
+    driver.proc.stdin.write(line + "\n")
+    driver.proc.stdin.flush()
+    reply = driver._lines.get(timeout=60)
+    assert reply, f"the {driver.manifest.library} driver died on {line[:60]!r}"
+    return json.loads(reply)
+
+
+def inputs(plain: Plain, rng: np.random.Generator, *names: str) -> dict[str, np.ndarray]:
+    if plain.words:
+        return {n: rng.integers(0, plain.t, size=plain.slots, dtype=np.uint64) for n in names}
+    return {n: plain.random(rng, 8)[:8] for n in names}
+
+
+def encrypted(plain: Plain, *names: str) -> list[dict]:
+    if plain.words:
+        return [step(f"c{n}", "encrypt_sk", n) for n in names]
+    return [s for n in names for s in (step(f"p{n}", "encode", n), step(f"c{n}", "encrypt_pk", f"p{n}"))]
+
+
+def decrypted(plain: Plain, ct: str, out_name: str = "z", **attrs) -> list[dict]:
+    if plain.words:
+        return [step(out_name, "decrypt", ct, **attrs)]
+    return [step(f"p{out_name}", "decrypt", ct, **attrs), step(out_name, "decode", f"p{out_name}")]
+
+
+def padded(plain: Plain, v: np.ndarray) -> np.ndarray:
+    if plain.words:
+        return v
+    full = np.zeros(plain.slots, dtype=v.dtype)
+    full[:v.size] = v
+    return full
+
+
+def assert_values(plain: Plain, got: np.ndarray, want: np.ndarray, what: str) -> None:
+    if plain.exact:
+        assert np.array_equal(got.astype(np.uint64), want.astype(np.uint64)), what
+    else:
+        assert np.max(np.abs(got - want)) < 1e-3, what
+
+
+# -- capabilities ----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("library", LIBRARIES)
+def test_deviations_name_listed_ops(library):
+    for scheme, caps in snapshot(library)["schemes"].items():
+        assert set(caps["deviations"]) <= set(caps["ops"]), (scheme, set(caps["deviations"]) - set(caps["ops"]))
+
+
+@pytest.mark.parametrize("library", [lib for lib in LIBRARIES if schemes_of(lib, BITS)])
+def test_a_driver_of_bit_schemes_declares_the_bits_extension(driver_pool, library):
+    assert "bits" in driver_pool(library).request("capabilities").get("extensions", []), "PROTOCOL-bits.md"
+
+
+# -- bad requests ----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("library", LIBRARIES)
+def test_bad_requests_are_answered_and_the_driver_goes_on(driver_pool, library):
+    driver = driver_pool(library)
+    rep = raw(driver, "this is not json")
+    assert rep["v"] == 2 and rep["ok"] is False and rep["error"]["kind"] == "internal", rep
+    rep = raw(driver, json.dumps({"v": 1, "id": 900001, "type": "capabilities"}))
+    assert rep["v"] == 2 and rep["id"] == 900001 and rep["error"]["kind"] == "internal", rep
+    assert "speaks 2" in rep["error"]["message"], rep
+    # PROTOCOL.md names no kind for an unknown request type: drivers say unsupported or internal
+    rep = raw(driver, json.dumps({"v": 2, "id": 900002, "type": "frobnicate"}))
+    assert rep["id"] == 900002 and rep["error"]["kind"] in ("unsupported", "internal"), rep
+    refused("internal", driver.request, "run", setup_id="no-such-setup", program=program([]), samples=[])
+    absent = next((s for s in RLWE + BITS if s not in snapshot(library)["schemes"]), None)
+    if absent:
+        params = first_case("lattigo" if absent in RLWE else "tfhe-rs", absent)[0]["params"]
+        refused("unsupported", driver.request, "setup", setup_id="absent", scheme=absent, params=params)
+    assert driver.request("capabilities")["library"] == snapshot(library)["library"]
+
+
+@pytest.mark.parametrize("library,scheme", pairs(RLWE + BITS))
+def test_an_op_the_driver_does_not_list_is_unsupported(driver_pool, library, scheme):
+    driver, setup_id, _, plain = setup(driver_pool, library, scheme)
+    offered = ops_of(library, scheme)
+    others = sorted({op for lib in LIBRARIES for op in snapshot(lib)["schemes"].get(scheme, {}).get("ops", [])} - offered)
+    for op in ["frobnicate"] + [o for o in others if not o.startswith("keygen")][:4]:
+        attrs = {"steps": 1} if op.startswith("rotate") else {"n": 4} if op.startswith("inner") else {}
+        steps = encrypted(plain, "x", "y") + [step("cz", op, "cx", "cy", **attrs)]
+        refused("unsupported", run, driver, setup_id, program(steps), inputs(plain, np.random.default_rng(1), "x", "y"))
+
+
+# -- parameters ------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("library,scheme", pairs(RLWE))
+def test_parameter_sets_the_library_refuses(driver_pool, library, scheme):
+    driver = driver_pool(library)
+    params = first_case(library, scheme)[0]["params"]
+    limits = driver.request("capabilities")["schemes"][scheme].get("limits", {})
+
+    def setup_refused(kind: str, **changed) -> None:
+        refused(kind, driver.request, "setup", setup_id="refused", scheme=scheme, params={**params, **changed},
+                allow_insecure=True)
+
+    if "max_prime_bits" in limits:
+        setup_refused("invalid_params", q_bits=[limits["max_prime_bits"] + 1] + params["q_bits"][1:])
+    if scheme != "ckks":
+        setup_refused("invalid_params", t=7681)  # prime, but not 1 mod 2N: no batching
+    if "special_primes" in limits:
+        setup_refused("invalid_params", p_bits=[60] * (limits["special_primes"] + 1))
+
+
+@pytest.mark.parametrize("library,scheme", pairs(RLWE))
+def test_insecure_parameters_need_allow_insecure(driver_pool, library, scheme):
+    driver = driver_pool(library)
+    small = next(c for c in CASES["cases"] if c["scheme"] == scheme)["params"]  # N = 2048
+    if library in NO_SECURITY_CHECK:
+        driver.request("setup", setup_id="insecure", scheme=scheme, params=small, allow_insecure=False)
+    else:
+        refused("insecure_params", driver.request, "setup", setup_id="insecure", scheme=scheme, params=small,
+                allow_insecure=False)
+    if snapshot(library)["schemes"][scheme].get("insecure_params") is False:  # TenSEAL: SEAL's check, always
+        refused("insecure_params", driver.request, "setup", setup_id="insecure", scheme=scheme, params=small,
+                allow_insecure=True)
+    else:
+        driver.request("setup", setup_id="insecure", scheme=scheme, params=small, allow_insecure=True)
+    if "bootstrap" in ops_of(library, scheme):  # the preset of suites/bootstrap.yaml on a small ring
+        refused("insecure_params", driver.request, "setup", setup_id="insecure-bootstrap", scheme=scheme,
+                params={"preset": f"{library}_bootstrap_default", "N": 4096}, allow_insecure=False)
+
+
+@pytest.mark.parametrize("library,scheme", pairs(BITS))
+def test_bit_parameter_sets_the_driver_refuses(driver_pool, library, scheme):
+    driver = driver_pool(library)
+    params = first_case(library, scheme)[0]["params"]
+    refused("invalid_params", driver.request, "setup", setup_id="refused", scheme=scheme,
+            params={**params, "preset": "NOPE"})
+    if scheme == "tfhe_int":
+        refused("invalid_params", driver.request, "setup", setup_id="refused", scheme=scheme, params={**params, "bits": 7})
+
+
+@pytest.mark.parametrize("library,scheme", pairs(RLWE + BITS))
+def test_setup_reports_what_the_library_built(driver_pool, library, scheme):
+    _, _, result, _ = setup(driver_pool, library, scheme)
+    asked, eff, sizes = first_case(library, scheme)[0]["params"], result["effective"], result["sizes_bytes"]
+    if scheme in BITS:
+        assert isinstance(eff["preset"], str) and eff["security_bits_target"] >= 128 and eff["p_fail"] < 0, eff
+        if scheme == "tfhe_int":  # the default preset's blocks of 2 message bits
+            assert eff["bits"] == asked["bits"] and eff["num_blocks"] == asked["bits"] // 2, eff
+        assert all(sizes.get(k, 0) > 0 for k in ("server_key", "ciphertext")), sizes
+        return
+    assert (eff["N"], eff["t"], eff["levels"]) == (asked["N"], asked["t"], len(asked["q_bits"]) - 1), eff
+    assert eff["slots"] == (asked["N"] // 2 if scheme == "ckks" else asked["N"]), eff
+    assert asked["scale_bits"] is None or abs(eff["scale_bits"] - asked["scale_bits"]) < 1e-6, eff
+    if library not in PRIMES_OF_ITS_OWN:
+        assert (eff["q_bits"], eff["p_bits"]) == (asked["q_bits"], asked["p_bits"]), eff
+    # log2 of the primes' product: each prime of b bits lies in [2^(b-1), 2^b)
+    for field, bits in (("log_q", eff["q_bits"]), ("log_qp", eff["q_bits"] + eff["p_bits"])):
+        assert sum(bits) - len(bits) - 1e-6 <= eff[field] <= sum(bits) + 1e-6, (field, eff)
+    assert all(sizes.get(k, 0) > 0 for k in ("public_key", "secret_key", "relin_keys", "galois_keys", "ciphertext",
+                                             "galois_key_count")), sizes
+
+
+# -- programs --------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("library", LIBRARIES)
+def test_timed_region_rules_are_checked_before_anything_runs(driver_pool, library):
+    scheme = schemes_of(library)[0]
+    driver, setup_id, _, plain = setup(driver_pool, library, scheme)
+    op = next(o for o in ("add", "and", "short_add", "int_add") if o in ops_of(library, scheme))
+    steps = encrypted(plain, "x", "y") + [step("a", op, "cx", "cy"), step("b", op, "cx", "cy"), step("c", op, "b", "cy")]
+    xy = inputs(plain, np.random.default_rng(2), "x", "y")
+    broken = {"steps not consecutive": [region("r", "a", "c")], "a name that is no step": [region("r", "nope")],
+              "a step in two regions": [region("r", "a", "b"), region("s", "b")],
+              "a region name twice": [region("r", "a"), region("r", "b")],
+              "a step reading another of its region": [region("r", "b", "c")]}
+    for why, timed in broken.items():
+        err = refused("internal", run, driver, setup_id, program(steps, timed), xy)
+        assert "region" in str(err), (why, err)
+    rep = raw(driver, json.dumps({"v": 2, "id": 900003, "type": "run", "setup_id": setup_id,
+                                  "program": program(steps, ["a"]), "samples": []}))
+    assert rep["error"]["kind"] == "internal", ("a region as a bare name (protocol 1)", rep)
+    result = run(driver, setup_id, program(steps + decrypted(plain, "c"), [region("r", "a", "b")], ["z"]), xy)
+    assert list(result["samples"][0]["ns"]) == ["r"]  # the rules met: it runs
+
+
+@pytest.mark.parametrize("library", LIBRARIES)
+def test_a_name_no_step_made_is_refused(driver_pool, library):
+    """An argument or a key attr naming no input, no earlier step and no standard key."""
+    scheme = schemes_of(library)[0]
+    driver, setup_id, _, plain = setup(driver_pool, library, scheme)
+    op = next(o for o in ("mul_relin", "and", "short_add", "int_add") if o in ops_of(library, scheme))
+    x = inputs(plain, np.random.default_rng(9), "x")
+    refused("internal", run, driver, setup_id, program(decrypted(plain, "nope")), x)
+    refused("internal", run, driver, setup_id, program(encrypted(plain, "x") + [step("cz", op, "cx", "cx", key="nokey")]), x)
+
+
+@pytest.mark.parametrize("library,scheme", [p for p in pairs(RLWE) if "mod_switch" in ops_of(*p.values)])
+def test_a_modulus_switch_below_level_zero_is_an_error(driver_pool, library, scheme):
+    driver, setup_id, result, plain = setup(driver_pool, library, scheme)
+    levels = result["effective"]["levels"]
+    steps = encrypted(plain, "x") + [step(f"m{i + 1}", "mod_switch", f"m{i}" if i else "cx") for i in range(levels + 1)]
+    refused("internal", run, driver, setup_id, program(steps + decrypted(plain, f"m{levels + 1}"), outputs=["z"]),
+            inputs(plain, np.random.default_rng(3), "x"))
+    assert driver.request("capabilities")
+
+
+@pytest.mark.parametrize("library,scheme", pairs(("bfv", "bgv")))
+def test_the_noise_budget_shrinks_with_a_product(driver_pool, library, scheme):
+    driver, setup_id, _, plain = setup(driver_pool, library, scheme)
+    x = inputs(plain, np.random.default_rng(4), "x")
+    steps = [step("px", "encode", "x"), step("c0", "encrypt_sk", "px"), step("c1", "mul_relin", "c0", "c0")]
+    last = "c1"
+    if "mod_switch" in ops_of(library, scheme):
+        steps.append(step("c2", "mod_switch", "c1"))
+        last = "c2"
+    result = run(driver, setup_id, program(steps + decrypted(plain, last), outputs=["z"],
+                                           noise=["c0", "c1", last]), x)
+    assert_values(plain, out(result, "z"), plain.mul(padded(plain, x["x"]), padded(plain, x["x"])), "x * x")
+    noise = result["noise_budget_bits"]
+    assert noise["c0"] > noise["c1"] > 0 and noise[last] > 0, noise
+
+
+@pytest.mark.parametrize("library,scheme", pairs(RLWE))
+def test_a_product_without_relinearization_is_larger(driver_pool, library, scheme):
+    """mul and square leave 3 components, mul_relin and square_relin 2: the sizes say which was done."""
+    driver, setup_id, _, plain = setup(driver_pool, library, scheme)
+    pairs_ = [(a, b) for a, b in (("mul", "mul_relin"), ("square", "square_relin"), ("mul_into", "mul_relin_into"),
+                                  ("square_into", "square_relin_into")) if {a, b} <= ops_of(library, scheme)]
+    steps = [step("px", "encode", "x"), step("py", "encode", "y")]
+    for op in (op for p in pairs_ for op in p):  # fresh operands each: an _into form may write into its first
+        steps += [step(f"x_{op}", "encrypt_pk", "px"), step(f"y_{op}", "encrypt_pk", "py"),
+                  step(op, op, f"x_{op}", *([f"y_{op}"] if "mul" in op else []))]
+    result = run(driver, setup_id, program(steps, sizes=[op for p in pairs_ for op in p]),
+                 inputs(plain, np.random.default_rng(5), "x", "y"))
+    sizes = result["sizes_bytes"]
+    for three, two in pairs_:
+        assert sizes[three] > 1.3 * sizes[two], (three, two, sizes)
+
+
+def _key_program(library: str, scheme: str, plain: Plain) -> tuple[list[dict], str]:
+    """keygen, x encrypted under the new key and decrypted under the setup's (`w`); a keyed op, then
+    the same op under the setup's keys (`z`, `z2`)."""
+    if scheme in RLWE:
+        op = "add"
+        steps = [step("k", "keygen_secret"), step("px", "encode", "x"), step("cx", "encrypt_sk", "px", key="k")]
+        steps += decrypted(plain, "cx", "w") + encrypted(plain, "y")
+        steps += [step("cz", "add", "cx", "cx"), step("pz", "decrypt", "cz", key="k"), step("z", "decode", "pz")]
+        return steps + [step("cz2", "add", "cy", "cy")] + decrypted(plain, "cz2", "z2"), op
+    op = next(o for o in ("int_add", "short_add", "and") if o in ops_of(library, scheme))
+    steps = [step("k", "keygen"), step("cx", "encrypt_sk", "x", key="k"), step("w", "decrypt", "cx"),
+             step("cz", op, "cx", "cx", key="k"), step("z", "decrypt", "cz", key="k"), step("cy", "encrypt_sk", "y"),
+             step("cz2", op, "cy", "cy"), step("z2", "decrypt", "cz2")]
+    return steps, op
+
+
+@pytest.mark.parametrize("library", LIBRARIES)
+def test_a_new_key_is_another_key_and_the_setup_keys_stay(driver_pool, library):
+    """What a new key encrypts does not decrypt under the setup's key; the new key works; the setup's
+    keys still work after it in the same program (TFHE-rs installs one server key per thread)."""
+    rlwe = schemes_of(library, RLWE)
+    scheme = rlwe[0] if rlwe else next(s for s in ("tfhe_int", "tfhe_bool", "tfhe_shortint") if s in schemes_of(library))
+    driver, setup_id, _, plain = setup(driver_pool, library, scheme)
+    steps, op = _key_program(library, scheme, plain)
+    xy = inputs(plain, np.random.default_rng(6), "x", "y")
+    result = run(driver, setup_id, program(steps, [region("k")], ["w", "z", "z2"]), xy)
+    x, y = padded(plain, xy["x"]), padded(plain, xy["y"])
+    same = (lambda a, b: a & b) if op == "and" else plain.add
+    assert_values(plain, out(result, "z"), same(x, x), "the new key's op")
+    assert_values(plain, out(result, "z2"), same(y, y), "the setup keys' op after it")
+    w = out(result, "w")
+    if plain.words:  # 4 integers (bits: 4 bits) decrypted under another key
+        assert not np.array_equal(w.astype(np.uint64), x), "a ciphertext under the new key decrypts under the setup's"
+    else:  # every slot, the zero padding included, comes out as noise
+        differs = (w.astype(np.uint64) != x.astype(np.uint64)) if plain.exact else np.abs(w - x) > 1e-3
+        assert differs.mean() > 0.5, "a ciphertext under the new key decrypts under the setup's"
+
+
+@pytest.mark.parametrize("library,scheme", pairs(BITS))
+def test_an_input_out_of_range_is_refused(driver_pool, library, scheme):
+    driver, setup_id, _, plain = setup(driver_pool, library, scheme)
+    refused("internal", run, driver, setup_id, program([step("cx", "encrypt_sk", "x")]),
+            {"x": np.array([0, plain.t], dtype=np.uint64)})
+
+
+@pytest.mark.parametrize("library", [lib for lib in LIBRARIES
+                                     if "tfhe_bool" in schemes_of(lib) and "netlist" in ops_of(lib, "tfhe_bool")])
+def test_a_bad_netlist_is_refused(driver_pool, library):
+    driver, setup_id, _, _ = setup(driver_pool, library, "tfhe_bool")
+    for net in ({"n_inputs": 2, "gates": [["and", 2, 0, 9]], "outputs": [2]},  # reads a wire never written
+                {"n_inputs": 2, "gates": [["and", 2, 0, 1], ["or", 2, 0, 1]], "outputs": [2]},  # writes one twice
+                {"n_inputs": 2, "gates": [["and", 1, 0, 0]], "outputs": [1]}):  # overwrites an input
+        refused("internal", run, driver, setup_id,
+                program([step("cx", "encrypt_sk", "x"), step("cz", "netlist", "cx", netlist=net)]),
+                {"x": np.array([1, 0], dtype=np.uint64)})
+
+
+# -- one library's own limits ----------------------------------------------------------------------
+
+@pytest.mark.parametrize("scheme", ["bfv", "ckks"])
+def test_tenseal_refuses_what_its_library_cannot_do(driver_pool, scheme):
+    driver, setup_id, _, plain = setup(driver_pool, "tenseal", scheme)
+    x = inputs(plain, np.random.default_rng(7), "x", "y")
+    # its contexts make the default Galois key set only (used by its routines; no rotation op)
+    refused("unsupported", run, driver, setup_id, program([step("k", "keygen_galois", steps=[1, 2])], [region("k")]), x)
+    result = run(driver, setup_id, program([step("k", "keygen_galois", steps="pow2")] + encrypted(plain, "x")
+                                           + decrypted(plain, "cx"), [region("k")], ["z"]), x)
+    assert_values(plain, out(result, "z"), padded(plain, x["x"]), "x after keygen_galois")
+    # relinearization is a context flag: a product with and one without it cannot share a region
+    steps = encrypted(plain, "x", "y") + [step("a", "mul", "cx", "cy"), step("b", "mul_relin", "cx", "cy")]
+    refused("unsupported", run, driver, setup_id, program(steps, [region("r", "a", "b")]), x)
+    refused("unsupported", run, driver, setup_id, program([step("px", "encode", "x", level=0)], [region("px")]), x)
+
+
+def test_tfhe_rs_refuses_two_server_keys_in_one_region(driver_pool):
+    """Integer ops run under one thread-local server key: a region mixing two keys cannot be timed."""
+    driver, setup_id, _, _ = setup(driver_pool, "tfhe-rs", "tfhe_int")
+    steps = [step("k", "keygen"), step("cx", "encrypt_sk", "x"), step("kx", "encrypt_sk", "x", key="k"),
+             step("a", "int_add", "cx", "cx"), step("b", "int_add", "kx", "kx", key="k")]
+    err = refused("internal", run, driver, setup_id, program(steps, [region("r", "a", "b")]),
+                  {"x": np.array([1], dtype=np.uint64)})
+    assert "two server keys" in str(err)
+
+
+def test_concrete_refuses_a_comparison_bit_as_an_integer(driver_pool):
+    driver, setup_id, _, plain = setup(driver_pool, "concrete", "tfhe_int")
+    xy = inputs(plain, np.random.default_rng(8), "x", "y")
+    steps = encrypted(plain, "x", "y") + [step("l", "int_lt", "cx", "cy"), step("cz", "int_add", "l", "cy")]
+    refused("unsupported", run, driver, setup_id, program(steps), xy)
+    result = run(driver, setup_id, program(encrypted(plain, "x", "y") + [step("cz", "int_add", "cx", "cy")], [region("cz")]),
+                 xy)
+    assert any("table lookups" in n for n in result.get("notes", [])), result.get("notes")
