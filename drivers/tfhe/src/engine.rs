@@ -1561,7 +1561,6 @@ mod tests {
                 })
                 .collect();
             let res = run(&mut d, prog, samples);
-            let mut ratios = vec![];
             for sample in res["samples"].as_array().unwrap() {
                 let ns = sample["ns"].as_object().unwrap();
                 let cpu = sample["cpu_ns"].as_object().expect("sample has cpu_ns");
@@ -1570,11 +1569,10 @@ mod tests {
                     assert!(c.as_u64().unwrap() > 0, "region {r}: cpu_ns {c}");
                 }
                 let ratio = cpu["cz"].as_u64().unwrap() as f64 / ns["cz"].as_u64().unwrap() as f64;
+                // No lower bound: on a loaded host the process waits for a core, and CPU / wall
+                // falls with the load (a timing threshold).
                 assert!(ratio <= 1.5, "cpu/wall {ratio:.3} on one thread");
-                ratios.push(ratio);
             }
-            let best = ratios.iter().cloned().fold(0.0, f64::max);
-            assert!(best >= 0.5, "cpu/wall {ratios:?} on one thread");
         });
     }
 

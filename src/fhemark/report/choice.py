@@ -8,7 +8,7 @@ from rich.table import Table
 
 from ..advise.choose import Answer, Candidate, client_bytes, eval_key_bytes, levels_available, margin, plaintext_text
 from ..model.requirements import Requirements
-from .tables import fmt_bytes, fmt_time, throughput_text
+from .formats import fmt_bytes, fmt_time, throughput_text
 
 
 def _or_dash(v: object) -> str:

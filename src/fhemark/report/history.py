@@ -13,7 +13,7 @@ from pathlib import Path
 
 from ..analyse.compare import FAILED, FASTER, SLOWER, compare_case, label
 from ..analyse.select import latest
-from .tables import fmt_time
+from .formats import fmt_time
 
 
 @dataclass

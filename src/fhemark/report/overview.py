@@ -11,7 +11,8 @@ from html import escape as _escape
 from ..analyse.select import contended, latest
 from ..model.catalog import CATALOG
 from ..stats import paired_ratio
-from .tables import DEVIATION_MARK, Deviations, Table, fmt_time, params_name, security_disagreements
+from .formats import fmt_time
+from .tables import DEVIATION_MARK, Deviations, Table, params_name, security_disagreements
 
 
 def escape(text: str) -> str:

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from ..analyse.select import latest
 from ..model.catalog import CATALOG
-from .tables import DEVIATION_MARK, Deviations, Table, cell, fmt_bytes, fmt_rate, fmt_time, params_name, throughput_text
+from .formats import fmt_bytes, fmt_rate, fmt_time, throughput_text
+from .tables import DEVIATION_MARK, Deviations, Table, cell, params_name
 from .text import OVER_FACTOR, SERIAL_BELOW, parallelism_mark
 
 TITLE = "Thread scaling: speed-up against the thread count"

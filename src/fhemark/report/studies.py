@@ -13,7 +13,7 @@ from pathlib import Path
 
 from ..analyse.select import latest
 from . import scaling
-from .tables import fmt_time
+from .formats import fmt_time
 
 _PIPE = re.compile(r"pipeline_(\w+)/(\w+)")
 _STAGES = ("encode", "encrypt", "op", "decrypt", "decode")

@@ -11,6 +11,7 @@ from ..analyse.metrics import communication, instances, per_instance_ns, through
 from ..analyse.select import contended, latest
 from ..model.catalog import CATALOG
 from ..stats import MIN_CI_SAMPLES, paired_ratio
+from .formats import ci_text, fmt_bytes, fmt_time, op_order
 
 DEVIATION_MARK = "‡"
 
@@ -40,39 +41,6 @@ class Deviations:
         return [f"{DEVIATION_MARK}{n} {text}" for text, n in self.numbers.items()]
 
 
-def fmt_time(ns: float | None) -> str:
-    if ns is None:
-        return "-"
-    for unit, div in (("s", 1e9), ("ms", 1e6), ("µs", 1e3)):
-        if ns >= div:
-            return f"{ns / div:.3g} {unit}"
-    return f"{ns:.0f} ns"
-
-
-def fmt_rate(per_s: float | None) -> str:
-    """Evaluations a second, to three figures."""
-    if per_s is None:
-        return "-"
-    for unit, div in (("M", 1e6), ("k", 1e3)):
-        if per_s >= div:
-            return f"{per_s / div:.3g}{unit}/s"
-    return f"{per_s:.3g}/s"
-
-
-def throughput_text(r: dict) -> str:
-    """'802/s [787/s, 830/s] k=2': the rate at saturation, its interval and the k that gave it."""
-    ci = r.get("throughput_ci95")
-    spread = f" [{fmt_rate(ci[0])}, {fmt_rate(ci[1])}]" if ci else ""
-    return f"{fmt_rate(r.get('throughput_per_s'))}{spread} k={r.get('batch')}"
-
-
-def ci_text(rec: dict) -> str:
-    ci = rec.get("ci95_ns")
-    if not ci:
-        return f"n = {len(rec.get('samples_ns') or [])}, no CI"
-    return f"{fmt_time(ci[0])}, {fmt_time(ci[1])}"
-
-
 def cell(rec: dict | None, devs: Deviations | None = None) -> str:
     if rec is None:
         return ""
@@ -100,22 +68,6 @@ def security_disagreements(recs: list[dict]) -> str:
         if len(sec) > 1 and len({v["bits"] for v in sec.values()}) > 1:
             seen.setdefault(params_name(r), ", ".join(f"{v['bits']} ({t})" for t, v in sorted(sec.items(), reverse=True)))
     return "; ".join(f"security of {k}: {v} bits" for k, v in sorted(seen.items()))
-
-
-# Operations in the order a computation runs them: keys, encode, encrypt, arithmetic, key
-# switching (and what rides on it), decrypt, decode; then depth probes, pipelines, the rest.
-_KEY_SWITCHING = ("mul_relin", "square_relin", "relinearize", "rescale", "mod_switch", "key_switch", "rotate",
-                  "conjugate", "bootstrap")
-
-
-def op_order(op: str) -> tuple[int, int, str]:
-    base = op.split("/")[0].removesuffix("_into")
-    stage = (0 if base.startswith("keygen") else 1 if base.startswith("encode") else 2 if base.startswith("encrypt")
-             else 5 if base.startswith("decrypt") else 6 if base.startswith("decode")
-             else 4 if base.startswith(_KEY_SWITCHING)
-             else 3 if base in CATALOG and not base.startswith(("depth", "pipeline")) else 7)
-    order = list(CATALOG)
-    return stage, order.index(base) if base in order else len(order), op
 
 
 def params_name(rec: dict) -> str:
@@ -357,10 +309,6 @@ def app_tables(recs: list[dict]) -> list[Table]:
 def _workload_key(rec: dict) -> tuple[str, int, int]:
     w = rec["workload"]
     return w.get("workload", rec["op"]), int(w.get("size", 0)), int(w.get("dim", 0))
-
-
-def fmt_bytes(n: int | None) -> str:
-    return "-" if not n else f"{n / 2**20:.2f} MiB" if n >= 2**20 else f"{n / 2**10:.1f} KiB"
 
 
 def expansion_table(recs: list[dict]) -> Table | None:

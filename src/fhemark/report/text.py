@@ -10,7 +10,8 @@ from rich.markup import escape
 from rich.table import Table as RichTable
 
 from ..analyse.select import contended, latest
-from .tables import Deviations, ci_text, fmt_time, op_order, security_disagreements, throughput_text
+from .formats import ci_text, fmt_time, op_order, throughput_text
+from .tables import Deviations, security_disagreements
 
 if TYPE_CHECKING:
     from ..advise.advisor import Need, Proposal
