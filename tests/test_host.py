@@ -35,3 +35,16 @@ def test_a_job_too_short_for_tick_counters_is_not_judged():
     long = Activity(None)
     time.sleep(0.6)
     assert long.finish()["contended"] in (True, False)
+
+
+def test_a_jobs_own_other_process_is_not_contention():
+    """Throughput mode's other drivers are the job's own: told to the activity before they stop,
+    their CPU is not read as another process's."""
+    driver, helper = spin(1.0), spin(1.0)
+    seen = Activity(driver.pid)
+    time.sleep(1.1)
+    seen.own_process(helper.pid)
+    helper.wait()
+    quiet = seen.finish()
+    driver.wait()
+    assert quiet["other_cores"] < 0.3, quiet

@@ -54,10 +54,16 @@ class Activity:
         self.pid = driver_pid
         self.t0 = time.monotonic()
         self.sys0 = _system()
+        self.extra = 0  # ticks of the job's own other processes, which ended inside the window
         self.own0 = self._own()
 
     def _own(self) -> int:
-        return _process(os.getpid(), False) + (_process(self.pid, True) if self.pid else 0)
+        return _process(os.getpid(), False) + (_process(self.pid, True) if self.pid else 0) + self.extra
+
+    def own_process(self, pid: int) -> None:
+        """A process of the job's own, started inside the window (throughput mode's other drivers):
+        its CPU is the job's, not contention. Read just before it is stopped."""
+        self.extra += _process(pid, True)
 
     def finish(self) -> dict | None:
         sys1 = _system()

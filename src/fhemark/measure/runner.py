@@ -185,7 +185,7 @@ class Runner:
                 probe_depth(self.driver(job.library, job.threads), job, op, prep, outcome,
                             lambda: self._reprepare(prep))
             elif job.policy.mode == "throughput":
-                saturate(self, job, op, prep, outcome)
+                saturate(self, job, op, prep, outcome, activity.own_process)
             else:
                 measure_slice(self.driver(job.library, job.threads), job, op, prep, outcome, p, s)
             error = None

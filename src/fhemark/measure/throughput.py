@@ -20,7 +20,7 @@ import os
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 
@@ -85,8 +85,10 @@ def host_cores() -> int:
         return os.cpu_count() or 1
 
 
-def saturate(runner: Runner, job: Job, op: BenchOp, prep: Prepared, out: Outcome) -> None:
-    """Grow k until the host is busy; the best k's samples become the job's, its rate the record's."""
+def saturate(runner: Runner, job: Job, op: BenchOp, prep: Prepared, out: Outcome,
+             own: Callable[[int], None] = lambda pid: None) -> None:
+    """Grow k until the host is busy; the best k's samples become the job's, its rate the record's.
+    `own(pid)` is told of each other driver before it stops: its CPU is the job's, not contention."""
     pol = job.policy
     cores = host_cores()
     limit = min(pol.max_batch or 2 * cores, 256)
@@ -110,6 +112,8 @@ def saturate(runner: Runner, job: Job, op: BenchOp, prep: Prepared, out: Outcome
             k *= 2
     finally:
         for d in pool[1:]:
+            if d.alive:
+                own(d.proc.pid)
             d.stop()
     best = max(levels, key=lambda lv: lv.per_s()[0])
     rate, ci = best.per_s()
