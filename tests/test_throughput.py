@@ -79,3 +79,16 @@ def test_max_batch_bounds_k(monkeypatch, tmp_path):
 def test_an_unknown_mode_is_refused(mode):
     with pytest.raises(ValueError, match="mode"):
         Suite(name="x", policy={"mode": mode}, cases=[{"schemes": ["bfv"], "params": [SET], "ops": ["add"]}])
+
+
+def test_policy_fields_added_later_keep_the_keys_of_jobs_that_do_not_use_them():
+    """A baseline measured before `mode` and `max_batch` existed still matches (compare, --resume):
+    the fields enter a job's key only when set; a throughput job is another case."""
+    from fhemark.plan.jobs import _dump
+    from fhemark.plan.suites import Policy
+    assert "mode" not in _dump(Policy()) and "max_batch" not in _dump(Policy())
+    case = {"schemes": ["bfv"], "params": [SET], "ops": ["add"]}
+    key = {mode: build(Suite(name="k", policy={"mode": mode}, cases=[case]), ["seal"], allow_insecure=True).jobs[0].key
+           for mode in ("latency", "throughput")}
+    plain = build(Suite(name="k", cases=[case]), ["seal"], allow_insecure=True).jobs[0].key
+    assert key["latency"] == plain != key["throughput"]

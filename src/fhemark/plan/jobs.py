@@ -53,9 +53,15 @@ def _wire(params: ParamSet) -> dict:
     return params.wire()
 
 
+# Policy fields added after stores existed: left out of a job's key while at their default, so a
+# job measured before they existed keeps its key (compare and --resume match it) until it uses them.
+_LATER_FIELDS = ("mode", "max_batch")
+
+
 @lru_cache(maxsize=4096)
 def _dump(policy: Policy) -> dict:
-    return policy.model_dump()
+    later = {f for f in _LATER_FIELDS if getattr(policy, f) == Policy.model_fields[f].default}
+    return policy.model_dump(exclude=later)
 
 
 @dataclass
