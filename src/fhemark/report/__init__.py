@@ -12,7 +12,7 @@ from pathlib import Path
 
 from ..analyse.select import timed_seconds
 from ..errors import UserError
-from . import html, markdown, overview, plots, scaling, studies
+from . import html, interactive, markdown, overview, plots, scaling, studies
 from .tables import Table, all_tables
 
 
@@ -108,7 +108,8 @@ def write(recs: list[dict], out: Path, heading: str, env: dict, runs: list[dict]
         md = markdown.write(tables, figures, stage, heading, line, first)
         study_pages = studies.write(recs, stage)
         page = html.write(tables, figures, stage, heading, line, first, [(t, p.name) for t, p in study_pages])
-        staged = [md, page] + _write_csv(tables, stage) + figures + [p for _, p in study_pages]
+        script = [stage / interactive.PLOTLY_FILE] if (stage / interactive.PLOTLY_FILE).exists() else []
+        staged = [md, page] + _write_csv(tables, stage) + figures + script + [p for _, p in study_pages]
         for f in staged[2:] + staged[:2]:  # the pages last: when they appear, what they link to is there
             target = out / f.relative_to(stage)
             target.parent.mkdir(parents=True, exist_ok=True)

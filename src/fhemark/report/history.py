@@ -1,7 +1,7 @@
 """Every run in one or more stores, case by case in time order (asv's history view): for each
 case the median and interval of each run, the host and library version it was measured with, and
 what `compare` says of each run against the previous one on the same host. One HTML file,
-plotly.js inlined, so it opens from file://."""
+plotly.js beside it (plotly.min.js), so it opens from file://."""
 
 from __future__ import annotations
 
@@ -108,7 +108,7 @@ def _table(s: Series) -> str:
 
 
 def write(stores: list, out: Path) -> Path:
-    from .interactive import plotly_js
+    from .interactive import plotly_script
     series = collect(stores)
     by_op: dict[str, list[Series]] = {}
     for s in series:
@@ -128,11 +128,12 @@ def write(stores: list, out: Path) -> Path:
         fig = json.dumps(_figure(op, group)).replace("</", "<\\/")  # no label can close the script
         calls.append(f"(function (f) {{ Plotly.newPlot('h{i}', f.data, f.layout, {{responsive: true}}); }})({fig});")
     out.mkdir(parents=True, exist_ok=True)
+    script = plotly_script(out)
     path = out / "index.html"
     style = ("body{font-family:system-ui,sans-serif;margin:1.5em;max-width:1400px}table{border-collapse:collapse;"
              "margin:.3em 0 1em}td,th{border:1px solid #ccc;padding:2px 6px;font-size:13px}tr.bad{background:#fde2e2}"
              "tr.good{background:#e2f5e2}")
     path.write_text(f"<!doctype html>\n<html><head><meta charset='utf-8'><title>fhemark history</title>"
-                    f"<style>{style}</style><script>{plotly_js()}</script></head><body>\n" + "\n".join(body)
+                    f"<style>{style}</style>{script}</head><body>\n" + "\n".join(body)
                     + "\n<script>" + "\n".join(calls) + "</script>\n</body></html>\n")
     return path

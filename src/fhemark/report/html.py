@@ -119,7 +119,7 @@ def write(tables: list[Table], figures: list[Path], out: Path, heading: str, mea
         body.append("<details id='static'><summary>Static figures (SVG and PNG in plots/, for papers)</summary>")
         body += [f"<figure>{_inline_svg(f)}<figcaption>{escape(f.stem)}</figcaption></figure>" for f in svgs]
         body.append("</details>")
-    js = f"<script>{interactive.plotly_js()}</script>" if overview is not None and overview.setups else ""
+    js = interactive.plotly_script(out) if overview is not None and overview.setups else ""
     path = out / "report.html"
     path.write_text(f"<!doctype html>\n<html><head><meta charset='utf-8'><title>{escape(heading)}</title>"
                     f"<style>{_STYLE}</style>{js}</head>\n<body>\n" + "\n".join(body)

@@ -134,7 +134,7 @@ _TABLES = {"threads": scaling.table}
 def write(recs: list[dict], out: Path) -> list[tuple[str, Path]]:
     """The study pages the records call for: (title, path) for each, to link from the overview."""
     from .html import _SORT_JS, _STYLE, _table
-    from .interactive import plotly_js
+    from .interactive import plotly_script
     pages = []
     for slug, (title, build) in STUDIES.items():
         figs = build(recs)
@@ -150,7 +150,7 @@ def write(recs: list[dict], out: Path) -> list[tuple[str, Path]]:
         path.write_text(f"<!doctype html>\n<html><head><meta charset='utf-8'><title>{escape(title)}</title>"
                         "<style>body{font-family:system-ui,sans-serif;margin:1.5em;max-width:1400px}"
                         + (_STYLE if table else "") + "</style>"
-                        f"<script>{plotly_js()}</script></head><body>\n<p><a href='report.html'>back to the report</a></p>"
+                        f"{plotly_script(out)}</head><body>\n<p><a href='report.html'>back to the report</a></p>"
                         f"<h1>{escape(title)}</h1>\n<p>" + escape(_INTRO.get(slug, "Median with its 95% interval per point; "
                         "hover for the numbers, click a legend entry to hide a line, drag to zoom.")) + "</p>\n"
                         + (_table("table", table, 2) + "\n" if table else "") + "\n".join(divs)
