@@ -396,6 +396,27 @@ def test_an_sqlite_database_without_an_id_that_is_not_a_store_is_refused(tmp_pat
     assert digest(other) == before
 
 
+def test_a_foreign_database_that_looks_like_an_old_store_is_refused(tmp_path, suite):
+    """Another application's `meta` table holding schema_version = 1 (but none of fhemark's tables),
+    or an empty database its application marked with a user_version: refused, untouched."""
+    lookalike = _foreign(tmp_path / "other.db")
+    con = sqlite3.connect(lookalike)
+    con.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT)")
+    con.execute("INSERT INTO meta VALUES ('schema_version', '1')")
+    con.commit()
+    con.close()
+    empty_marked = tmp_path / "marked.db"
+    con = sqlite3.connect(empty_marked)
+    con.execute("PRAGMA user_version = 7")
+    con.close()
+    path = suite(case("schemes: [bfv], params: [c8192], ops: [add]"))
+    for other, says in ((lookalike, "not an fhemark store"), (empty_marked, "user_version 7")):
+        before = digest(other)
+        one_line(cli("run", "--suite", path, "--db", other), says)
+        one_line(cli("runs", "--db", other), says)
+        assert digest(other) == before
+
+
 def test_a_directory_as_store(tmp_path):
     one_line(cli("runs", "--db", tmp_path), "is a directory", "--db")
 

@@ -119,11 +119,18 @@ def inspect(path: Path) -> str:
             tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")}
             version = con.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone() \
                 if "meta" in tables else None
+            user_version = con.execute("PRAGMA user_version").fetchone()[0]
+            # An fhemark store from before the application id: its own tables, with its columns.
+            ours = {"meta", "runs", "results"} <= tables and {"run_id", "job_key", "record"} <= {
+                r[1] for r in con.execute("PRAGMA table_info(results)")}
         finally:
             con.close()
     except sqlite3.Error as exc:
         raise _sqlite_problem(path, exc, "reading its header")
-    if version is None:
+    if user_version != 0:  # set by its application (fhemark never sets it): even with no table yet
+        raise StoreError(f"{path} is another application's SQLite database (user_version {user_version}), not an "
+                         "fhemark store; nothing was written to it", "pass --db with another file")
+    if version is None or not ours:
         if not tables:
             return "empty"
         listed = ", ".join(sorted(tables)[:5]) + (", ..." if len(tables) > 5 else "")
