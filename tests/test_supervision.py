@@ -150,3 +150,22 @@ def test_a_driver_stopped_between_jobs_times_out_even_while_writing(tmp_path):
         drv.request("setup", timeout_s=2, setup_id="s", scheme="bfv", params={"pad": [0] * 200_000})
     assert exc.value.kind == "timeout" and "did not read" in exc.value.message
     assert time.monotonic() - t0 < 10 and not drv.alive
+
+
+def test_one_writer_per_run_a_second_resume_is_refused(fake_registry, tmp_path):
+    """Two `run --resume` of one run at once measured the remaining jobs twice (56 records for 32
+    jobs): the run is locked while it is measured, and the second is one line, before it reads or
+    stores anything."""
+    from fhemark.errors import UserError
+    from fhemark.measure import session
+    suite = Suite(name="lock", policy={"min_samples": 2, "max_samples": 2},
+                  cases=[{"schemes": ["bfv"], "params": [{"N": 2048, "q_bits": [36, 36], "p_bits": [37], "t": T}],
+                          "ops": ["add"]}])
+    plan = build(suite, ["fake"], allow_insecure=True)
+    store = Store(tmp_path / "l.db")
+    first = session.start(store, plan, {}, resume=False, yes=True)
+    with pytest.raises(UserError, match="being measured by another fhemark process"):
+        session.start(Store(tmp_path / "l.db"), plan, {}, resume=True, yes=True)
+    first.lock.close()  # the first run ended (or was interrupted): its run can be resumed
+    again = session.start(Store(tmp_path / "l.db"), plan, {}, resume=True, yes=True)
+    assert again.run_id == first.run_id

@@ -134,6 +134,8 @@ def run(suite: str = typer.Option("quick", help="built-in suite name or path to 
         finally:
             session.disconnect(client)
     store.finish_run(run_id)
+    if ses.lock is not None:
+        ses.lock.close()  # the run is finished: a later --resume may take it
     wall = time.monotonic() - started
     recs = list(store.records(run_id))
     print_results(recs, console)

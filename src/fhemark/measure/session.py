@@ -4,10 +4,12 @@ the records say went wrong. The CLI prints; this decides."""
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from pathlib import Path
+from typing import IO, Any, Callable
 
 from ..errors import UserError
 from ..plan.jobs import Job, Plan, check_size
@@ -26,6 +28,26 @@ class Session:
     skip: set[str]          # jobs an earlier (resumed) run already finished
     todo: list[Job]
     notes: list[str]        # what the user should read before the run starts (a resume, a plan's size)
+    lock: IO | None = None  # held while the run is measured: one writer per run
+
+
+def _hold(store: Store, run_id: str) -> IO:
+    """The run's lock, held by this process until it ends: a second `run --resume` of the same run
+    (or a resume while the run itself goes on) would measure the remaining jobs twice."""
+    folder = Path(store.path).parent / f".{Path(store.path).name}.locks"
+    try:
+        folder.mkdir(exist_ok=True)
+        f = open(folder / run_id, "a+")
+    except OSError as exc:
+        raise UserError(f"cannot lock run {run_id} beside {store.path} ({exc.strerror or exc})",
+                        "make the store's folder writable")
+    try:
+        fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        f.close()
+        raise UserError(f"run {run_id} in {store.path} is being measured by another fhemark process",
+                        "wait for it to finish (or stop it), then --resume; or start a new run without --resume")
+    return f
 
 
 def _jobs(n: int) -> str:
@@ -61,6 +83,7 @@ def start(store: Store, plan: Plan, env: dict, resume: bool, yes: bool) -> Sessi
     without --yes before anything is stored."""
     suite_hash, jobs, notes = plan_hash(plan), plan.jobs, []
     prev = _resumable(store, plan.suite.name, suite_hash, {j.key for j in jobs}, notes) if resume else None
+    lock = _hold(store, prev["run_id"]) if prev else None  # before the finished jobs are read
     skip = store.done_keys(prev["run_id"]) if prev else set()
     todo = [j for j in jobs if j.key not in skip]
     size, large = check_size(todo, store.job_seconds(), yes)
@@ -71,7 +94,8 @@ def start(store: Store, plan: Plan, env: dict, resume: bool, yes: bool) -> Sessi
         notes.append(f"resuming run {run_id}: {len(skip)} of {len(jobs)} jobs already done")
     else:
         run_id = store.start_run(plan.suite.name, suite_hash, plan.allow_insecure, env, plan.to_json())
-    return Session(store, plan, run_id, env, skip, todo, notes)
+        lock = _hold(store, run_id)
+    return Session(store, plan, run_id, env, skip, todo, notes, lock)
 
 
 def connect(cluster_spec: str | None) -> Any:
