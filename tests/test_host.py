@@ -39,12 +39,24 @@ def test_a_job_too_short_for_tick_counters_is_not_judged():
 
 def test_a_jobs_own_other_process_is_not_contention():
     """Throughput mode's other drivers are the job's own: told to the activity before they stop,
-    their CPU is not read as another process's."""
+    their CPU is not read as another process's. Two readings of the same window, one told and one
+    not, so whatever else the host runs meanwhile is in both."""
     driver, helper = spin(1.0), spin(1.0)
-    seen = Activity(driver.pid)
+    told, untold = Activity(driver.pid), Activity(driver.pid)
     time.sleep(1.1)
-    seen.own_process(helper.pid)
+    told.own_process(helper.pid)
     helper.wait()
-    quiet = seen.finish()
+    a, b = told.finish(), untold.finish()
     driver.wait()
-    assert quiet["other_cores"] < 0.3, quiet
+    assert b["other_cores"] - a["other_cores"] > 0.5, (a, b)  # the helper's core, and only in the one not told
+
+
+def test_a_job_of_short_slices_is_judged_over_its_whole_sampling_time():
+    """Six 0.2 s slices, each too short to judge alone, with another process keeping a core busy
+    throughout: together 1.2 s, judged, and contended."""
+    from fhemark.measure.host import merged
+    busy = {"window_s": 0.2, "other_cores": 0.9, "steal_share": 0.0, "load_1m": 1.0, "contended": None}
+    quiet = {**busy, "other_cores": 0.05}
+    assert merged([busy] * 6)["contended"] is True
+    assert merged([quiet] * 6)["contended"] is False
+    assert merged([busy, None])["contended"] is None  # 0.2 s in all: still too short to say

@@ -88,9 +88,13 @@ def merged(parts: list[dict | None]) -> dict | None:
     if not parts:
         return None
     window = sum(p["window_s"] for p in parts) or 1e-9
+    other = sum(p["other_cores"] * p["window_s"] for p in parts) / window
+    steal = sum(p["steal_share"] * p["window_s"] for p in parts) / window
+    # Judged over the job's whole sampling time: its slices are often each too short for the tick
+    # counters (302 of the quick suite's 304 jobs were never judged), their sum is not.
     judged = [p["contended"] for p in parts if p["contended"] is not None]
-    return {"window_s": round(window, 3),
-            "other_cores": round(sum(p["other_cores"] * p["window_s"] for p in parts) / window, 3),
-            "steal_share": round(sum(p["steal_share"] * p["window_s"] for p in parts) / window, 4),
+    if window >= MIN_JUDGED_WINDOW_S:
+        judged.append(other >= CONTENDED_OTHER_CORES or steal >= CONTENDED_STEAL_SHARE)
+    return {"window_s": round(window, 3), "other_cores": round(other, 3), "steal_share": round(steal, 4),
             "load_1m": max(p["load_1m"] for p in parts), "contended": any(judged) if judged else None,
             "rounds": rounds}
