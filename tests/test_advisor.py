@@ -60,3 +60,19 @@ def test_openfhe_picks_its_own_ckks_set_for_choose(driver_pool):
     assert spec is not None, "OpenFHE's automatic set could not be read"
     assert spec["N"] >= 8192 and spec["N"] & (spec["N"] - 1) == 0 and len(spec["q_bits"]) == 4 and spec["p_bits"]
     assert estimate(spec["N"], sum(spec["q_bits"]) + sum(spec["p_bits"]), "hestd2018").bits >= 128
+
+
+def test_params_exits_0_when_something_is_proposed_and_names_who_could_not(monkeypatch):
+    """TenSEAL without a proposal while the others have one: exit 0, and the line says who had none."""
+    from typer.testing import CliRunner
+
+    from fhemark.advise.advisor import Proposal
+    from fhemark.cli import app
+    spec = {"N": 8192, "q_bits": [50, 40, 40], "p_bits": [60], "scale_bits": 40}
+    monkeypatch.setattr(advisor, "advise", lambda need, libs, *a, **k: [Proposal("seal", spec), Proposal("tenseal")])
+    monkeypatch.setattr("fhemark.cli.advice.available", lambda: ["seal", "tenseal"])
+    r = CliRunner().invoke(app, ["params", "--scheme", "ckks", "--depth", "2", "--precision", "20"])
+    assert r.exit_code == 0, r.output
+    assert "no proposal from tenseal" in r.output
+    monkeypatch.setattr(advisor, "advise", lambda need, libs, *a, **k: [Proposal("tenseal")])
+    assert CliRunner().invoke(app, ["params", "--scheme", "ckks", "--depth", "2", "--precision", "20"]).exit_code == 1
