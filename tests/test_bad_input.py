@@ -892,3 +892,27 @@ def test_baseline_names_are_one_line(db):
     before = digest(db)
     one_line(cli("baseline", "save", "a\nb", "--db", db), "baseline name", "one line")
     assert digest(db) == before
+
+
+@pytest.mark.parametrize("spec", ["tcp://", "tcp://host:notaport", "tcp://[::1", "tcp://host:99999"])
+def test_a_cluster_address_that_is_not_one_is_one_line(tmp_path, suite, spec):
+    path = suite(case("schemes: [bfv], params: [c8192], ops: [add]"))
+    one_line(cli("run", "--suite", path, "--db", tmp_path / "c.db", "--no-build", "--cluster", spec),
+             spec, "tcp://HOST:PORT")
+    assert not (tmp_path / "c.db").exists() or Store(tmp_path / "c.db").runs() == []
+
+
+def test_a_schema_version_that_is_not_a_number_is_one_line(db):
+    con = sqlite3.connect(db)
+    con.execute("UPDATE meta SET value='one' WHERE key='schema_version'")
+    con.commit()
+    con.close()
+    before = digest(db)
+    one_line(cli("runs", "--db", db), "schema_version", "not a number")
+    assert digest(db) == before
+
+
+def test_history_into_a_file_is_one_line(db, tmp_path):
+    blocker = tmp_path / "out"
+    blocker.write_text("a file, not a folder")
+    one_line(cli("report", "--history", "--db", db, "--out", blocker), "is a file, not a folder")

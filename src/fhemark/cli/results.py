@@ -51,6 +51,7 @@ def report(db: Path = typer.Option(None, help="SQLite store"),
     if history:
         from ..report import history as history_page
         try:
+            report_files.check_out(out / "history")  # a file in the way is one line, before any work
             stores = [open_store(db)] + [open_store(p) for p in add_db or []]
         except UserError as exc:
             fail(exc)

@@ -56,6 +56,10 @@ def connect(spec: str) -> Any:
                                            dashboard_address=None, silence_logs=40)
         return distributed.Client(cluster)
     if spec.startswith("tcp://"):
+        host, _, port = spec[len("tcp://"):].rpartition(":")
+        if not host or not port.isdigit() or not 0 < int(port) < 65536 or host.count("[") != host.count("]"):
+            raise UserError(f"--cluster {spec}: not a scheduler address", "write tcp://HOST:PORT, e.g. tcp://10.0.0.5:8786 "
+                            "or tcp://[::1]:8786")
         try:
             return distributed.Client(spec, timeout=30)
         except OSError as exc:

@@ -166,6 +166,9 @@ class Store:
         """The stored schema version (None for a new store), creating or migrating the schema when writable."""
         fresh = kind in ("missing", "empty")
         row = None if fresh else self.db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+        if row is not None and not str(row[0]).isdigit():
+            raise StoreError(f"{self.path}: its schema_version {str(row[0])[:40]!r} is not a number: not an fhemark "
+                             "store, or a damaged one; nothing was written to it", "pass --db with another file")
         self._tables = set() if fresh else {r[0] for r in self.db.execute("SELECT name FROM sqlite_master")}
         if self.readonly and not {"runs", "results"} <= self._tables:
             raise StoreError(f"store {self.path} has no runs yet", "run `fhemark run` first or pass --db")
