@@ -916,3 +916,12 @@ def test_history_into_a_file_is_one_line(db, tmp_path):
     blocker = tmp_path / "out"
     blocker.write_text("a file, not a folder")
     one_line(cli("report", "--history", "--db", db, "--out", blocker), "is a file, not a folder")
+
+
+@pytest.mark.parametrize("body, says", [
+    ("schemes: [ckks], params: [c8192], ops: [poly_16]", "CKKS c8192: needs 16 levels, has 2"),
+    ("schemes: [bfv], params: [n4096], ops: [dot_8192]", "BFV n4096: packs 8192 values in one row, holds 2048")])
+def test_an_application_too_big_for_the_sets_names_what_it_needs(tmp_path, suite, body, says):
+    """Not a generic 'does not apply' pointing at the integer workloads: the levels or the values."""
+    one_line(cli("run", "--suite", suite(case(body)), "--db", tmp_path / "a.db", "--no-build"), says,
+             "larger parameter set")

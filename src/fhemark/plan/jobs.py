@@ -127,13 +127,28 @@ def _check_ops(case_ops, where: str) -> None:
                             "dot_<n>, matvec_<d>, poly_<deg>, logreg_<n>, tally_<n>, mean_<n>, similarity_<r>x<d>, zmul_<bits>)")
 
 
-def _unplanned(name: str, schemes: list[str], where: str) -> UserError:
-    """An op the case names that exists for none of its schemes or parameter sets."""
+def _unplanned(name: str, schemes: list[str], where: str, tried: list[tuple[str, ParamSet]]) -> UserError:
+    """An op the case names that exists for none of its schemes or parameter sets: what it needs,
+    beside what each set offers, where the op says (an application's levels and values)."""
     offered = sorted({s for s in SCHEMES_RLWE + SCHEMES_BITS if lookup(name, s) is not None})
     if not set(offered) & set(schemes):
         return UserError(f"{where}.ops: '{name}' is not offered for {', '.join(schemes)} (only for "
                          f"{', '.join(offered) or 'no scheme'})",
                          "remove it or add a scheme that has it; `fhemark list ops` shows which")
+    why = []
+    for scheme, params in tried:
+        op = lookup(name, scheme)
+        facts = (op.facts or {}) if op is not None else {}
+        if op is None or params.kind != "rlwe" or not params.N or not params.q_bits:
+            continue
+        levels, row = len(params.q_bits) - 1, params.N // 2
+        if facts.get("depth") and levels < facts["depth"]:
+            why.append(f"{scheme.upper()} {params.label()}: needs {facts['depth']} levels, has {levels}")
+        elif facts.get("workload") != "poly" and facts.get("size") and facts["size"] > row:
+            why.append(f"{scheme.upper()} {params.label()}: packs {facts['size']} values in one row, holds {row}")
+    if why:
+        return UserError(f"{where}.ops: '{name}' does not apply to any parameter set of the case ({'; '.join(why)})",
+                         "add a larger parameter set (more primes, or a larger N), or remove the op")
     return UserError(f"{where}.ops: '{name}' does not apply to any parameter set of the case "
                      f"(e.g. an integer width or a plaintext modulus it needs)",
                      "remove it or add a parameter set it applies to (see the README: Study 4 workloads)")
@@ -180,6 +195,7 @@ def build(suite: Suite, available: list[str], allow_insecure: bool = False,
         policy = suite.case_policy(case, where)
         _check_ops(case.ops, where)
         planned: set[str] = set()
+        tried: list[tuple[str, ParamSet]] = []  # (scheme, parameter set) pairs of the case
         for scheme in dict.fromkeys(case.schemes):
             if scheme not in SCHEMES_RLWE + SCHEMES_BITS:
                 raise UserError(f"{where}.schemes: unknown scheme '{scheme}'",
@@ -189,6 +205,7 @@ def build(suite: Suite, available: list[str], allow_insecure: bool = False,
                 _check_slots(case.slots, scheme, params, where)
                 ops = _ops_for(case.ops, scheme, params, where)
                 planned.update(ops)
+                tried.append((scheme, params))
                 # Bit schemes' sets and library presets are checked after setup, from what the library built.
                 est = estimate(params.N, max(params.log_qp_nominal, 1), suite.security.table) \
                     if params.kind == "rlwe" else None
@@ -215,7 +232,7 @@ def build(suite: Suite, available: list[str], allow_insecure: bool = False,
         if not isinstance(case.ops, str):
             for name in case.ops:
                 if name not in planned:
-                    raise _unplanned(name, list(dict.fromkeys(case.schemes)), where)
+                    raise _unplanned(name, list(dict.fromkeys(case.schemes)), where, tried)
     if not groups:
         raise UserError(f"suite '{suite.name}' has no job to run here"
                         + (f" ({', '.join(sorted(unavailable))} not built)" if unavailable else ""),
