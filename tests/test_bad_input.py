@@ -925,3 +925,18 @@ def test_an_application_too_big_for_the_sets_names_what_it_needs(tmp_path, suite
     """Not a generic 'does not apply' pointing at the integer workloads: the levels or the values."""
     one_line(cli("run", "--suite", suite(case(body)), "--db", tmp_path / "a.db", "--no-build"), says,
              "larger parameter set")
+
+
+def test_a_sweep_far_beyond_any_run_is_refused_before_it_is_built():
+    """Counted from the axes first: a 12-million-job sweep used to be built (minutes, gigabytes)
+    before the size check refused it."""
+    import time
+
+    from fhemark.errors import UserError
+    from fhemark.plan.jobs import MAX_PLANNED
+    huge = Suite(name="huge", cases=[{"schemes": ["bfv", "bgv"], "params": ["c8192"], "ops": ["add", "sub", "mul"],
+                                      "slots": list(range(1, 4097))}] * 10)
+    t0 = time.monotonic()
+    with pytest.raises(UserError, match="more than the 100,000 a plan is built for"):
+        build(huge, ["seal", "openfhe", "lattigo"])
+    assert time.monotonic() - t0 < 5 and MAX_PLANNED == 100_000

@@ -178,6 +178,7 @@ def build(suite: Suite, available: list[str], allow_insecure: bool = False,
 
     Linear in the number of jobs: duplicates (a case repeating another) are found by key."""
     known = known if known is not None else available
+    _check_count(suite, available)
     groups: dict[tuple, Group] = {}
     seen: set[str] = set()
     unavailable: set[str] = set()
@@ -245,6 +246,24 @@ def build(suite: Suite, available: list[str], allow_insecure: bool = False,
 # Beyond either, `fhemark run` shows the plan's size and estimate and asks for --yes: far above every
 # built-in suite (study4 --full included), so only a sweep the user did not mean to write stops here.
 MAX_JOBS = 5000
+# Beyond this many jobs (counted from the suite's axes, before anything is built) a plan is not
+# built at all: 12 million took 339 s and gigabytes only to be refused by the size check.
+MAX_PLANNED = 100_000
+
+
+def _check_count(suite: Suite, available: list[str]) -> None:
+    """An upper bound of the plan's jobs from the axes alone (libraries x schemes x sets x ops x
+    vector lengths x thread counts): a sweep far beyond any run is one line before it is built."""
+    total = 0
+    for case in suite.cases:
+        libs = len(available) if case.libraries == "all" else len(case.libraries)
+        ops = len(_OP_GROUPS[case.ops]) if isinstance(case.ops, str) else len(case.ops)
+        total += (libs * len(case.schemes) * len(case.params) * ops * len(case.slots or [None])
+                  * len(thread_counts(case.threads or suite.threads)))
+    if total > MAX_PLANNED:
+        raise UserError(f"the suite asks for up to {total:,} jobs, more than the {MAX_PLANNED:,} a plan is built for "
+                        "(counted from its axes: libraries x schemes x parameter sets x ops x vector lengths x threads)",
+                        "split the suite, or sweep fewer values on one axis")
 MAX_ESTIMATE_S = 48 * 3600.0
 
 
