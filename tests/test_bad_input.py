@@ -940,3 +940,14 @@ def test_a_sweep_far_beyond_any_run_is_refused_before_it_is_built():
     with pytest.raises(UserError, match="more than the 100,000 a plan is built for"):
         build(huge, ["seal", "openfhe", "lattigo"])
     assert time.monotonic() - t0 < 5 and MAX_PLANNED == 100_000
+
+
+def test_a_report_of_nothing_names_only_the_flags_given(tmp_path):
+    """An empty store: no hint at --run or --suite the user never gave; with --suite: that flag."""
+    store = Store(tmp_path / "e.db")
+    store.start_run("x", "h", False, {}, {})
+    store.close()
+    line = one_line(cli("report", "--db", tmp_path / "e.db", "--out", tmp_path / "r"), "holds no results", "fhemark run")
+    assert "--run" not in line and "--suite" not in line
+    line = one_line(cli("report", "--db", tmp_path / "e.db", "--suite", "quick", "--out", tmp_path / "r"), "--suite")
+    assert "--run" not in line

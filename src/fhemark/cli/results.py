@@ -65,7 +65,10 @@ def report(db: Path = typer.Option(None, help="SQLite store"),
     except UserError as exc:
         fail(exc)
     if not recs:
-        fail(UserError("no results match", "check --run/--suite against `fhemark export`"))
+        given = [f for f, v in (("--run", run_id), ("--suite", suite)) if v]
+        fail(UserError(f"{store.path} holds no results" + (f" for {' and '.join(given)}" if given else ""),
+                       f"check {' and '.join(given)} against `fhemark runs --db {store.path}`" if given
+                       else "measure something first (`fhemark run`), or pass --db with a store that has results"))
     files = report_files.write(recs, out, f"fhemark report{f': suite {suite}' if suite else ''}",
                                recs[-1].get("env", {}), store.runs())
     console.print(f"wrote {files[0]}, {files[1]} and {len(files) - 2} CSV tables and figures", markup=False)
