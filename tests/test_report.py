@@ -287,3 +287,13 @@ def test_the_terminal_table_lists_operations_as_a_computation_runs_them():
     shown = sorted(ran, key=lambda op: text.index(f" {op} "))
     assert shown == ["keygen_public", "keygen_relin", "encode", "encrypt_pk", "add", "mul_relin", "rotate_1",
                      "decrypt", "decode"]
+
+
+def test_no_heading_or_link_of_the_html_report_shows_a_backtick(tmp_path):
+    """Titles are written for Markdown (`op`); the HTML shows them as code, not as literal backticks."""
+    import re
+    write(_overview_recs(), tmp_path, "t", {"cpu": {"model": "X"}})
+    page = (tmp_path / "report.html").read_text()
+    headings = re.findall(r"<h[1-4][^>]*>(.*?)</h[1-4]>", page) + re.findall(r"<nav>(.*?)</nav>", page, re.S)
+    assert headings and not any("`" in h for h in headings)
+    assert "<code>add</code>" in page

@@ -4,6 +4,7 @@ column; the static figures stay inlined as SVG for papers."""
 
 from __future__ import annotations
 
+import re
 from html import escape
 from pathlib import Path
 
@@ -78,10 +79,15 @@ def _cell(text: str) -> str:
     return f"<td class='{cls}'>{escape(text)}</td>" if cls else f"<td>{escape(text)}</td>"
 
 
+def _code(text: str) -> str:
+    """A title written for Markdown (`op` in backticks), as HTML: escaped, the backticks as <code>."""
+    return re.sub(r"`([^`]*)`", r"<code>\1</code>", escape(text))
+
+
 def _table(anchor: str, t: Table, level: int = 3) -> str:
     head = "".join(f"<th>{escape(c)}</th>" for c in t.columns)
     rows = "\n".join("<tr>" + "".join(_cell(x) for x in row) + "</tr>" for row in t.rows)
-    return (f"<h{level} id='{anchor}'>{escape(t.title)}</h{level}>\n<table class='sortable'>"
+    return (f"<h{level} id='{anchor}'>{_code(t.title)}</h{level}>\n<table class='sortable'>"
             + (f"<caption>{escape(t.caption)}</caption>" if t.caption else "")
             + f"<thead><tr>{head}</tr></thead>\n<tbody>\n{rows}\n</tbody></table>"
             + ("<ol class='footnotes'>" + "".join(f"<li>{escape(n)}</li>" for n in t.footnotes) + "</ol>"
@@ -112,7 +118,7 @@ def write(tables: list[Table], figures: list[Path], out: Path, heading: str, mea
         body.append("<nav class='studies'>In the studies' layouts: "
                     + " · ".join(f"<a href='{escape(href)}'>{escape(title)}</a>" for title, href in study_pages) + "</nav>")
     body.append("<h2 id='tables'>Detailed tables</h2>")
-    body.append("<nav>" + " ".join(f"<a href='#t{i}'>{escape(t.title)}</a>" for i, t in enumerate(tables)) + "</nav>")
+    body.append("<nav>" + " ".join(f"<a href='#t{i}'>{_code(t.title)}</a>" for i, t in enumerate(tables)) + "</nav>")
     body += [_table(f"t{i}", t) for i, t in enumerate(tables)]
     svgs = [f for f in figures if f.suffix == ".svg"]
     if svgs:
