@@ -297,3 +297,12 @@ def test_no_heading_or_link_of_the_html_report_shows_a_backtick(tmp_path):
     headings = re.findall(r"<h[1-4][^>]*>(.*?)</h[1-4]>", page) + re.findall(r"<nav>(.*?)</nav>", page, re.S)
     assert headings and not any("`" in h for h in headings)
     assert "<code>add</code>" in page
+
+
+def test_sizes_read_in_kib_and_mib():
+    from fhemark.report.tables import facts_table, key_table
+    r = {"library": "seal", "scheme": "bfv", "op": "add", "status": "ok", "job_key": "k", "params": {"name": "c8192", "N": 8192},
+         "sizes_bytes": {"relin_keys": 37757568, "ciphertext": 786432, "galois_key_count": 3, "output:cz": 786432}}
+    row = key_table([r]).rows[0]
+    assert "36.01 MiB" in row and "768.0 KiB" in row and "3" in row and "37757568" not in row
+    assert "768.0 KiB" in facts_table([r]).rows[0]

@@ -359,14 +359,14 @@ def facts_table(recs: list[dict]) -> Table:
         rows.append([f"{r['library']} / {r['scheme'].upper()}", str(r["params"]["N"]), r["op"],
                      "-" if r.get("noise_budget_bits") is None else f"{r['noise_budget_bits']:g}",
                      "-" if r.get("precision_bits") is None else f"{r['precision_bits']:.1f}",
-                     "-" if out_size is None else str(out_size),
+                     fmt_bytes(out_size),
                      "-" if r.get("peak_rss_bytes") is None else f"{r['peak_rss_bytes'] / 2**20:.0f}",
                      "-" if r.get("driver_overhead_ns") is None else f"{r['driver_overhead_ns']:.0f}"
                      + (f" (binding call {b:.0f})" if (b := (r.get("library_build") or {}).get("binding_call_ns")) else ""),
                      f"{r.get('security_bits')} ({r.get('security_table')})", _activity(r),
                      (r.get("env") or {}).get("host") or "-"])
     return Table("Noise, precision, sizes, memory", ["library / scheme", "N", "op", "noise budget (bits)",
-                 "precision (bits)", "output bytes", "peak RSS (MiB)", "driver overhead (ns)", "security",
+                 "precision (bits)", "output size", "peak RSS (MiB)", "driver overhead (ns)", "security",
                  "other load (cores) / steal", "measured on (host)"], rows,
                  "other load: CPU used by other processes during the job, in cores; steal: share taken by the hypervisor")
 
@@ -387,12 +387,13 @@ def key_table(recs: list[dict]) -> Table:
             continue
         seen.add(k)
         s = r["sizes_bytes"]
-        rows.append([f"{r['library']} / {r['scheme'].upper()}", k[2]] + [str(s.get(x, "-")) for x in
-                    ("public_key", "secret_key", "relin_keys", "galois_keys", "galois_key_count", "plaintext",
-                     "ciphertext")])
+        rows.append([f"{r['library']} / {r['scheme'].upper()}", k[2]] + [fmt_bytes(s.get(x)) for x in
+                    ("public_key", "secret_key", "relin_keys", "galois_keys")] + [str(s.get("galois_key_count", "-"))]
+                    + [fmt_bytes(s.get(x)) for x in ("plaintext", "ciphertext")])
     rows.sort()
-    return Table("Serialized sizes (bytes)", ["library / scheme", "params", "public key", "secret key",
-                 "relin keys", "Galois keys", "Galois key count", "plaintext", "fresh ciphertext"], rows)
+    return Table("Serialized sizes", ["library / scheme", "params", "public key", "secret key",
+                 "relin keys", "Galois keys", "Galois key count", "plaintext", "fresh ciphertext"], rows,
+                 "KiB and MiB of the library's own serialization; the export has every size in bytes (sizes_bytes)")
 
 
 def all_tables(recs: list[dict]) -> list[Table]:
