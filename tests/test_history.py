@@ -36,3 +36,13 @@ def test_history_orders_runs_and_flags_a_regression_on_the_same_host_only(tmp_pa
     page = write([a, b], tmp_path / "out").read_text()
     assert "Regressions (1)" in page and "seal BFV c8192 mul_relin" in page and "4.5.0" in page
     assert page.count("Plotly.newPlot('h") == 1  # one figure per op
+    assert "<a href='#op0'>seal BFV c8192 mul_relin</a>" in page  # the regression links to its case
+    assert "4 runs, 1 case</h1>" in page
+
+
+def test_history_of_one_run_reads(tmp_path):
+    """One run: '1 run', and a category axis (a date axis zoomed into sub-millisecond ticks)."""
+    a = Store(tmp_path / "a.db")
+    _run(a, _rec(1e6, "h1"))
+    page = write([a], tmp_path / "out").read_text()
+    assert "1 run, 1 case</h1>" in page and '"xaxis": {"type": "category"}' in page

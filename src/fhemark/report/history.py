@@ -86,8 +86,11 @@ def _figure(op: str, group: list[Series]) -> dict:
                           + (f"<br>vs previous: {p.verdict} {p.why}" if p.verdict else "")
                           for p, (lo, hi) in zip(ok, ci)],
             "hoverinfo": "text"})
+    times = {x for t in traces for x in t["x"]}
+    # One run time: a date axis would zoom into sub-millisecond ticks around it; a category reads.
+    xaxis = {"type": "category"} if len(times) < 2 else {}
     return {"data": traces, "layout": {"title": {"text": op}, "yaxis": {"type": "log", "title": {"text": "ms"}},
-                                       "height": 360, "margin": {"l": 60, "r": 10, "t": 40, "b": 40},
+                                       "xaxis": xaxis, "height": 360, "margin": {"l": 60, "r": 10, "t": 40, "b": 40},
                                        "legend": {"font": {"size": 10}}}}
 
 
@@ -114,13 +117,16 @@ def write(stores: list, out: Path) -> Path:
     for s in series:
         by_op.setdefault(s.op, []).append(s)
     flagged = [(s, p) for s in series for p in s.points if p.verdict in (SLOWER, FAILED)]
-    body = [f"<h1>fhemark history: {len({p.run_id for s in series for p in s.points})} runs, {len(series)} cases</h1>",
+    n_runs = len({p.run_id for s in series for p in s.points})
+    anchor = {op: f"op{i}" for i, op in enumerate(sorted(by_op))}
+    body = [f"<h1>fhemark history: {n_runs} run{'s' if n_runs != 1 else ''}, {len(series)} case"
+            f"{'s' if len(series) != 1 else ''}</h1>",
             "<p>Each case over every run in time order, median with its 95% interval (log axis); triangles mark "
             "a run that <code>compare</code> found slower (up) or faster (down) than the previous run on the same "
             "host. Runs on different hosts are never compared with each other.</p>",
             f"<h2>Regressions ({len(flagged)})</h2><ul>"
-            + "".join(f"<li>{escape(s.label)}: run {escape(p.run_id)} on {escape(p.host)}: {escape(p.verdict)} "
-                      f"{escape(p.why)}</li>" for s, p in flagged) + "</ul>"]
+            + "".join(f"<li><a href='#{anchor[s.op]}'>{escape(s.label)}</a>: run {escape(p.run_id)} on "
+                      f"{escape(p.host)}: {escape(p.verdict)} {escape(p.why)}</li>" for s, p in flagged) + "</ul>"]
     calls = []
     for i, (op, group) in enumerate(sorted(by_op.items())):
         body.append(f"<h2 id='op{i}'>{escape(op)}</h2><div id='h{i}' class='history-figure'></div>")
