@@ -205,7 +205,8 @@ def test_the_overview_ranks_libraries_per_setup_with_intervals_and_deviation_mar
 
 
 def test_every_setup_gets_an_interactive_figure_that_marks_deviating_cells():
-    from fhemark.report.interactive import _colours, figure
+    from fhemark.report.interactive import figure
+    from fhemark.report.overview import library_colours as _colours
     from fhemark.report.overview import build
     ov = build(_overview_recs())
     bfv = figure(ov.setups[0], ov, _colours(ov)).to_dict()
@@ -306,3 +307,13 @@ def test_sizes_read_in_kib_and_mib():
     row = key_table([r]).rows[0]
     assert "36.01 MiB" in row and "768.0 KiB" in row and "3" in row and "37757568" not in row
     assert "768.0 KiB" in facts_table([r]).rows[0]
+
+
+def test_a_library_has_one_colour_in_the_static_and_the_interactive_figures(tmp_path):
+    from fhemark.report.overview import build, library_colours
+    recs = _overview_recs()
+    write(recs, tmp_path, "t", {"cpu": {"model": "X"}})
+    colours = library_colours(build(recs))
+    svg = (tmp_path / "plots" / "ratio-bfv-n4096.svg").read_text()
+    for lib in ("lattigo", "openfhe", "seal"):  # openfhe: matplotlib's own second colour is another
+        assert colours[lib] in svg, lib  # the static figure draws each library in its interactive colour

@@ -9,12 +9,9 @@ import re
 from functools import lru_cache
 from pathlib import Path
 
-from .overview import Overview, Setup, escape, footnote_texts, hover
+from .overview import Overview, Setup, escape, footnote_texts, hover, library_colours
 from .tables import DEVIATION_MARK
 
-# A library keeps its colour in every figure and every report, whatever subset a figure shows.
-_KNOWN = {"lattigo": "#1f77b4", "openfhe": "#d62728", "seal": "#2ca02c", "tfhe-rs": "#9467bd"}
-_PALETTE = ["#ff7f0e", "#8c564b", "#e377c2", "#17becf", "#bcbd22", "#7f7f7f"]
 
 
 @lru_cache(maxsize=1)
@@ -33,11 +30,6 @@ def plotly_script(folder: Path) -> str:
     if not path.exists():
         path.write_text(plotly_js())
     return f"<script src='{PLOTLY_FILE}'></script>"
-
-
-def _colours(ov: Overview) -> dict[str, str]:
-    others = sorted({lib for s in ov.setups for lib in s.libraries} - set(_KNOWN))
-    return {**_KNOWN, **{lib: _PALETTE[i % len(_PALETTE)] for i, lib in enumerate(others)}}
 
 
 def _y(setup: Setup, op: str, deviating: set[str]) -> str:
@@ -112,7 +104,7 @@ def render(ov: Overview) -> tuple[list[str], str]:
     place, so each chart takes the width of its grid cell rather than the page's."""
     import plotly.io as pio
 
-    colours = _colours(ov)
+    colours = library_colours(ov)
     divs, calls = [], []
     for i, s in enumerate(ov.setups):
         fig = figure(s, ov, colours)

@@ -236,3 +236,13 @@ def footnote_texts(lines: list[str]) -> dict[str, str]:
 
 def _num(x) -> str:
     return f"{x:.0f}" if isinstance(x, (int, float)) else "?"
+
+
+# A library keeps its colour in every figure, interactive and static, whatever subset a figure shows.
+_KNOWN = {"lattigo": "#1f77b4", "openfhe": "#d62728", "seal": "#2ca02c", "tfhe-rs": "#9467bd"}
+_PALETTE = ["#ff7f0e", "#8c564b", "#e377c2", "#17becf", "#bcbd22", "#7f7f7f"]
+
+
+def library_colours(ov: Overview) -> dict[str, str]:
+    others = sorted({lib for s in ov.setups for lib in s.libraries} - set(_KNOWN))
+    return {**_KNOWN, **{lib: _PALETTE[i % len(_PALETTE)] for i, lib in enumerate(others)}}

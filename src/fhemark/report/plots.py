@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 
 from ..analyse.select import latest
-from .overview import Overview
+from .overview import Overview, library_colours
 
 
 def _series(recs: list[dict], pattern: str) -> dict[str, list[tuple[int, float, float, float]]]:
@@ -111,6 +111,7 @@ def _ratio_figures(ov: Overview, out: Path) -> list[Path]:
     plt = _pyplot()
     out.mkdir(parents=True, exist_ok=True)
     written = []
+    colours = library_colours(ov)  # the interactive figures' colours
     for s in compared:
         height = 0.8 / len(s.libraries)
         fig, ax = plt.subplots(figsize=(7, 0.1 * len(s.ops) * len(s.libraries) + 1.6))
@@ -120,7 +121,8 @@ def _ratio_figures(ov: Overview, out: Path) -> list[Path]:
             xs = [c.ratio for c in mine]
             spans = [c.ci or (c.ratio, c.ratio) for c in mine]
             err = [[x - lo for x, (lo, _) in zip(xs, spans)], [hi - x for x, (_, hi) in zip(xs, spans)]]
-            colour = ax.errorbar(xs, ys, xerr=err, fmt="o", markersize=4, capsize=2, label=lib)[0].get_color()
+            colour = colours[lib]
+            ax.errorbar(xs, ys, xerr=err, fmt="o", markersize=4, capsize=2, label=lib, color=colour)
             for c, x, y in zip(mine, xs, ys):
                 if c.deviation:  # an open diamond and its footnote number: this cell times different work
                     ax.plot([x], [y], "D", markersize=7, mfc="none", color=colour)
