@@ -5,6 +5,7 @@ plotly.js is written once beside the pages (plotly.min.js), so they work offline
 from __future__ import annotations
 
 import json
+import math
 import re
 from functools import lru_cache
 from pathlib import Path
@@ -46,6 +47,9 @@ def figure(setup: Setup, ov: Overview, colours: dict[str, str]):
     fig = go.Figure()
     libs = setup.libraries
     step = 0.8 / len(libs)
+    # The axis spans the like-for-like cells: a cell timing different work (‡) can sit 1000x away and
+    # would crowd them into a few pixels; beyond the span it is drawn at the edge, pointing out.
+    lo_hi = _span(setup) if setup.compared else None
     for i, lib in enumerate(libs):
         mine = [c for c in setup.cells if c.library == lib]
         # Deviating cells get their own trace (open diamonds, ‡n beside them) so the legend's symbol
@@ -54,9 +58,16 @@ def figure(setup: Setup, ov: Overview, colours: dict[str, str]):
             part = [c for c in mine if bool(c.deviation) == odd]
             if not part:
                 continue
+            symbols = ["diamond-open" if odd else "circle"] * len(part)
             if setup.compared:
                 xs = [c.ratio for c in part]
                 spans = [c.ci or (c.ratio, c.ratio) for c in part]
+                if odd and lo_hi:
+                    for j, x in enumerate(xs):
+                        if not lo_hi[0] <= x <= lo_hi[1]:
+                            xs[j] = min(max(x, lo_hi[0]), lo_hi[1])
+                            spans[j] = (xs[j], xs[j])
+                            symbols[j] = "triangle-right" if x > lo_hi[1] else "triangle-left"
             else:
                 xs = [c.rec["median_ns"] / 1e6 for c in part]
                 spans = [tuple(v / 1e6 for v in c.rec.get("ci95_ns") or (c.rec["median_ns"],) * 2) for c in part]
@@ -65,8 +76,7 @@ def figure(setup: Setup, ov: Overview, colours: dict[str, str]):
                 name=lib, legendgroup=lib, showlegend=not odd or len(part) == len(mine),
                 mode="markers+text" if odd else "markers", text=[c.deviation.strip() for c in part],
                 textposition="middle right", textfont={"size": 9, "color": "#a50"},
-                marker={"color": colours[lib], "size": 8 if odd else 6, "symbol": "diamond-open" if odd else "circle",
-                        "line": {"width": 1.5}},
+                marker={"color": colours[lib], "size": 8 if odd else 6, "symbol": symbols, "line": {"width": 1.5}},
                 error_x={"type": "data", "symmetric": False, "thickness": 1.1, "width": 2, "color": colours[lib],
                          "array": [max(hi - x, 0) for x, (_, hi) in zip(xs, spans)],
                          "arrayminus": [max(x - lo, 0) for x, (lo, _) in zip(xs, spans)]},
@@ -75,7 +85,7 @@ def figure(setup: Setup, ov: Overview, colours: dict[str, str]):
     what = ("time / fastest library's time, 95% interval" if setup.compared else
             f"median time (ms), 95% interval; only {libs[0]} ran this setup")
     if deviating:
-        what += f"; ◇ {DEVIATION_MARK}n: different work"
+        what += f"; ◇ {DEVIATION_MARK}n: different work" + ("; ▸ beyond the axis (hover for its value)" if lo_hi else "")
     height = 84 + rows * max(16, 6 * len(libs))
     # The setup's name leads the legend's row (a separate title would cost a row of the first screen);
     # the x axis and its title are under it, above the points; the modebar stands in the right margin.
@@ -89,10 +99,23 @@ def figure(setup: Setup, ov: Overview, colours: dict[str, str]):
                      range=[rows - 0.5, -0.5], automargin=True, tickfont={"size": 10}, showgrid=False, zeroline=False)
     # The axis on top: the figures are tall, and the first screen shows their tops.
     fig.update_xaxes(type="log", side="top", title={"text": what, "font": {"size": 10}, "standoff": 4}, showgrid=True,
-                     gridcolor="#e4e4e4", ticksuffix="x" if setup.compared else "", zeroline=False, automargin=True)
+                     gridcolor="#e4e4e4", ticksuffix="x" if setup.compared else "", zeroline=False, automargin=True,
+                     exponentformat="none",  # ratios: 0.0001x, never "100µx"
+                     **({"range": [math.log10(lo_hi[0]), math.log10(lo_hi[1])]} if lo_hi else {}))
     if setup.compared:
         fig.add_vline(x=1, line={"color": "#888", "width": 1, "dash": "dot"})
     return fig
+
+
+def _span(setup: Setup) -> tuple[float, float] | None:
+    """The axis range of a compared setup: its like-for-like cells and their intervals, padded; None
+    when every cell is like-for-like (the axis then fits them all by itself)."""
+    plain = [c for c in setup.cells if not c.deviation]
+    if not plain or len(plain) == len(setup.cells):
+        return None
+    lo = min(min(c.ci[0], c.ratio) if c.ci else c.ratio for c in plain)
+    hi = max(max(c.ci[1], c.ratio) if c.ci else c.ratio for c in plain)
+    return min(lo, 1.0) / 1.25, max(hi, 1.0) * 1.25
 
 
 def _slug(text: str) -> str:
