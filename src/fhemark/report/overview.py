@@ -158,18 +158,20 @@ def _security(recs: list[dict]) -> str:
 
 
 def _standing(s: Setup, lib: str) -> str:
-    """"1.34x · fastest 19/29 (10 clearly)": the geometric mean of the library's ratios to the
-    fastest, then how often it was the fastest; cells timing different work (‡) are left out."""
+    """"1.34x · fastest 19/29 like-for-like (10 clearly)": the geometric mean of the library's ratios
+    to the fastest, then how often it was the fastest, over the ops that two or more libraries time
+    the same way: cells timing different work (‡) are left out, and a library alone in doing the
+    protocol's work on an op won nothing there."""
     if not s.compared:
         return "ran alone" if lib in s.libraries else ""
-    shared = {op for op in s.ops if sum(c.op == op for c in s.cells) > 1}
+    shared = {op for op in s.ops if sum(c.op == op and not c.deviation for c in s.cells) > 1}
     mine = [c for c in s.cells if c.library == lib and c.op in shared and not c.deviation]
     if not mine:
         return ""
     wins = [c for c in mine if c.fastest]
     clear = sum(all(o.clearly_slower for o in s.cells if o.op == c.op and o is not c) for c in wins)
     gmean = math.exp(sum(math.log(c.ratio) for c in mine) / len(mine))
-    return f"{gmean:.2f}x · fastest {len(wins)}/{len(mine)} ({clear} clearly)"
+    return f"{gmean:.2f}x · fastest {len(wins)}/{len(mine)} like-for-like ({clear} clearly)"
 
 
 def _glance(recs: list[dict], found: list[Setup]) -> Table:
