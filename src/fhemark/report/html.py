@@ -26,6 +26,7 @@ tr:nth-child(even) td { background: #fafafa; }
 td.failed { color: #b00; font-weight: bold; } td.refused, td.unsupported { color: #888; }
 caption { caption-side: top; text-align: left; font-style: italic; color: #555; padding-bottom: 0.3em; white-space: normal; }
 nav a { margin-right: 1em; } figure { display: inline-block; margin: 1em; }
+div.wide { overflow-x: auto; max-width: 100%; }  /* a wide table scrolls in place, the page never sideways */
 ol.footnotes { list-style: none; padding-left: 0; margin-top: -1.5em; font-size: 0.8em; color: #664; }
 #overview p.env { font-size: 0.8em; color: #555; margin: 0.2em 0 0.5em; }
 #overview table { margin-bottom: 0.6em; font-size: 0.8em; }
@@ -87,9 +88,9 @@ def _code(text: str) -> str:
 def _table(anchor: str, t: Table, level: int = 3) -> str:
     head = "".join(f"<th>{escape(c)}</th>" for c in t.columns)
     rows = "\n".join("<tr>" + "".join(_cell(x) for x in row) + "</tr>" for row in t.rows)
-    return (f"<h{level} id='{anchor}'>{_code(t.title)}</h{level}>\n<table class='sortable'>"
+    return (f"<h{level} id='{anchor}'>{_code(t.title)}</h{level}>\n<div class='wide'><table class='sortable'>"
             + (f"<caption>{escape(t.caption)}</caption>" if t.caption else "")
-            + f"<thead><tr>{head}</tr></thead>\n<tbody>\n{rows}\n</tbody></table>"
+            + f"<thead><tr>{head}</tr></thead>\n<tbody>\n{rows}\n</tbody></table></div>"
             + ("<ol class='footnotes'>" + "".join(f"<li>{escape(n)}</li>" for n in t.footnotes) + "</ol>"
                if t.footnotes else ""))
 
