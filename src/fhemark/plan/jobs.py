@@ -151,7 +151,8 @@ def _unplanned(name: str, schemes: list[str], where: str, tried: list[tuple[str,
                          "add a larger parameter set (more primes, or a larger N), or remove the op")
     return UserError(f"{where}.ops: '{name}' does not apply to any parameter set of the case "
                      f"(e.g. an integer width or a plaintext modulus it needs)",
-                     "remove it or add a parameter set it applies to (see the README: Study 4 workloads)")
+                     "remove it or add a parameter set it applies to (docs/methodology.md names the sized "
+                     "workloads: multiadd_<n>x<bits>, compare_<bits>, ...)")
 
 
 def _check_slots(slots: list[int] | None, scheme: str, params: ParamSet, where: str) -> None:

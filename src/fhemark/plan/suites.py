@@ -136,7 +136,7 @@ class Suite(BaseModel):
             return Policy(**{**self.policy.model_dump(), **case.policy})
         except ValidationError as exc:
             raise UserError(f"{self.source or 'suite'}: field '{where}.policy.{_loc(exc.errors()[0])}': "
-                            f"{_msg(exc.errors()[0])}", "see the policy fields in the README (Suites)")
+                            f"{_msg(exc.errors()[0])}", "see the policy fields in docs/suites.md")
 
 
 def builtin_dir() -> Path:
@@ -329,7 +329,7 @@ def load(name_or_path: str, full: bool = False) -> Suite:
     try:
         suite = Suite(**data, source=str(path))
     except ValidationError as exc:
-        raise validation_line(path, exc, "see suites/quick.yaml and the README (Suites) for the format")
+        raise validation_line(path, exc, "see suites/quick.yaml and docs/suites.md for the format")
     for what in ("cases", "full_cases"):  # merged policies meet every rule too (e.g. a case's min_samples)
         for ci, case in enumerate(getattr(suite, what)):
             suite.case_policy(case, f"{what}[{ci}]")
