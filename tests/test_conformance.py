@@ -39,16 +39,10 @@ def _promised(library: str, case: dict, secure: bool) -> bool:
 
 PAIRS = [(lib, c, secure) for lib in LIBRARIES for secure, file in ((False, CASES), (True, SECURE))
          for c in file["cases"] if _promised(lib, c, secure)]
-# Cases a driver is known to fail, with the reason: strict, so a fixed driver fails here until its entry goes.
-KNOWN_GAPS = {("seal", "rotate_full_turn"): "SEAL's rotate_rows/rotate_vector refuse |steps| >= the row length "
-                                            "(ValueError: step count too large); drivers/seal/driver.py does not take "
-                                            "the step modulo the row as PROTOCOL.md defines it"}
 
 
 def _pair(lib: str, case: dict, secure: bool):
-    gap = KNOWN_GAPS.get((lib, case["op"]))
-    return pytest.param(lib, case, secure, id=f"{lib}-{case['name']}{'-secure' if secure else ''}",
-                        marks=[pytest.mark.xfail(reason=gap, strict=True)] if gap else [])
+    return pytest.param(lib, case, secure, id=f"{lib}-{case['name']}{'-secure' if secure else ''}")
 
 
 def test_cases_file_is_generated_from_the_catalog():
@@ -161,10 +155,6 @@ def composed(case: dict, setup_rotations: list[int]) -> bool | None:
     return any(verdicts) if verdicts else None
 
 
-# Drivers whose library composes a rotation without a key of its own step inside one call, and that do
-# not yet say so in `notes` as PROTOCOL.md asks (rotate_rows / rotate: "the driver says so in notes").
-SILENT_COMPOSITION = {"seal": "SEAL's rotate_rows/rotate_vector compose a step without a Galois key of their own "
-                              "(NAF digits) and drivers/seal/driver.py adds no note"}
 # Products whose 3-component result a driver may leave without a noise budget (OpenFHE's cannot be
 # measured reliably; the driver says so in notes).
 THREE_COMPONENTS = {"mul", "square", "mul_into", "square_into"}
@@ -213,8 +203,6 @@ def check_facts(library: str, case: dict, secure: bool, result: dict, setup: dic
     must = composed(case, (SECURE if secure else CASES)["setup"]["rotations"])
     if must is not None:
         noted = any("compos" in note for note in result["notes"])
-        if must and not noted and library in SILENT_COMPOSITION:
-            pytest.xfail(SILENT_COMPOSITION[library])
         assert noted == must, f"a rotation {'was' if must else 'was not'} composed of keyed steps; notes: {result['notes']}"
 
 

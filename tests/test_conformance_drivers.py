@@ -5,8 +5,9 @@ what its setup built, make new keys that are new keys, and the product and noise
 BFV/BGV/CKKS. Run against every driver built here, through the orchestrator's own client; the
 expected values come from fhemark's plaintext semantics (model.semantics), as the cases' do.
 
-These checks replace the drivers' former smoke tests (drivers/<lib>/smoke_test.py), which
-nothing ran. Small, insecure rings where the library allows them; no timings are checked."""
+These checks replace the drivers' former smoke tests (drivers/<lib>/smoke_test.py, OpenFHE's
+smoke_bits.py), which nothing ran. Small, insecure rings where the library allows them; no timings
+are checked."""
 
 import json
 
@@ -16,7 +17,7 @@ import pytest
 from fhemark.drivers.protocol import Sample, Vector
 from fhemark.errors import DriverError
 from fhemark.model.semantics import Plain
-from test_conformance import CASES, LIBRARIES, SECURE, setup_of, snapshot
+from test_conformance import CASES, LIBRARIES, SECURE, check_outputs, request_samples, samples_of, setup_of, snapshot
 
 RLWE = ("bfv", "bgv", "ckks")
 BITS = ("tfhe_bool", "tfhe_shortint", "tfhe_int")
@@ -363,6 +364,95 @@ def test_a_new_key_is_another_key_and_the_setup_keys_stay(driver_pool, library):
         assert differs.mean() > 0.5, "a ciphertext under the new key decrypts under the setup's"
 
 
+ROUTINES = ("inner_sum", "inner_product", "linear_transform", "poly_eval")
+
+
+def _routine_step(op: str) -> dict:
+    return {"inner_sum": step("cz", "inner_sum", "cx", n=4), "inner_product": step("cz", "inner_product", "cx", "cy", n=4),
+            "linear_transform": step("cz", "linear_transform", "cx", "y", diagonals=[1]),
+            "poly_eval": step("cz", "poly_eval", "cx", coeffs=[0.5, 1, 2])}[op]
+
+
+@pytest.mark.parametrize("library,scheme", [p for p in pairs(RLWE) if set(ROUTINES) - ops_of(*p.values)])
+def test_a_routine_the_driver_does_not_list_is_unsupported(driver_pool, library, scheme):
+    """PROTOCOL.md, "Library routines": a driver answers unsupported for the routines it does not
+    list (SEAL has none; poly_eval is CKKS only, so BFV/BGV have it nowhere)."""
+    driver, setup_id, _, plain = setup(driver_pool, library, scheme)
+    xy = inputs(plain, np.random.default_rng(10), "x", "y")
+    for op in (op for op in ROUTINES if op not in ops_of(library, scheme)):
+        steps = encrypted(plain, "x", "y") + [_routine_step(op)] + decrypted(plain, "cz")
+        refused("unsupported", run, driver, setup_id, program(steps, outputs=["z"]), xy)
+
+
+@pytest.mark.parametrize("library,scheme", [p for p in pairs(RLWE) if "inner_sum" in ops_of(*p.values)])
+def test_inner_sum_over_a_whole_row(driver_pool, library, scheme):
+    """n = the row length (PROTOCOL.md allows up to it): every slot gets the sum of its whole row,
+    the window wrapping all the way round; BFV/BGV rows summed apart."""
+    driver, setup_id, _, plain = setup(driver_pool, library, scheme)
+    row, rng = plain.row_length(), np.random.default_rng(11)
+    x = plain.random(rng, 8)
+    if plain.exact:  # the start of the second row too
+        x[row:row + 8] = rng.integers(0, plain.t, size=8)
+    steps = encrypted(plain, "x") + [step("cz", "inner_sum", "cx", n=row)] + decrypted(plain, "cz")
+    result = run(driver, setup_id, program(steps, [region("cz")], ["z"]), {"x": x})
+    if plain.exact:
+        want = np.repeat(x.reshape(2, row).sum(axis=1) % plain.t, row)
+    else:
+        want = np.full(plain.slots, x.sum())
+    assert_values(plain, out(result, "z"), want, f"inner_sum over all {row} slots of a row")
+
+
+@pytest.mark.parametrize("library", [lib for lib in LIBRARIES
+                                     if "ckks" in schemes_of(lib) and "poly_eval" in ops_of(lib, "ckks")])
+def test_a_polynomial_deeper_than_the_chain_is_refused(driver_pool, library):
+    """Degree 7 needs 3 levels (OpenFHE's EvalPoly 4) and the case chain has 2: an error, not a
+    wrong value, and the driver goes on. PROTOCOL.md names no kind for it (OpenFHE says
+    invalid_params, Lattigo internal)."""
+    driver, setup_id, result, plain = setup(driver_pool, library, "ckks")
+    assert result["effective"]["levels"] == 2, result["effective"]
+    x = inputs(plain, np.random.default_rng(12), "x")
+    steps = encrypted(plain, "x") + [step("cz", "poly_eval", "cx", coeffs=[0.5] * 8)] + decrypted(plain, "cz")
+    with pytest.raises(DriverError) as err:
+        run(driver, setup_id, program(steps, [region("cz")], ["z"]), x)
+    assert err.value.kind in ("invalid_params", "internal"), err.value
+    result = run(driver, setup_id, program(encrypted(plain, "x") + decrypted(plain, "cx"), outputs=["z"]), x)
+    assert_values(plain, out(result, "z"), padded(plain, x["x"]), "x after the refused polynomial")
+
+
+@pytest.mark.parametrize("library,scheme", [p for p in pairs(RLWE) if "keygen_relin" in ops_of(*p.values)])
+def test_a_failed_program_leaves_the_setup_keys_usable(driver_pool, library, scheme):
+    """A timed keygen_relin, then a step naming a key no step made: refused; the setup's
+    relinearization and Galois keys still work in the next program (OpenFHE's driver empties the
+    library's key caches around a timed keygen and must put them back when the program fails)."""
+    driver, setup_id, _, plain = setup(driver_pool, library, scheme)
+    xy = inputs(plain, np.random.default_rng(13), "x", "y")
+    steps = [step("rk", "keygen_relin")] + encrypted(plain, "x", "y") + [step("cz", "mul_relin", "cx", "cy", key="nokey")]
+    refused("internal", run, driver, setup_id, program(steps, [region("rk")]), xy)
+    want = plain.mul(padded(plain, xy["x"]), padded(plain, xy["y"]))
+    steps, last = encrypted(plain, "x", "y") + [step("cm", "mul_relin", "cx", "cy")], "cm"
+    rot = next((o for o in ("rotate_rows", "rotate") if o in ops_of(library, scheme)), None)
+    if rot:
+        steps, last, want = steps + [step("cr", rot, "cm", steps=1)], "cr", plain.rotate(want, 1)
+    result = run(driver, setup_id, program(steps + decrypted(plain, last), [region("cm")], ["z"]), xy)
+    assert_values(plain, out(result, "z"), want, "the setup's keys after a failed program")
+
+
+@pytest.mark.parametrize("library,scheme", [p for p in pairs(RLWE) if {"rotate_rows", "rotate"} & ops_of(*p.values)])
+def test_a_rotation_with_no_key_for_it_or_its_parts_is_refused(driver_pool, library, scheme):
+    """Galois keys for step 1 only: a rotation by 1 works with them, one by 3 has neither a key of
+    its own nor keys for the steps it would be composed of (2 or 4): refused, not a wrong value."""
+    driver, setup_id, _, plain = setup(driver_pool, library, scheme)
+    rot = "rotate" if scheme == "ckks" else "rotate_rows"
+    x = inputs(plain, np.random.default_rng(17), "x")
+    for k, ok in ((1, True), (3, False)):
+        steps = [step("gk1", "keygen_galois", steps=[1])] + encrypted(plain, "x") + [step("cz", rot, "cx", steps=k, key="gk1")]
+        prog = program(steps + decrypted(plain, "cz"), [region("gk1")], ["z"])
+        if ok:
+            assert_values(plain, out(run(driver, setup_id, prog, x), "z"), plain.rotate(padded(plain, x["x"]), 1), "by 1")
+        else:
+            refused("internal", run, driver, setup_id, prog, x)
+
+
 @pytest.mark.parametrize("library,scheme", pairs(BITS))
 def test_an_input_out_of_range_is_refused(driver_pool, library, scheme):
     driver, setup_id, _, plain = setup(driver_pool, library, scheme)
@@ -417,3 +507,68 @@ def test_concrete_refuses_a_comparison_bit_as_an_integer(driver_pool):
     result = run(driver, setup_id, program(encrypted(plain, "x", "y") + [step("cz", "int_add", "cx", "cy")], [region("cz")]),
                  xy)
     assert any("table lookups" in n for n in result.get("notes", [])), result.get("notes")
+
+
+def test_openfhe_keygen_of_cached_keys_is_alone_in_its_region(driver_pool):
+    """OpenFHE keeps relinearization and Galois keys in static caches that the driver empties around
+    a timed keygen_relin / keygen_galois: such a step shares its region with no other step
+    (refused before anything runs, though the region follows the protocol's rules)."""
+    driver, setup_id, _, plain = setup(driver_pool, "openfhe", "bfv")
+    xy = inputs(plain, np.random.default_rng(14), "x", "y")
+    for keygen, attrs, other in (("keygen_relin", {}, step("cz", "mul_relin", "cx", "cy")),
+                                 ("keygen_galois", {"steps": [1]}, step("cz", "rotate_rows", "cx", steps=1))):
+        steps = encrypted(plain, "x", "y") + [step("k", keygen, **attrs), other]
+        err = refused("internal", run, driver, setup_id, program(steps, [region("r", "k", "cz")]), xy)
+        assert "alone in its region" in str(err), err
+
+
+def test_openfhe_poly_eval_levels(driver_pool):
+    """EvalPoly of degree 3 consumes 3 levels (the coefficient products take one more than the power
+    tree's 2), `$name` coefficients among literal ones; degree 7 on the 2 levels of the case chain
+    is invalid_params."""
+    driver = driver_pool("openfhe")
+    setup_id, result = setup_of(driver, next(c for c in CASES["cases"] if c["name"] == "ckks/poly_eval_3"), False)
+    top, plain = result["effective"]["levels"], Plain("ckks", result["effective"]["slots"])
+    x = plain.random(np.random.default_rng(15), 8)
+    steps = encrypted(plain, "x") + [step("cz", "poly_eval", "cx", coeffs=["$a0", 0.25, "$a2", 0.5])] + decrypted(plain, "cz")
+    sample = Sample(inputs={"x": Vector.of(x)}, scalars={"a0": -0.5, "a2": 0.125})
+    res = driver.request("run", setup_id=setup_id, program=program(steps, [region("cz")], ["z"], levels=["cz"]),
+                         samples=[sample])
+    assert_values(plain, out(res, "z"), np.polynomial.polynomial.polyval(x, [-0.5, 0.25, 0.125, 0.5]), "degree 3")
+    assert res["levels"]["cz"] == top - 3, (top, res["levels"], res.get("notes"))
+    driver, setup_id, _, plain = setup(driver_pool, "openfhe", "ckks")
+    steps = encrypted(plain, "x") + [step("cz", "poly_eval", "cx", coeffs=[0.5] * 8)] + decrypted(plain, "cz")
+    refused("invalid_params", run, driver, setup_id, program(steps, [region("cz")], ["z"]), {"x": x[:8]})
+
+
+def test_openfhe_binfhe_gates_bootstrap_with_the_key_they_name(driver_pool):
+    """binfhe keeps the bootstrapping key in its context: a gate with {"key": k} after a timed keygen
+    bootstraps with k (right bits), the same gate with the setup's key on k's ciphertexts gives
+    garbage (32 bits: all right by chance 2^-32), and the setup's keys still work afterwards."""
+    driver, setup_id, _, _ = setup(driver_pool, "openfhe", "tfhe_bool")
+    rng = np.random.default_rng(16)
+    xy = {n: rng.integers(0, 2, size=32, dtype=np.uint64) for n in ("x", "y")}
+    want = xy["x"] ^ xy["y"]
+    steps = [step("k", "keygen"), step("cx", "encrypt_sk", "x", key="k"), step("cy", "encrypt_sk", "y", key="k"),
+             step("cz", "xor", "cx", "cy", key="k"), step("z", "decrypt", "cz", key="k"),
+             step("cw", "xor", "cx", "cy", key="sk"), step("w", "decrypt", "cw", key="k")]
+    result = run(driver, setup_id, program(steps, [region("k")], ["z", "w"]), xy)
+    assert np.array_equal(out(result, "z").astype(np.uint64), want), "the new key's gate"
+    assert not np.array_equal(out(result, "w").astype(np.uint64), want), "the setup's key bootstrapped k's ciphertexts"
+    steps = [step("cx", "encrypt_sk", "x"), step("cy", "encrypt_sk", "y"), step("cz", "or", "cx", "cy"),
+             step("z", "decrypt", "cz")]
+    result = run(driver, setup_id, program(steps, [region("cz")], ["z"]), xy)
+    assert np.array_equal(out(result, "z").astype(np.uint64), xy["x"] | xy["y"]), "the setup's keys after a keygen"
+
+
+def test_openfhe_binfhe_lmkcdey_preset(driver_pool):
+    """binfhe's other bootstrapping method, by its preset: the adder on all 16 inputs and a netlist of
+    every gate kind (the tfhe_bool cases, run at the default STD128_GINX there) come out right."""
+    driver = driver_pool("openfhe")
+    eff = driver.request("setup", setup_id="lmkcdey", scheme="tfhe_bool", params={"preset": "STD128_LMKCDEY"})["effective"]
+    assert (eff["preset"], eff["method"]) == ("STD128_LMKCDEY", "LMKCDEY"), eff
+    for name in ("tfhe_bool/netlist_adder_all_inputs", "tfhe_bool/netlist_gates"):
+        case = next(c for c in CASES["cases"] if c["name"] == name)
+        result = driver.request("run", setup_id="lmkcdey", program=case["program"], samples=request_samples(case))
+        for i, (want, got) in enumerate(zip(samples_of(case), result["samples"])):
+            check_outputs(case, want["expected"], got["outputs"], f"{name} sample {i}: ")

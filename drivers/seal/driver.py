@@ -20,7 +20,7 @@ import seal
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "python_shared"))
 from jsonl_driver import PROTOCOL, Failure, array_out, run_samples, serve  # noqa: E402
 
-DRIVER_VERSION = "0.5.0"
+DRIVER_VERSION = "0.5.1"
 SCHEMES = {"bfv": seal.scheme_type.bfv, "bgv": seal.scheme_type.bgv, "ckks": seal.scheme_type.ckks}
 COMMON = ["encode", "decode", "encrypt_pk", "encrypt_sk", "decrypt", "add", "sub", "add_plain", "mul",
           "mul_relin", "square_relin", "mul_plain", "mul_scalar", "square", "relinearize", "keygen_secret", "keygen_public",
@@ -165,21 +165,21 @@ def galois_steps(n: int, rotations: list[int], pow2: bool) -> list[int]:
     return sorted(steps)
 
 
-def prepare(s: Setup, op: str, args: list, attrs: dict, vals: dict):
+def prepare(s: Setup, op: str, args: list, attrs: dict, vals: dict, notes: list[str]):
     """Do the untimed part of one primitive; return (the call to time, the untimed step that
-    turns its result into the step's value, or None)."""
+    turns its result into the step's value, or None). What the run should say goes to notes."""
     if op not in OPS[s.scheme]:
         raise Failure("unsupported", f"SEAL driver has no '{op}' for {s.scheme}")
     if op.endswith("_into"):
-        return prepare_into(s, op[: -len("_into")], args, attrs, vals), None
+        return prepare_into(s, op[: -len("_into")], args, attrs, vals, notes), None
     if op == "decode" and s.scheme != "ckks":
         a = vals[args[0]]
         # BFV/BGV values are already in [0, t): the int64 view for the wire is made after the clock.
         return (lambda: s.encoder.decode_uint64(a)), lambda out: out.astype(np.int64)
-    return prepare_call(s, op, args, attrs, vals), None
+    return prepare_call(s, op, args, attrs, vals, notes), None
 
 
-def prepare_into(s: Setup, op: str, args: list, attrs: dict, vals: dict):
+def prepare_into(s: Setup, op: str, args: list, attrs: dict, vals: dict, notes: list[str]):
     """The in-place form: the library writes into the first operand, which becomes the output."""
     ev = s.evaluator
     a = [vals[x] for x in args]
@@ -197,7 +197,7 @@ def prepare_into(s: Setup, op: str, args: list, attrs: dict, vals: dict):
     if op == "relinearize":
         return lambda: (f(a[0], rlk), a[0])[1]
     if op in ("rotate_rows", "rotate"):
-        k = int(attrs["steps"])
+        k = rotation_step(s, op, attrs, gk, notes)
         return lambda: (f(a[0], k, gk), a[0])[1]
     if op in ("rotate_columns", "conjugate"):
         return lambda: (f(a[0], gk), a[0])[1]
@@ -227,7 +227,7 @@ def scalar_plaintext(s: Setup, scalar):
     return seal.Plaintext(format(int(scalar) % s.t, "X"))
 
 
-def prepare_call(s: Setup, op: str, args: list, attrs: dict, vals: dict):
+def prepare_call(s: Setup, op: str, args: list, attrs: dict, vals: dict, notes: list[str]):
     ev, key = s.evaluator, attrs.get("key")
     a = [vals[x] for x in args]
     if op == "encode":
@@ -269,10 +269,10 @@ def prepare_call(s: Setup, op: str, args: list, attrs: dict, vals: dict):
         const = scalar_plaintext(s, attrs["scalar"])
         return lambda: ev.multiply_plain(a[0], const)
     if op == "rotate_rows":
-        k = int(attrs["steps"])
+        k = rotation_step(s, op, attrs, gk, notes)
         return lambda: ev.rotate_rows(a[0], k, gk)
     if op == "rotate":
-        k = int(attrs["steps"])
+        k = rotation_step(s, op, attrs, gk, notes)
         return lambda: ev.rotate_vector(a[0], k, gk)
     if op == "rotate_columns":
         return lambda: ev.rotate_columns(a[0], gk)
@@ -293,6 +293,62 @@ def prepare_call(s: Setup, op: str, args: list, attrs: dict, vals: dict):
     raise Failure("unsupported", f"SEAL driver has no '{op}'")
 
 
+def galois_elt(n: int, step: int) -> int:
+    """SEAL's Galois element of a rotation by `step` (GaloisTool::get_elt_from_step: 3^step mod 2N,
+    a negative step as row + step); steps congruent modulo the row share it."""
+    return pow(3, step % (n // 2), 2 * n)
+
+
+def naf(value: int) -> list[int]:
+    """The non-adjacent form of value as signed powers of two, lowest first (SEAL's util::naf)."""
+    sign, value, out, i = value < 0, abs(value), [], 0
+    while value:
+        digit = 2 - (value & 3) if value & 1 else 0
+        value = (value - digit) >> 1
+        if digit:
+            out.append((-digit if sign else digit) << i)
+        i += 1
+    return out
+
+
+def rotation_step(s: Setup, op: str, attrs: dict, gk, notes: list[str]) -> int:
+    """The step to give SEAL for a rotation by attrs["steps"]. PROTOCOL.md takes a step modulo the
+    row (N/2 slots); SEAL refuses |steps| >= N/2 ("step count too large"), so the driver reduces
+    it. SEAL rotates with the Galois key of that step when the key set has one; otherwise
+    (Evaluator::rotate_internal) by the NAF digits of the step it is given, skipping a digit of
+    +/- N/2 (the identity), each digit with a key of its own. Of the two representatives (r and
+    r - N/2) the driver gives one whose digits all have keys, the one with fewer digits where both
+    do, and says so in notes."""
+    if "steps" not in attrs:
+        raise Failure("internal", f"{op} needs attr steps")
+    if gk is None:
+        raise Failure("internal", "no Galois keys in this setup: ask for rotations in setup")
+    steps, row = int(attrs["steps"]), s.n // 2
+    r = steps % row
+    if r == 0:
+        notes_add(notes, f"{op} by a multiple of {row}: the identity, no key switch (SEAL returns the ciphertext "
+                         "or a copy)")
+        return 0
+    if gk.has_key(galois_elt(s.n, r)):
+        return r
+    plans = []
+    for c in (r, r - row):
+        parts = [d for d in naf(c) if abs(d) != row]
+        plans.append((c, parts, [d for d in parts if not gk.has_key(galois_elt(s.n, d))]))
+    k, parts, missing = min(plans, key=lambda p: (bool(p[2]), len(p[1])))  # keyed first, then fewer digits
+    if missing:
+        raise Failure("internal", f"{op}: no Galois key for step {steps} nor for its NAF digits {missing}: "
+                                  "generate keys for this step or rotations_pow2")
+    notes_add(notes, f"{op} by {steps} composed of {len(parts)} keyed rotations {parts} in one SEAL call "
+                     "(no Galois key for that step: SEAL rotates by its NAF digits)")
+    return k
+
+
+def notes_add(notes: list[str], text: str) -> None:
+    if text not in notes:
+        notes.append(text)
+
+
 def coeff_plaintext(values: np.ndarray, t: int):
     """A plaintext whose polynomial coefficients are `values` (SEAL's hex polynomial syntax)."""
     terms = [f"{int(v) % t:X}" + (f"x^{i}" if i else "") for i, v in enumerate(values) if int(v) % t]
@@ -311,14 +367,16 @@ def coeffs_of(pt, n: int, t: int) -> np.ndarray:
 
 
 def handle_run(s: Setup, req: dict) -> dict:
-    program = req["program"]
+    program, notes = req["program"], []
     result, vals = run_samples(program, req["samples"],
-                               lambda st, attrs, env: prepare(s, st["op"], st.get("args", []), attrs, env),
+                               lambda st, attrs, env: prepare(s, st["op"], st.get("args", []), attrs, env, notes),
                                array_out, dict(sk=s.sk, pk=s.pk, rlk=s.rlk, gk=s.gk))
     result.update(sizes_bytes={n: size_of(vals[n]) for n in program.get("sizes", [])},
                   levels={n: s.level(vals[n]) for n in program.get("levels", [])})
     if s.scheme != "ckks":
         result["noise_budget_bits"] = {n: s.decryptor.invariant_noise_budget(vals[n]) for n in program.get("noise", [])}
+    if notes:
+        result["notes"] = notes
     return result
 
 

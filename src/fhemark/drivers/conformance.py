@@ -17,10 +17,10 @@ import numpy as np
 from ..locations import project_root
 from ..model.apps.builder import Circuit
 from ..model.catalog import CATALOG, INTO, MICRO, lookup
-from ..model.circuits import Builder
-from ..model.ops import RLWE, BenchOp, Program, decrypted, encrypted, step
+from ..model.ops import BenchOp
 from ..model.params import ParamSpec, _validated, resolve
 from ..model.semantics import Plain
+from .conformance_extras import INPUT_LENGTH, bits_extras, rlwe_extras
 
 # Small, INSECURE parameters (explicitly: conformance checks values, not speed).
 CASE_PARAMS = {
@@ -41,7 +41,6 @@ DEEP_CKKS = ParamSpec(N=2048, q_bits=[45, 30, 30, 30, 30], p_bits=[45], scale_bi
 SECURE_DEEP_CKKS = ParamSpec(N=16384, q_bits=[50] + [40] * 7, p_bits=[60], scale_bits=40)  # the c16384 chain
 # The Galois keys every case setup makes (rotations without a key of their own are composed).
 SETUP = {"rotations": [1], "rotations_pow2": True}
-INPUT_LENGTH = 8
 CKKS_TOLERANCE = 1e-3
 # Bit schemes: the library's default set; small integers and circuits.
 BITS_CASES = {
@@ -71,7 +70,8 @@ def dense(sparse: dict) -> np.ndarray:
 
 COPIES = 3  # every op that may be repeated in a timed region is also checked as 3 copies in one region
 SAMPLES = 3  # these ops' single-copy cases run 3 samples in one request, each with its own inputs and scalars
-MULTI_SAMPLE = {"add", "mul_scalar", "rotate_random", "gate_and", "pbs", "int_add", "netlist_gates"}
+MULTI_SAMPLE = {"add", "mul_scalar", "rotate_random", "gate_and", "pbs", "int_add", "netlist_gates",
+                "linear_transform_scalar_diagonal"}
 # Comparisons get inputs with ties (y = x in every other element): x > y and x >= y differ only there.
 TIES = {"int_gt", "int_ge", "int_lt", "int_eq", "int_min", "int_max"}
 # A second integer width: the driver's code for another radix size (16 bits: 8 blocks of 2 bits).
@@ -160,118 +160,6 @@ def _routines(scheme: str) -> list[BenchOp]:
     return ops
 
 
-# -- what the drivers' own smoke tests used to check, as cases -------------------------------------
-
-def _rotations(scheme: str, rot_steps: list[int], key: str | None = None) -> tuple[list[dict], list[str]]:
-    """cx rotated by every step (one region "cz": the rotations are independent), each decrypted
-    to z<i>."""
-    attrs = {"key": key} if key else {}
-    rot = "rotate" if scheme == "ckks" else "rotate_rows"
-    steps = [step(f"cz{i}", rot, "cx", steps=s, **attrs) for i, s in enumerate(rot_steps)]
-    for i in range(len(rot_steps)):
-        steps += [step(f"pz{i}", "decrypt", f"cz{i}"), step(f"z{i}", "decode", f"pz{i}")]
-    return steps, [f"cz{i}" for i in range(len(rot_steps))]
-
-
-# Rotation steps at the edges, by row length: none, negative, composed, half a row and more, the last
-# step before a full turn; and a full turn or more either way (PROTOCOL.md: a step is modulo the row).
-EDGE_STEPS = {"rotate_steps": lambda row: [0, -1, 3, -5, row // 2 + 7, row - 1],
-              "rotate_full_turn": lambda row: [row, row + 3, -row - 1]}
-
-
-def _edge_inputs(p: Plain, rng: np.random.Generator) -> dict[str, np.ndarray]:
-    """Values at the start and at the end of the row, and (BFV/BGV) at the start of the second row:
-    a rotation must wrap within its row."""
-    x = np.zeros(p.slots, dtype=np.int64 if p.exact else np.float64)
-    row = p.row_length()
-    for lo, n in ((0, INPUT_LENGTH), (row - 4, 4)) + (((row, 4),) if p.exact else ()):
-        x[lo:lo + n] = rng.integers(1, p.t, size=n) if p.exact else rng.uniform(-1.0, 1.0, size=n)
-    return {"x": x}
-
-
-def _rotate_steps(name: str) -> BenchOp:
-    def build(scheme: str, plain: Plain) -> Program:
-        rots, names = _rotations(scheme, EDGE_STEPS[name](plain.row_length()))
-        return Program(encrypted("x") + rots, ["cz"], outputs=[f"z{i}" for i in range(len(names))],
-                       levels=names[-1:], regions={"cz": names})
-    return BenchOp(name, "rotations by steps at the edges of the row", RLWE,
-                   lambda scheme: build(scheme, Plain(scheme, 16 if scheme != "ckks" else 8, 17)),  # the shape only
-                   lambda p, v, s: {f"z{i}": p.rotate(v["x"], k) for i, k in enumerate(EDGE_STEPS[name](p.row_length()))},
-                   gen=_edge_inputs, sized=build)
-
-
-def _galois_with(key_steps, rot_steps: list[int]) -> BenchOp:
-    """keygen_galois timed, then x rotated by `rot_steps` with the new keys."""
-    def build(scheme: str) -> Program:
-        rots, names = _rotations(scheme, rot_steps, key="k")
-        return Program([step("k", "keygen_galois", steps=key_steps)] + encrypted("x") + rots, ["k"],
-                       outputs=[f"z{i}" for i in range(len(names))])
-    name = "keygen_galois_signed" if key_steps != "pow2" else "keygen_galois_pow2_composed"
-    return BenchOp(name, f"Galois keys {key_steps}, used by rotations {rot_steps}", RLWE, build,
-                   lambda p, v, s: {f"z{i}": p.rotate(v["x"], k) for i, k in enumerate(rot_steps)}, group="keygen")
-
-
-def _keygen_public_of_new_secret(scheme: str) -> Program:
-    """A public key for a new secret key: encrypt with it, decrypt with that secret key."""
-    steps = [step("sk2", "keygen_secret"), step("k", "keygen_public", key="sk2"), step("px", "encode", "x"),
-             step("cx", "encrypt_pk", "px", key="k")] + decrypted("cx", key="sk2")
-    return Program(steps, ["k"])
-
-
-def _encrypt_mixed(into: str) -> BenchOp:
-    """Every stage timed; a public-key and a secret-key encryption in one region, multiplied."""
-    def build(scheme: str) -> Program:
-        steps = [step("px", "encode" + into, "x"), step("py", "encode" + into, "y"),
-                 step("cx", "encrypt_pk" + into, "px"), step("cy", "encrypt_sk" + into, "py"),
-                 step("cz", "mul_relin" + into, "cx", "cy"), step("pz", "decrypt" + into, "cz"),
-                 step("z", "decode" + into, "pz")]
-        return Program(steps, ["encode", "encrypt", "cz", "pz", "z"], noise=["cz"], sizes=["cz"], levels=["cz"],
-                       regions={"encode": ["px", "py"], "encrypt": ["cx", "cy"]})
-    return BenchOp("encrypt_mixed" + into, "encode, encrypt (pk and sk in one region), multiply, decrypt, decode"
-                   + (", all _into" if into else ""), RLWE, build, lambda p, v, s: p.mul(v["x"], v["y"]),
-                   inputs=("x", "y"), group="pipeline")
-
-
-def _mod_switch_add(scheme: str) -> Program:
-    """Both operands a level down (one region), then added."""
-    steps = encrypted("x") + encrypted("y") + [step("a", "mod_switch", "cx"), step("b", "mod_switch", "cy"),
-                                               step("cz", "add", "a", "b")] + decrypted("cz")
-    return Program(steps, ["ms", "cz"], noise=["cz"], sizes=["cz"], levels=["a", "cz"], regions={"ms": ["a", "b"]})
-
-
-def _rlwe_extras(scheme: str, secure: bool) -> list[BenchOp]:
-    xy = ("x", "y")
-    ops = [BenchOp("keygen_public_of_new_secret", "public key of a new secret key", RLWE, _keygen_public_of_new_secret,
-                   lambda p, v, s: v["x"], group="keygen"),
-           _galois_with([-1, -3, 5], [-1, -3, 5]),
-           _galois_with("pow2", [11]),
-           BenchOp("keygen_relin_into", "relinearization keys used by mul_relin_into", RLWE,
-                   lambda sch: Program([step("k", "keygen_relin")] + encrypted("x") + encrypted("y")
-                                       + [step("cz", "mul_relin_into", "cx", "cy", key="k")] + decrypted("cz"), ["k"]),
-                   lambda p, v, s: p.mul(v["x"], v["y"]), inputs=xy, group="keygen"),
-           _encrypt_mixed(""), _encrypt_mixed("_into"),
-           BenchOp("mod_switch_add", "two operands a level down, added", RLWE, _mod_switch_add,
-                   lambda p, v, s: p.add(v["x"], v["y"]), inputs=xy, group="pipeline")]
-    if not secure:
-        # their inputs reach the end of the row (4,100 values at N = 8192): not in the secure file, whose
-        # library (TenSEAL) has no rotations
-        ops[:0] = [_rotate_steps(name) for name in EDGE_STEPS]
-    if scheme == "ckks":
-        ops.append(BenchOp("mul_scalar_int", "multiply by an integer scalar", ("ckks",),
-                           lambda sch: Program(encrypted("x") + [step("cz", "mul_scalar", "cx", scalar="$s")]
-                                               + decrypted("cz"), ["cz"], levels=["cz"]),
-                           lambda p, v, s: p.mul(v["x"], s["s"]),
-                           scalars=lambda p, r: {"s": int(r.choice([-3, -2, 2, 3]))}))
-        if not secure:  # TenSEAL, the secure cases' library, cannot encode below the top level
-            below_top = len(CASE_PARAMS["ckks"].q_bits) - 2
-            ops.append(BenchOp("encode_level", "encode at the level below the top, encrypt, add to itself", ("ckks",),
-                               lambda sch: Program([step("px", "encode", "x", level=below_top), step("cx", "encrypt_pk", "px"),
-                                                    step("cz", "add", "cx", "cx")] + decrypted("cz"), ["px"],
-                                                   sizes=["cz"], levels=["cx", "cz"]),
-                               lambda p, v, s: p.add(v["x"], v["x"])))
-    return [o for o in ops if scheme in o.schemes]
-
-
 def _rlwe_cases(params_by_scheme: dict[str, ParamSpec], deep: ParamSpec, secure: bool = False) -> list[dict]:
     cases = []
     for scheme, spec in params_by_scheme.items():
@@ -295,8 +183,9 @@ def _rlwe_cases(params_by_scheme: dict[str, ParamSpec], deep: ParamSpec, secure:
             cases.append(_case(f"{scheme}/{op.name}", scheme, op, on, at, np.random.default_rng(20261126), True,
                                COPIES))
         rng = np.random.default_rng(20261127)
-        for op in _rlwe_extras(scheme, secure):
-            cases.append(_case(f"{scheme}/{op.name}", scheme, op, plain, params, rng, True))
+        for op in rlwe_extras(scheme, secure, len(spec.q_bits) - 1):
+            cases.append(_case(f"{scheme}/{op.name}", scheme, op, plain, params, rng, True,
+                               samples=SAMPLES if op.name in MULTI_SAMPLE else 1))
     params = _validated(params_by_scheme["ckks"], "ckks", "conformance")
     cases.append(_case("ckks/encode_like", "ckks", _encode_like(), Plain("ckks", params.slots("ckks")), params,
                        np.random.default_rng(20261124), True))
@@ -322,60 +211,6 @@ def _ties(op: BenchOp) -> BenchOp:
     return dataclasses.replace(op, gen=gen)
 
 
-def _pbs_literal(scheme: str, plain: Plain) -> Program:
-    """pbs with a literal table (built once per request) on every input of the message space."""
-    lut = [(3 * i + 1) % plain.t for i in range(plain.t)]
-    return Program([step("cx", "encrypt_sk", "x"), step("cz", "pbs", "cx", lut=lut), step("z", "decrypt", "cz")],
-                   ["cz"], sizes=["cz"])
-
-
-def _every_gate():
-    """A netlist with every gate kind, both constants, a gate reading one wire twice, a mux whose
-    selector is also an operand, and an input as a repeated output."""
-    b = Builder(3)
-    one, zero = b.const(1), b.const(0)
-    same, flip, neg, mux = b.and_(0, 0), b.xor(1, one), b.not_(2), b.gate("mux", 0, 1, 2)
-    nand, nor = b.gate("nand", same, flip), b.gate("nor", neg, zero)
-    xnor = b.gate("xnor", mux, nand)
-    return b.build([same, flip, neg, mux, nand, nor, xnor, b.gate("mux", xnor, xnor, zero), 1, 1])
-
-
-def _same_operand(scheme: str) -> Program:
-    """Gates given one ciphertext twice (OpenFHE's binfhe needs a copy there): x xor x, x and x."""
-    steps = [step("cx", "encrypt_sk", "x"), step("a", "xor", "cx", "cx"), step("b", "and", "cx", "cx"),
-             step("z0", "decrypt", "a"), step("z1", "decrypt", "b")]
-    return Program(steps, ["cz"], outputs=["z0", "z1"], sizes=["a"], regions={"cz": ["a", "b"]})
-
-
-def _netlist_gates() -> BenchOp:
-    net = _every_gate()
-    program = Program([step("cx", "encrypt_sk", "x"), step("cz", "netlist", "cx", netlist="$net"),
-                       step("z", "decrypt", "cz")], ["cz"], sizes=["cz"])
-    return BenchOp("netlist_gates", "a netlist of every gate kind, given as a per-sample $scalar", ("tfhe_bool",),
-                   lambda scheme: program,
-                   lambda p, v, s: net.evaluate(np.asarray(v["x"], dtype=np.uint8)).astype(np.uint64),
-                   scalars=lambda p, r: {"net": net.wire()},
-                   gen=lambda p, r: {"x": r.integers(0, 2, size=net.n_inputs, dtype=np.uint64)})
-
-
-def _bits_extras(scheme: str) -> list[BenchOp]:
-    if scheme == "tfhe_bool":
-        return [_netlist_gates(), BenchOp("gate_same_operand", "gates reading one ciphertext twice", ("tfhe_bool",),
-                                          _same_operand, lambda p, v, s: {"z0": 0 * v["x"], "z1": v["x"]})]
-    if scheme == "tfhe_shortint":
-        return [BenchOp("pbs_literal", "pbs with a literal table on every input", ("tfhe_shortint",),
-                        lambda sch: _pbs_literal(sch, Plain(sch, 4, 4)),
-                        lambda p, v, s: (3 * v["x"] + 1) % np.uint64(p.t),
-                        gen=lambda p, r: {"x": np.arange(p.t, dtype=np.uint64)}, sized=_pbs_literal)]
-    circ = Circuit("tfhe_int")
-    x, y = circ.encrypted("x"), circ.encrypted("y")
-    total = circ.add(x, y)
-    below = circ.compare("lt", total, x)
-    return [BenchOp("compare_of_sum", "x + y, then [x + y < x] (a comparison of a computed value)", ("tfhe_int",),
-                    lambda sch: circ.program(total, below), lambda p, v, s: circ.reference(p, v, total, below),
-                    inputs=("x", "y"))]
-
-
 def _bits_case(scheme: str, name: str, op: BenchOp, plain: Plain, params, rng, prefix: str = "") -> list[dict]:
     """The op's case (MULTI_SAMPLE: several samples) and its copies case; with a prefix (a width), the first only."""
     if name in TIES:
@@ -396,7 +231,7 @@ def generate() -> dict:
         names = [n for n in MICRO if scheme in CATALOG[n].schemes] + workloads
         for name in names:
             cases += _bits_case(scheme, name, lookup(name, scheme), plain, params, rng)
-        for op in _bits_extras(scheme):
+        for op in bits_extras(scheme):
             cases.append(_case(f"{scheme}/{op.name}", scheme, op, plain, params, rng, False,
                                samples=SAMPLES if op.name in MULTI_SAMPLE else 1))
     spec, modulus, names = WIDER_INT
