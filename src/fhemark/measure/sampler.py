@@ -105,12 +105,7 @@ def measure_slice(drv: Driver, job: Job, op: BenchOp, prep: Prepared, out: Outco
         nonlocal facts_due
         facts, facts_due = facts_due, False
         program = base.replicate(k) if facts else replace(base.replicate(k), noise=[], sizes=[], levels=[])
-        draws, samples = draw(job, op, prep, rng, count, k)
-        t0 = time.monotonic()
-        raw = drv.request("run", timeout_s=pol.timeout_s, memory_limit_mb=pol.memory_limit_mb,
-                          setup_id=prep.setup_id, program=program.wire(), samples=samples)
-        wall = time.monotonic() - t0
-        got = absorb(job, op, prep, program, draws, RunResult(**raw), out)
+        got, wall = run_checked(drv, job, op, prep, program, draw(job, op, prep, rng, count, k), out)
         if not facts or not out.wall_per_sample:  # batches are sized from the cost of a copy alone
             out.wall_per_sample = wall / (count * k)
         return got
@@ -175,6 +170,19 @@ def draw(job: Job, op: BenchOp, prep: Prepared, rng: np.random.Generator, count:
                       scalars={suffix(n, i): x for i, (_, sc) in enumerate(d) for n, x in sc.items()})
                for d in draws]
     return draws, samples
+
+def run_checked(drv: Driver, job: Job, op: BenchOp, prep: Prepared, program: Program,
+                drawn: tuple[list, list[Sample]], out: Outcome) -> tuple[tuple[list[dict[str, float]], list], float]:
+    """One request of `draw`'s samples to one driver, every output checked (`absorb`); and the
+    request's wall time, which sizes later batches."""
+    draws, samples = drawn
+    pol = job.policy
+    t0 = time.monotonic()
+    raw = drv.request("run", timeout_s=pol.timeout_s, memory_limit_mb=pol.memory_limit_mb,
+                      setup_id=prep.setup_id, program=program.wire(), samples=samples)
+    wall = time.monotonic() - t0
+    return absorb(job, op, prep, program, draws, RunResult(**raw), out), wall
+
 
 def absorb(job: Job, op: BenchOp, prep: Prepared, program: Program, draws: list, res: RunResult,
            out: Outcome) -> tuple[list[dict[str, float]], list[dict]]:

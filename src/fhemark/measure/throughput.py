@@ -16,7 +16,6 @@ the orchestrator's own work does not run beside the timed regions.
 
 from __future__ import annotations
 
-import os
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
@@ -28,8 +27,9 @@ from ..drivers.protocol import RunResult
 from ..drivers.supervise import Driver
 from ..model.ops import BenchOp
 from ..plan.jobs import Job
+from ..plan.suites import host_cores
 from ..stats import summarize
-from .sampler import Outcome, Prepared, absorb, copies_for, draw
+from .sampler import Outcome, Prepared, absorb, copies_for, draw, run_checked
 
 if TYPE_CHECKING:
     from .runner import Runner
@@ -50,6 +50,8 @@ class Level:
     cpu_ns: list[float] = field(default_factory=list)   # per process, over regions long enough to tell
     wall_ns: list[float] = field(default_factory=list)
     peak_rss_bytes: int | None = None                   # all k processes together
+    rate: float = 0.0                                   # evaluations a second (finish())
+    rate_ci: list[float] | None = None                  # and its 95% interval
 
     def __post_init__(self) -> None:
         self.cpu_ns = self.cpu_ns or [0.0] * self.batch
@@ -58,11 +60,14 @@ class Level:
     def times(self) -> list[float]:
         return [float(sum(s.values())) for s in self.samples]
 
-    def per_s(self) -> tuple[float, list[float] | None]:
-        """Evaluations a second, and its 95% interval."""
+    def finish(self, pool: list[Driver]) -> Level:
+        """Its windows are done: the rate and its interval, once, and the k processes' memory."""
         s = summarize(self.times(), self.process, self.round)
-        ci = [self.batch * 1e9 / s.ci95[1], self.batch * 1e9 / s.ci95[0]] if s.ci95 else None
-        return self.batch * 1e9 / s.median, ci
+        self.rate = self.batch * 1e9 / s.median
+        self.rate_ci = [self.batch * 1e9 / s.ci95[1], self.batch * 1e9 / s.ci95[0]] if s.ci95 else None
+        peaks = [d.peak_rss_bytes() for d in pool]
+        self.peak_rss_bytes = sum(peaks) if all(p is not None for p in peaks) else None
+        return self
 
     @property
     def parallelism(self) -> float | None:
@@ -72,17 +77,8 @@ class Level:
         return sum(c / w for c, w in zip(self.cpu_ns, self.wall_ns))
 
     def summary(self) -> dict:
-        rate, ci = self.per_s()
-        return {"batch": self.batch, "throughput_per_s": rate, "throughput_ci95": ci,
+        return {"batch": self.batch, "throughput_per_s": self.rate, "throughput_ci95": self.rate_ci,
                 "parallelism": self.parallelism, "peak_rss_bytes": self.peak_rss_bytes, "samples": len(self.samples)}
-
-
-def host_cores() -> int:
-    """The cores this process may run on (a container's or taskset's limit, not the machine's)."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not Linux
-        return os.cpu_count() or 1
 
 
 def saturate(runner: Runner, job: Job, op: BenchOp, prep: Prepared, out: Outcome,
@@ -103,8 +99,7 @@ def saturate(runner: Runner, job: Job, op: BenchOp, prep: Prepared, out: Outcome
                 pool.append(runner.extra_driver(job.library, job.threads, prep))
             levels.append(_level(job, op, prep, pool[:k], out, len(levels)))
             last = levels[-1]
-            rate = last.per_s()[0]
-            if len(levels) > 1 and rate < GROWTH * max(lv.per_s()[0] for lv in levels[:-1]):
+            if len(levels) > 1 and last.rate < GROWTH * max(lv.rate for lv in levels[:-1]):
                 break
             par = last.parallelism
             if (par if par is not None else k * job.threads) >= SATURATED * cores or 2 * k > limit:
@@ -115,13 +110,12 @@ def saturate(runner: Runner, job: Job, op: BenchOp, prep: Prepared, out: Outcome
             if d.alive:
                 own(d.proc.pid)
             d.stop()
-    best = max(levels, key=lambda lv: lv.per_s()[0])
-    rate, ci = best.per_s()
+    best = max(levels, key=lambda lv: lv.rate)
     out.samples, out.process, out.round = best.samples, best.process, best.round
     out.cpu_ns, out.cpu_wall_ns = sum(best.cpu_ns), sum(best.wall_ns)  # one process's parallelism, at the best k
     out.stop_reason = "saturated"
     out.elapsed_s += time.monotonic() - started
-    out.throughput = {"mode": "throughput", "batch": best.batch, "throughput_per_s": rate, "throughput_ci95": ci,
+    out.throughput = {"mode": "throughput", "batch": best.batch, "throughput_per_s": best.rate, "throughput_ci95": best.rate_ci,
                       "throughput_parallelism": best.parallelism, "throughput_peak_rss_bytes": best.peak_rss_bytes,
                       "throughput_cores": cores, "throughput_by_batch": [lv.summary() for lv in levels],
                       "throughput_method": "k driver processes at once, each timing its own regions; "
@@ -131,15 +125,9 @@ def saturate(runner: Runner, job: Job, op: BenchOp, prep: Prepared, out: Outcome
 def _calibrate(job: Job, op: BenchOp, prep: Prepared, drv: Driver, out: Outcome) -> None:
     """One warm-up evaluation alone, with the noise, sizes and levels read: it sizes the copies per
     region (as latency mode does) and the windows."""
-    pol = job.policy
-    rng = np.random.default_rng([pol.seed, int(job.input_key, 16) % 2**32, 0])
+    rng = np.random.default_rng([job.policy.seed, int(job.input_key, 16) % 2**32, 0])
     program = op.build(job.scheme, prep.plain)
-    draws, samples = draw(job, op, prep, rng, 1, 1)
-    t0 = time.monotonic()
-    res = RunResult(**drv.request("run", timeout_s=pol.timeout_s, memory_limit_mb=pol.memory_limit_mb,
-                                  setup_id=prep.setup_id, program=program.wire(), samples=samples))
-    out.wall_per_sample = time.monotonic() - t0
-    warm, _ = absorb(job, op, prep, program, draws, res, out)
+    (warm, _), out.wall_per_sample = run_checked(drv, job, op, prep, program, draw(job, op, prep, rng, 1, 1), out)
     out.copies = copies_for(job, op, program, float(sum(warm[0].values())))
 
 
@@ -166,9 +154,7 @@ def _level(job: Job, op: BenchOp, prep: Prepared, pool: list[Driver], out: Outco
                 met = met + 1 if s.rel_ci_half_width is not None and s.rel_ci_half_width <= pol.target_rel_ci else 0
                 if met >= 2 or time.monotonic() - started >= pol.budget_s or n >= pol.max_samples * k:
                     break
-    peaks = [d.peak_rss_bytes() for d in pool]
-    level.peak_rss_bytes = sum(peaks) if all(p is not None for p in peaks) else None
-    return level
+    return level.finish(pool)
 
 
 def _window(job: Job, op: BenchOp, prep: Prepared, pool: list[Driver], program, ex,

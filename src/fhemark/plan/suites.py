@@ -86,9 +86,18 @@ ThreadCount = Annotated[int, Field(strict=True, ge=1, le=1024)] | Literal["max",
 Threads = ThreadCount | Annotated[list[ThreadCount], Field(min_length=1, max_length=64)]
 
 
+def host_cores() -> int:
+    """The cores this process may run on (a container's or taskset's limit, not the machine's): what
+    `threads: max` means, and what throughput mode saturates."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
 def thread_counts(threads: Threads) -> list[int]:
     """The thread counts a suite or case asks for, on this host, each once, in order."""
-    cores = os.cpu_count() or 1
+    cores = host_cores()
     named = {"max": [cores], "all": list(range(1, cores + 1))}
     return list(dict.fromkeys(n for t in (threads if isinstance(threads, list) else [threads])
                               for n in named.get(t, [t])))
