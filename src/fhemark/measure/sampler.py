@@ -113,12 +113,9 @@ def measure_slice(drv: Driver, job: Job, op: BenchOp, prep: Prepared, out: Outco
     if s == 0:
         drv.reset_peak()
     started = time.monotonic()
+    n0 = len(out.samples)  # samples from earlier rounds
     if s == 0 or not out.copies:  # a fresh process warms up
         warm, warm_scalars = batch(max(pol.warmup, 1), 1)
-    elif pol.warmup and _cheap(out):
-        # Its later rounds too, when the op is cheap: the other libraries ran since, and the first
-        # sample of a round read 4-10% slow in median, 34-51% at the 90th percentile (quick suite).
-        batch(1, out.copies)
         if r == 0:
             out.warmup = warm[: pol.warmup]
         if pol.warmup == 0:  # no warm-up asked for: the first sample counts
@@ -126,6 +123,10 @@ def measure_slice(drv: Driver, job: Job, op: BenchOp, prep: Prepared, out: Outco
             out.process += [p] * len(warm)
             out.round += [r] * len(warm)
             out.scalars += warm_scalars
+    elif pol.warmup and _cheap(out):
+        # Its later rounds too, when the op is cheap: the other libraries ran since, and the first
+        # sample of a round read 4-10% slow in median, 34-51% at the 90th percentile (quick suite).
+        batch(1, out.copies)
     if not out.copies:  # calibrated once, in the first process, and kept for the whole job
         t_op = float(np.median([_total(w) for w in warm]))
         out.copies = copies_for(job, op, base, t_op)
@@ -134,7 +135,6 @@ def measure_slice(drv: Driver, job: Job, op: BenchOp, prep: Prepared, out: Outco
     # The budget binds for slow operations once the rounds together hold enough samples for an
     # interval: min_samples is a wish, not a reason to spend 20 s on one key generation.
     floor_n = min(min_n, math.ceil(MIN_CI_SAMPLES / rounds))
-    n0 = len(out.samples)  # samples from earlier rounds
     t_run = time.monotonic()
     while True:
         n = len(out.samples) - n0
