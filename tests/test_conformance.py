@@ -160,7 +160,7 @@ def composed(case: dict, setup_rotations: list[int]) -> bool | None:
 THREE_COMPONENTS = {"mul", "square", "mul_into", "square_into"}
 # Bit-scheme ops whose result is an array of the scheme's fresh ciphertexts (comparisons give
 # encrypted booleans, a different type).
-SAME_TYPE = {"encrypt_sk", "and", "or", "xor", "nand", "nor", "xnor", "not", "mux", "netlist", "short_add", "short_mul",
+SAME_TYPE = {"encrypt_sk", "and", "or", "xor", "nand", "nor", "xnor", "not", "mux", "gather", "short_add", "short_mul",
              "pbs", "int_add", "int_sub", "int_mul", "int_min", "int_max"}
 
 

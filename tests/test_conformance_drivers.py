@@ -461,15 +461,19 @@ def test_an_input_out_of_range_is_refused(driver_pool, library, scheme):
 
 
 @pytest.mark.parametrize("library", [lib for lib in LIBRARIES
-                                     if "tfhe_bool" in schemes_of(lib) and "netlist" in ops_of(lib, "tfhe_bool")])
-def test_a_bad_netlist_is_refused(driver_pool, library):
+                                     if "tfhe_bool" in schemes_of(lib) and "gather" in ops_of(lib, "tfhe_bool")])
+def test_a_bad_gather_or_constant_is_refused(driver_pool, library):
+    """A gather that names a bit its arguments do not have, an argument it was not given, or no
+    bits at all is refused, never read out of bounds; so is a trivial constant that is not a bit."""
     driver, setup_id, _, _ = setup(driver_pool, library, "tfhe_bool")
-    for net in ({"n_inputs": 2, "gates": [["and", 2, 0, 9]], "outputs": [2]},  # reads a wire never written
-                {"n_inputs": 2, "gates": [["and", 2, 0, 1], ["or", 2, 0, 1]], "outputs": [2]},  # writes one twice
-                {"n_inputs": 2, "gates": [["and", 1, 0, 0]], "outputs": [1]}):  # overwrites an input
+    for bits in ([[0, 2]], [[1, 0]], [[0, -1]], None, [[0]]):
+        attrs = {} if bits is None else {"bits": bits}
         refused("internal", run, driver, setup_id,
-                program([step("cx", "encrypt_sk", "x"), step("cz", "netlist", "cx", netlist=net)]),
+                program([step("cx", "encrypt_sk", "x"), step("cz", "gather", "cx", **attrs)]),
                 {"x": np.array([1, 0], dtype=np.uint64)})
+    for bits in ([2], [True], None, "01"):  # constants are the bits 0 and 1
+        attrs = {} if bits is None else {"bits": bits}
+        refused("internal", run, driver, setup_id, program([step("k", "trivial", **attrs)]), {})
 
 
 # -- one library's own limits ----------------------------------------------------------------------

@@ -46,14 +46,12 @@ P_FAIL_SOURCE = ("OpenFHE binfhe-constants.h comment for the set (approximate fa
                  "development source matching the installed parameter table, the wheel has no headers)")
 
 OPS = ["keygen", "encrypt_sk", "decrypt", "and", "or", "xor", "nand", "nor", "xnor", "not", "mux",
-       "netlist"]
+       "gather", "trivial"]
 GATES2 = ("and", "or", "xor", "nand", "nor", "xnor")
-MAX_WIRE = 1 << 26
 
 
 def limits():
-    return {"presets": ["default"] + sorted(PRESETS), "default_preset": DEFAULT_PRESET,
-            "netlist_max_wire": MAX_WIRE}
+    return {"presets": ["default"] + sorted(PRESETS), "default_preset": DEFAULT_PRESET}
 
 
 def _gate_enum():
@@ -191,107 +189,6 @@ def setup(params):
 
 
 # --------------------------------------------------------------------------
-# netlist
-
-def parse_netlist(nl):
-    if not isinstance(nl, dict):
-        raise Failure("internal", "netlist must be an object")
-    try:
-        n_in = int(nl["n_inputs"])
-        gates = nl["gates"]
-        outs = [int(o) for o in nl["outputs"]]
-    except (KeyError, TypeError, ValueError) as e:
-        raise Failure("internal", "netlist needs n_inputs, gates, outputs (%s)" % e)
-    if n_in < 0 or n_in > MAX_WIRE:
-        raise Failure("internal", "netlist n_inputs out of range")
-    defined = set(range(n_in))
-    prog = []
-    arity = {"not": 1, "mux": 3}
-    for gi, g in enumerate(gates):
-        if not isinstance(g, list) or len(g) < 2 or not isinstance(g[0], str):
-            raise Failure("internal", "netlist gate %d is not [name, out, args...]" % gi)
-        name = g[0]
-        try:
-            out = int(g[1])
-            args = [int(a) for a in g[2:]]
-        except (TypeError, ValueError):
-            raise Failure("internal", "netlist gate %d has non-integer wires" % gi)
-        if not 0 <= out <= MAX_WIRE:
-            raise Failure("internal", "netlist gate %d: wire %d out of range 0..2^26" % (gi, out))
-        if out in defined:
-            raise Failure("internal", "netlist gate %d writes wire %d twice" % (gi, out))
-        if name == "const":
-            if len(args) != 1 or args[0] not in (0, 1):
-                raise Failure("internal", "netlist gate %d: const takes one value 0|1" % gi)
-        elif name in GATES2 or name in arity:
-            need = arity.get(name, 2)
-            if len(args) != need:
-                raise Failure("internal", "netlist gate %d: %s takes %d wires" % (gi, name, need))
-            for a in args:
-                if a not in defined:
-                    raise Failure("internal", "netlist gate %d reads wire %d before it is written" % (gi, a))
-        else:
-            raise Failure("internal", "netlist gate %d: unknown gate %r" % (gi, name))
-        defined.add(out)
-        prog.append((name, out, args))
-    for o in outs:
-        if o not in defined:
-            raise Failure("internal", "netlist output wire %d is never written" % o)
-    # last reader of every wire, so that wires can be freed early
-    last = {}
-    for i, (name, out, args) in enumerate(prog):
-        if name != "const":
-            for a in args:
-                last[a] = i
-    keep = set(outs)
-    frees = [[] for _ in prog]
-    for w, i in last.items():
-        if w not in keep:
-            frees[i].append(w)
-    return {"n_inputs": n_in, "prog": prog, "outputs": outs, "frees": frees}
-
-
-def netlist_thunk(key, bits, parsed):
-    """The whole circuit as one closure (the timed region). The const wires (EvalConstant,
-    noiseless trivial ciphertexts) are made here, before the region."""
-    if len(bits.cts) != parsed["n_inputs"]:
-        raise Failure("internal", "netlist wants %d input bits, got %d" % (parsed["n_inputs"], len(bits.cts)))
-    cc = key.cc
-    ge = _gate_enum()
-    ops = []
-    start = dict(enumerate(bits.cts))
-    for (name, out, args), fr in zip(parsed["prog"], parsed["frees"]):
-        if name == "const":
-            start[out] = cc.EvalConstant(bool(args[0]))
-            continue
-        same = len(args) >= 2 and len(set(args)) < len(args)
-        ops.append((name, ge.get(name), out, args, fr, same))
-    outs = parsed["outputs"]
-    bin_gate, not_gate = cc.EvalBinGate, cc.EvalNOT
-    cmux = ofhe.CMUX
-
-    def run():
-        w = dict(start)
-        for name, g, out, args, fr, same in ops:
-            if g is not None:
-                a, b = w[args[0]], w[args[1]]
-                if same:  # OpenFHE refuses the same ciphertext twice: a copy (two free NOTs)
-                    b = not_gate(not_gate(b))
-                w[out] = bin_gate(g, a, b)
-            elif name == "not":
-                w[out] = not_gate(w[args[0]])
-            else:  # mux
-                sel, a, b = (w[x] for x in args)
-                if same:
-                    sel, a, b = (not_gate(not_gate(w[x])) for x in args)
-                w[out] = bin_gate(cmux, [b, a, sel])
-            for x in fr:
-                del w[x]
-        return [w[o] for o in outs]
-    return run
-
-
-# --------------------------------------------------------------------------
 # programs
 
 class BoolProgram:
@@ -301,7 +198,6 @@ class BoolProgram:
     def __init__(self, s):
         self.s = s
         self.notes = []
-        self.literal_netlists = {}
 
     def note(self, t):
         if t not in self.notes:
@@ -391,21 +287,21 @@ class BoolProgram:
             self.note("mux: OpenFHE EvalBinGate(CMUX, [b, a, sel]) = NAND(NAND(b, NOT sel), NAND(a, sel)), "
                       "three gate bootstraps")
             return (lambda: [f(cm, t) for t in triples]), (lambda cts: Bits(cts, key))
-        if op == "netlist":
-            need(1)
-            a = self._bits(args[0], op)
-            raw = (st.get("attrs") or {}).get("netlist")
-            if isinstance(raw, str) and raw.startswith("$"):
-                parsed = parse_netlist(attrs.get("netlist"))
-            else:
-                sid = id(st)
-                if sid not in self.literal_netlists:
-                    self.literal_netlists[sid] = parse_netlist(raw)
-                parsed = self.literal_netlists[sid]
-            self.note("netlist: gates run in list order with EvalBinGate/EvalNOT (mux: CMUX, 3 bootstraps); "
-                      "const wires are OpenFHE EvalConstant (noiseless, made before the timed region); "
-                      "wires are freed after their last reader")
-            return netlist_thunk(key, a, parsed), (lambda cts: Bits(cts, key))
+        if op == "trivial":
+            need(0)
+            bits = attrs.get("bits")
+            if not isinstance(bits, list) or any(b not in (0, 1) or isinstance(b, bool) for b in bits):
+                raise Failure("internal", "trivial needs bits = [0 or 1, ...]")
+            cts = [cc.EvalConstant(bool(b)) for b in bits]
+            self.note("trivial: OpenFHE EvalConstant (noiseless), made outside every timed region")
+            return (lambda: cts), (lambda cts: Bits(cts, key))
+        if op == "gather":
+            try:
+                cts = [self._bits(args[a], op).cts[p] if min(a, p) >= 0 else [][0] for a, p in attrs.get("bits")]
+            except (TypeError, ValueError, IndexError) as e:
+                raise Failure("internal", "gather needs bits = [[argument, position], ...] within its "
+                                          "arguments (%s)" % e)
+            return (lambda: cts), (lambda cts: Bits(cts, key))
         raise Failure("unsupported", "op %r" % op)
 
     @staticmethod

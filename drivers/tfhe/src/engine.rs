@@ -1,6 +1,5 @@
 //! Setups, values and the program interpreter.
 
-use crate::netlist::{self, GateKind, Gates, Netlist};
 use crate::presets;
 use crate::wire::{decode_vec, encode_vec, internal, invalid_params, unsupported, DErr, DResult};
 use rayon::prelude::*;
@@ -60,9 +59,9 @@ impl Scheme {
     }
 }
 
-pub const BOOL_OPS: [&str; 12] = [
+pub const BOOL_OPS: [&str; 13] = [
     "keygen", "encrypt_sk", "decrypt", "and", "or", "xor", "nand", "nor", "xnor", "not", "mux",
-    "netlist",
+    "gather", "trivial",
 ];
 pub const SHORT_OPS: [&str; 6] = ["keygen", "encrypt_sk", "decrypt", "short_add", "short_mul", "pbs"];
 pub const INT_OPS: [&str; 12] = [
@@ -76,7 +75,8 @@ enum Op {
     Encrypt,
     Decrypt,
     Gate(GateKind),
-    Netlist,
+    Gather,
+    Trivial,
     ShortAdd,
     ShortMul,
     Pbs,
@@ -104,7 +104,8 @@ fn parse_op(scheme: Scheme, name: &str) -> DResult<Op> {
         "keygen" => Op::Keygen,
         "encrypt_sk" => Op::Encrypt,
         "decrypt" => Op::Decrypt,
-        "netlist" => Op::Netlist,
+        "gather" => Op::Gather,
+        "trivial" => Op::Trivial,
         "short_add" => Op::ShortAdd,
         "short_mul" => Op::ShortMul,
         "pbs" => Op::Pbs,
@@ -117,7 +118,7 @@ fn parse_op(scheme: Scheme, name: &str) -> DResult<Op> {
         "int_eq" => Op::IntEq,
         "int_min" => Op::IntMin,
         "int_max" => Op::IntMax,
-        g => Op::Gate(netlist::gate_arity(g).expect("listed gate").0),
+        g => Op::Gate(gate_kind(g).expect("listed gate")),
     })
 }
 
@@ -258,32 +259,43 @@ fn val_size(v: &Val) -> u64 {
     }
 }
 
-// ---------------------------------------------------------------- gate backend
+// ---------------------------------------------------------------- gates
 
-struct CtGates<'a>(&'a BoolSk);
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum GateKind {
+    And,
+    Or,
+    Xor,
+    Nand,
+    Nor,
+    Xnor,
+    Not,
+    Mux,
+}
 
-impl Gates for CtGates<'_> {
-    type T = BoolCt;
-    fn constant(&self, b: bool) -> BoolCt {
-        self.0.trivial_encrypt(b)
-    }
-    fn not(&self, a: &BoolCt) -> BoolCt {
-        self.0.not(a)
-    }
-    fn binary(&self, kind: GateKind, a: &BoolCt, b: &BoolCt) -> BoolCt {
-        let s = self.0;
-        match kind {
-            GateKind::And => s.and(a, b),
-            GateKind::Or => s.or(a, b),
-            GateKind::Xor => s.xor(a, b),
-            GateKind::Nand => s.nand(a, b),
-            GateKind::Nor => s.nor(a, b),
-            GateKind::Xnor => s.xnor(a, b),
-            _ => unreachable!("not a binary gate"),
-        }
-    }
-    fn mux(&self, sel: &BoolCt, a: &BoolCt, b: &BoolCt) -> BoolCt {
-        self.0.mux(sel, a, b)
+fn gate_kind(name: &str) -> Option<GateKind> {
+    Some(match name {
+        "and" => GateKind::And,
+        "or" => GateKind::Or,
+        "xor" => GateKind::Xor,
+        "nand" => GateKind::Nand,
+        "nor" => GateKind::Nor,
+        "xnor" => GateKind::Xnor,
+        "not" => GateKind::Not,
+        "mux" => GateKind::Mux,
+        _ => return None,
+    })
+}
+
+fn binary_gate(sk: &BoolSk, kind: GateKind, a: &BoolCt, b: &BoolCt) -> BoolCt {
+    match kind {
+        GateKind::And => sk.and(a, b),
+        GateKind::Or => sk.or(a, b),
+        GateKind::Xor => sk.xor(a, b),
+        GateKind::Nand => sk.nand(a, b),
+        GateKind::Nor => sk.nor(a, b),
+        GateKind::Xnor => sk.xnor(a, b),
+        _ => unreachable!("not a binary gate"),
     }
 }
 
@@ -295,14 +307,15 @@ struct Step {
     op: Op,
     args: Vec<String>,
     attrs: Map<String, Value>,
-    /// Parsed once per request when the attr is not a `$scalar`.
-    static_net: Option<Arc<Netlist>>,
+    /// `gather`: (argument, position) of every bit it picks; `trivial`: (bit, 0) per constant.
+    /// Parsed once per request.
+    picks: Vec<(usize, usize)>,
 }
 
 /// Ops that run on a server key (everything but key generation and the
 /// client-key operations).
 fn uses_server_key(op: Op) -> bool {
-    !matches!(op, Op::Keygen | Op::Encrypt | Op::Decrypt)
+    !matches!(op, Op::Keygen | Op::Encrypt | Op::Decrypt | Op::Gather)
 }
 
 /// Attrs whose string value names another value of the program.
@@ -391,18 +404,12 @@ fn parse_program(scheme: Scheme, program: &Value) -> DResult<Program> {
             Some(Value::Object(m)) => m.clone(),
             Some(_) => return Err(internal(format!("step {i}: attrs must be an object"))),
         };
-        let mut static_net = None;
-        if op == Op::Netlist {
-            let nv = attrs
-                .get("netlist")
-                .ok_or_else(|| internal(format!("step {i}: netlist op needs attr 'netlist'")))?;
-            if !is_scalar_ref(nv) {
-                static_net = Some(Arc::new(
-                    Netlist::parse(nv).map_err(|e| internal(format!("step {i}: bad netlist: {e}")))?,
-                ));
-            }
-        }
-        steps.push(Step { out, op_name, op, args, attrs, static_net });
+        let picks = match op {
+            Op::Gather => parse_picks(&attrs, args.len(), i)?,
+            Op::Trivial => parse_constants(&attrs, i)?,
+            _ => vec![],
+        };
+        steps.push(Step { out, op_name, op, args, attrs, picks });
     }
     let regions = parse_regions(program.get("timed"), &steps)?;
     if scheme == Scheme::Int {
@@ -416,6 +423,30 @@ fn parse_program(scheme: Scheme, program: &Value) -> DResult<Program> {
         levels: name_list(program, "levels")?,
         steps,
     })
+}
+
+/// A gather's `bits`: `[[argument, position], ...]`, every argument one of the step's.
+fn parse_picks(attrs: &Map<String, Value>, nargs: usize, i: usize) -> DResult<Vec<(usize, usize)>> {
+    let bad = || internal(format!("step {i}: gather needs attr bits = [[argument, position], ...]"));
+    let list = attrs.get("bits").and_then(Value::as_array).ok_or_else(bad)?;
+    list.iter()
+        .map(|p| match p.as_array().map(Vec::as_slice) {
+            Some([a, b]) => match (a.as_u64(), b.as_u64()) {
+                (Some(a), Some(b)) if (a as usize) < nargs => Ok((a as usize, b as usize)),
+                _ => Err(bad()),
+            },
+            _ => Err(bad()),
+        })
+        .collect()
+}
+
+/// A trivial's `bits`: the constants 0 or 1 it makes.
+fn parse_constants(attrs: &Map<String, Value>, i: usize) -> DResult<Vec<(usize, usize)>> {
+    let bad = || internal(format!("step {i}: trivial needs attr bits = [0 or 1, ...]"));
+    let list = attrs.get("bits").and_then(Value::as_array).ok_or_else(bad)?;
+    list.iter()
+        .map(|b| b.as_u64().filter(|&b| b <= 1).map(|b| (b as usize, 0)).ok_or_else(bad))
+        .collect()
 }
 
 /// Validates `program.timed` (protocol 2): every region names existing step
@@ -532,7 +563,6 @@ fn check_int_server_keys(regions: &[Region], steps: &[Step]) -> DResult<()> {
 enum Extra {
     None,
     Lut(LookupTableOwned),
-    Net(Arc<Netlist>),
 }
 
 fn resolve_attr<'a>(v: &'a Value, scalars: &'a Map<String, Value>) -> DResult<&'a Value> {
@@ -578,18 +608,9 @@ fn step_keys(ctx: &Ctx, st: &Step, env: &Env, inputs: &Env, scalars: &Map<String
     }
 }
 
-/// Netlist parsing (for a `$scalar` netlist) and lookup-table generation.
+/// Lookup-table generation.
 fn step_extra(st: &Step, keys: &Keys, scalars: &Map<String, Value>) -> DResult<Extra> {
     Ok(match st.op {
-        Op::Netlist => match &st.static_net {
-            Some(n) => Extra::Net(n.clone()),
-            None => {
-                let v = resolve_attr(st.attrs.get("netlist").expect("checked at parse"), scalars)?;
-                Extra::Net(Arc::new(
-                    Netlist::parse(v).map_err(|e| internal(format!("step '{}': bad netlist: {e}", st.out)))?,
-                ))
-            }
-        },
         Op::Pbs => {
             let (ck, sk) = match keys {
                 Keys::Short { ck, sk } => (ck, sk),
@@ -737,7 +758,7 @@ impl Driver {
                 "profile": "release",
                 "cpu_features_detected": cpu,
                 "compression": "sizes are bincode 1.3.3 (serde) serializations; uncompressed unless the key name says compressed (TFHE-rs seeded compression)",
-                "parallelism": "rayon global pool of `threads` (FHEMARK_THREADS, built at start-up before any key); gate/shortint arrays and netlist levels are split over the pool when threads > 1",
+                "parallelism": "rayon global pool of `threads` (FHEMARK_THREADS, built at start-up before any key); gate/shortint arrays are split over the pool when threads > 1",
                 "cpu_clock": "cpu_ns: clock_gettime(CLOCK_PROCESS_CPUTIME_ID), read just outside the two Instant reads of each region",
                 "tfhe_int_config": "ConfigBuilder::with_custom_parameters(preset).use_dedicated_oprf_key(false): keys hold no OPRF bootstrapping key (the integer ops do not use it)",
             },
@@ -745,7 +766,7 @@ impl Driver {
             "threads_honoured": true,
             "schemes": {
                 "tfhe_bool": {"ops": BOOL_OPS, "deviations": {},
-                              "limits": {"presets": bool_names, "default_preset": presets::BOOL_DEFAULT, "netlist_max_wire": netlist::MAX_WIRE}},
+                              "limits": {"presets": bool_names, "default_preset": presets::BOOL_DEFAULT}},
                 "tfhe_shortint": {"ops": SHORT_OPS, "deviations": {},
                                   "limits": {"presets": shortint_names, "default_preset": presets::SHORTINT_DEFAULT}},
                 "tfhe_int": {"ops": INT_OPS, "deviations": {},
@@ -944,13 +965,6 @@ impl Driver {
         if program.steps.iter().any(|s| s.op == Op::Pbs) {
             notes.push("pbs: the lookup table is generated outside the timed region".into());
         }
-        if program.steps.iter().any(|s| s.op == Op::Netlist) {
-            notes.push(if ctx.parallel {
-                "netlist: gates of equal depth run in parallel on the rayon pool".into()
-            } else {
-                "netlist: gates run one after another on one thread".into()
-            });
-        }
         if !notes.is_empty() {
             result["notes"] = json!(notes);
         }
@@ -959,7 +973,7 @@ impl Driver {
 
     /// Runs consecutive steps (a timed region, or one untimed step): first
     /// every step's preparation (keys, argument lookup and checks, lookup
-    /// tables, netlists, the high-level server key), then the library calls
+    /// tables, the high-level server key), then the library calls
     /// between one clock pair.
     fn exec_group(
         &mut self,
@@ -1084,7 +1098,8 @@ enum Call<'a> {
     Not(&'a BoolSk, &'a [BoolCt]),
     Gate(&'a BoolSk, GateKind, &'a [BoolCt], &'a [BoolCt]),
     Mux(&'a BoolSk, [&'a [BoolCt]; 3]),
-    Netlist(&'a BoolSk, &'a Netlist, &'a [BoolCt]),
+    Gather(Vec<&'a BoolCt>),
+    Trivial(&'a BoolSk, Vec<bool>),
     Pbs(&'a ShortSk, &'a LookupTableOwned, &'a [ShortCt]),
     ShortAdd(&'a ShortSk, &'a [ShortCt], &'a [ShortCt]),
     ShortMul(&'a ShortSk, &'a [ShortCt], &'a [ShortCt]),
@@ -1185,22 +1200,19 @@ fn bind<'a>(
                 }
             }
         }
-        Op::Netlist => {
-            nargs(&args, 1, what)?;
-            let sk = bool_sk(keys, what)?;
-            let net = match extra {
-                Extra::Net(n) => n,
-                _ => return Err(internal(format!("{what}: netlist not prepared"))),
-            };
-            let a = want_bool(args[0], what)?;
-            if a.len() != net.n_inputs {
-                return Err(internal(format!(
-                    "{what}: netlist has n_inputs={} but the input array has {} bits",
-                    net.n_inputs,
-                    a.len()
-                )));
-            }
-            Call::Netlist(sk, net, a)
+        Op::Gather => Call::Gather(
+            st.picks
+                .iter()
+                .map(|&(a, p)| {
+                    want_bool(args[a], what)?
+                        .get(p)
+                        .ok_or_else(|| internal(format!("{what}: '{}' has no bit {p}", st.args[a])))
+                })
+                .collect::<DResult<_>>()?,
+        ),
+        Op::Trivial => {
+            nargs(&args, 0, what)?;
+            Call::Trivial(bool_sk(keys, what)?, st.picks.iter().map(|&(b, _)| b == 1).collect())
         }
         Op::Pbs => {
             nargs(&args, 1, what)?;
@@ -1284,14 +1296,13 @@ impl Call<'_> {
             }),
             Call::DecIntBool(ck, c) => Val::Vec(c.iter().map(|x| u64::from(FheDecrypt::<bool>::decrypt(x, ck))).collect()),
             Call::Not(sk, a) => Val::Bool(map1(par, a, |x| sk.not(x))),
-            Call::Gate(sk, k, a, b) => Val::Bool(map2(par, a, b, |x, y| CtGates(sk).binary(k, x, y))),
+            Call::Gate(sk, k, a, b) => Val::Bool(map2(par, a, b, |x, y| binary_gate(sk, k, x, y))),
             Call::Mux(sk, [s, a, b]) => {
                 let idx: Vec<usize> = (0..s.len()).collect();
                 Val::Bool(map1(par, &idx, |&i| sk.mux(&s[i], &a[i], &b[i])))
             }
-            Call::Netlist(sk, net, a) => {
-                Val::Bool(netlist::evaluate(net, &CtGates(sk), a, par).expect("input count checked in bind"))
-            }
+            Call::Gather(ref picked) => Val::Bool(picked.iter().map(|&c| c.clone()).collect()),
+            Call::Trivial(sk, ref bits) => Val::Bool(bits.iter().map(|&b| sk.trivial_encrypt(b)).collect()),
             Call::Pbs(sk, lut, a) => Val::Short(map1(par, a, |x| sk.apply_lookup_table(x, lut))),
             Call::ShortAdd(sk, a, b) => Val::Short(map2(par, a, b, |x, y| sk.add(x, y))),
             Call::ShortMul(sk, a, b) => Val::Short(map2(par, a, b, |x, y| sk.mul(x, y))),

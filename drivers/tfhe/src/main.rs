@@ -5,7 +5,6 @@
 //! reply per line on stdout; logs go to stderr.
 
 mod engine;
-mod netlist;
 mod presets;
 mod wire;
 

@@ -9,6 +9,7 @@ import numpy as np
 
 from ..model.apps.builder import Circuit
 from ..model.circuits import Builder
+from ..model.circuits.gates import gate_program
 from ..model.ops import RLWE, BenchOp, Program, decrypted, encrypted, step
 from ..model.semantics import Plain
 
@@ -175,12 +176,10 @@ def _same_operand(scheme: str) -> Program:
 
 def _netlist_gates() -> BenchOp:
     net = _every_gate()
-    program = Program([step("cx", "encrypt_sk", "x"), step("cz", "netlist", "cx", netlist="$net"),
-                       step("z", "decrypt", "cz")], ["cz"], sizes=["cz"])
-    return BenchOp("netlist_gates", "a netlist of every gate kind, given as a per-sample $scalar", ("tfhe_bool",),
+    program = gate_program(net)
+    return BenchOp("netlist_gates", "a netlist of every gate kind as gate steps, one region per depth", ("tfhe_bool",),
                    lambda scheme: program,
                    lambda p, v, s: net.evaluate(np.asarray(v["x"], dtype=np.uint8)).astype(np.uint64),
-                   scalars=lambda p, r: {"net": net.wire()},
                    gen=lambda p, r: {"x": r.integers(0, 2, size=net.n_inputs, dtype=np.uint64)})
 
 
@@ -203,7 +202,7 @@ def bits_extras(scheme: str) -> list[BenchOp]:
                     inputs=("x", "y"))]
 
 
-# The 2-bit adder of PROTOCOL-bits.md ("The netlist op"): inputs a0 a1 b0 b1, outputs s0 s1 carry.
+# A 2-bit adder: inputs a0 a1 b0 b1, outputs s0 s1 carry.
 ADDER = [["xor", 4, 0, 2], ["and", 5, 0, 2], ["xor", 6, 1, 3], ["xor", 7, 6, 5], ["and", 8, 1, 3], ["and", 9, 6, 5],
          ["or", 10, 8, 9]]
 ADDER_OUTPUTS = [4, 7, 10]
@@ -231,7 +230,6 @@ def _netlist_adders() -> BenchOp:
         sums = [(v_ & 3) + (v_ >> 2) for v_ in range(16)]
         assert got.tolist() == [(a >> i) & 1 for a in sums for i in range(3)], "the adder netlist is not a + b"
         return got
-    program = Program([step("cx", "encrypt_sk", "x"), step("cz", "netlist", "cx", netlist=net.wire()),
-                       step("z", "decrypt", "cz")], ["cz"], sizes=["cz"])
-    return BenchOp("netlist_adder_all_inputs", "the 2-bit adder of PROTOCOL-bits.md on all 16 inputs", ("tfhe_bool",),
+    program = gate_program(net)
+    return BenchOp("netlist_adder_all_inputs", "a 2-bit adder on all 16 inputs", ("tfhe_bool",),
                    lambda scheme: program, expect, gen=lambda p, r: {"x": bits})

@@ -2,8 +2,8 @@
 Study 4 workloads, written once for every scheme that can run them:
 
 - `multiadd_<n>x<bits>`: the sum of n integers. tfhe_bool: the carry-save
-  netlist (full-adder layers, then one Kogge-Stone adder) evaluated by the
-  driver in one timed region; tfhe_int: native integer additions; BFV/BGV:
+  netlist (full-adder layers, then one Kogge-Stone adder) as gate steps,
+  one timed region per depth (circuits/gates.py); tfhe_int: native integer additions; BFV/BGV:
   homomorphic additions of whole integers, as Study 4 did with SEAL.
 - `compare_<bits>`: [X < Y]. tfhe_bool: the carry out of Y + NOT(X) by
   Kogge-Stone; tfhe_int: the native comparison.
@@ -19,6 +19,7 @@ from typing import Any, Callable
 import numpy as np
 
 from .circuits import Netlist, carry_save_sum, compare_lt
+from .circuits.gates import gate_program
 from .ops import BenchOp, Program, encrypted, step
 from .semantics import Plain
 
@@ -117,23 +118,17 @@ def _int_bits(v: np.ndarray, nbits: int) -> np.ndarray:
     return ((v[:, None] >> np.arange(nbits, dtype=np.uint64)) & np.uint64(1)).reshape(-1)
 
 
-def _netlist_program(net: Netlist) -> Callable[[str], Program]:
-    def build(scheme: str) -> Program:
-        steps = [step("cx", "encrypt_sk", "x"), step("cz", "netlist", "cx", netlist=net.wire())] + _dec("cz")
-        return Program(steps, ["cz"], sizes=["cz"])
-    return build
-
-
 def _circuit_op(name: str, title: str, net: Netlist, numbers: int, nbits: int, model: dict) -> BenchOp:
     def gen(p: Plain, rng: np.random.Generator) -> dict[str, np.ndarray]:
         vals = rng.integers(0, 1 << nbits, size=numbers, dtype=np.uint64) if nbits < 64 else \
             rng.integers(0, 1 << 64, size=numbers, dtype=np.uint64)
         return {"x": _int_bits(vals, nbits)}
 
-    return BenchOp(name, title, BOOL, _netlist_program(net),
+    program = gate_program(net)
+    return BenchOp(name, title, BOOL, lambda scheme: program,
                    lambda p, v, s: net.evaluate(_u(v["x"]).astype(np.uint8)[:, None])[:, 0].astype(np.uint64),
                    group="circuit", gen=gen, facts={"circuit": net.stats(), "cost_model": model, "bits": nbits,
-                                                    "numbers": numbers, "method": "gate netlist"})
+                                                    "numbers": numbers, "method": "gate netlist, one region per depth"})
 
 
 def _sum_chain(prim: str, n: int, encode: bool) -> Callable[[str], Program]:
