@@ -122,39 +122,6 @@ def expected_levels(program: dict, top: int) -> dict[str, int]:
     return {n: top - below[n] for n in program["levels"] if below.get(n) is not None}
 
 
-def keyed_steps(row: int, key_steps) -> set[int]:
-    """The rotation steps a Galois key set has a key of their own for: a list, or "pow2" (every
-    +/- 2^i below the row length)."""
-    if key_steps == "pow2":
-        return {s * (1 << i) for i in range(row.bit_length()) if 1 << i < row for s in (1, -1)}
-    return set(key_steps)
-
-
-def composed(case: dict, setup_rotations: list[int]) -> bool | None:
-    """Whether some rotation of the case has no key of its own step, so that the driver composes it
-    from keyed steps and says so in `notes` (PROTOCOL.md, rotate_rows/rotate): True, False, or None
-    where that is not clear-cut (no rotation, a library routine, a rotation by a multiple of the row,
-    a step congruent to a keyed one but not equal to it)."""
-    steps = case["program"]["steps"]
-    if any(st["op"] in ROUTINES for st in steps):
-        return None
-    row = case["params"]["N"] // 2
-    galois = {st["out"]: st["attrs"]["steps"] for st in steps if st["op"] == "keygen_galois"}
-    verdicts = []
-    for sample in samples_of(case):
-        for st in steps:
-            if st["op"].removesuffix("_into") not in ("rotate", "rotate_rows"):
-                continue
-            k = st["attrs"]["steps"]
-            k = sample["scalars"][k[1:]] if isinstance(k, str) else k
-            key = st["attrs"].get("key")
-            keyed = keyed_steps(row, galois[key]) if key in galois else keyed_steps(row, "pow2") | set(setup_rotations)
-            if k % row == 0 or (k not in keyed and any((k - s) % row == 0 for s in keyed)):
-                return None
-            verdicts.append(k not in keyed)
-    return any(verdicts) if verdicts else None
-
-
 # Products whose 3-component result a driver may leave without a noise budget (OpenFHE's cannot be
 # measured reliably; the driver says so in notes).
 THREE_COMPONENTS = {"mul", "square", "mul_into", "square_into"}
@@ -167,7 +134,7 @@ SAME_TYPE = {"encrypt_sk", "and", "or", "xor", "nand", "nor", "xnor", "not", "mu
 def check_facts(library: str, case: dict, secure: bool, result: dict, setup: dict) -> None:
     """What a run reports besides the outputs (PROTOCOL.md `run` result, PROTOCOL-bits.md): a size
     for every value in `sizes`, levels for every ciphertext in `levels`, noise budgets for BFV/BGV
-    only, nothing of either for the bit schemes, and a note where a rotation was composed."""
+    only, nothing of either for the bit schemes."""
     program, scheme = case["program"], case["scheme"]
     result = RunResult.model_validate(result).model_dump()  # absent facts as empty
     made_by = {st["out"]: st["op"] for st in program["steps"]}
@@ -200,10 +167,6 @@ def check_facts(library: str, case: dict, secure: bool, result: dict, setup: dic
         assert all(b > 0 for b in noise.values()), f"noise budget spent: {noise}"
         missing = [n for n in program["noise"] if n not in noise and made_by[n] not in THREE_COMPONENTS]
         assert not missing, f"no noise budget for {missing}"
-    must = composed(case, (SECURE if secure else CASES)["setup"]["rotations"])
-    if must is not None:
-        noted = any("compos" in note for note in result["notes"])
-        assert noted == must, f"a rotation {'was' if must else 'was not'} composed of keyed steps; notes: {result['notes']}"
 
 
 @pytest.mark.parametrize("library,case,secure", [_pair(*p) for p in PAIRS])

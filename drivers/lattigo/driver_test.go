@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"runtime"
 	"strconv"
 	"strings"
@@ -168,7 +169,7 @@ func TestSlotLayoutBGV(t *testing.T) {
 		for i := range x {
 			x[i] = uint64(i + 1)
 		}
-		got := runOne(t, d, "s-"+scheme, scheme, "rotate_rows", map[string]any{"steps": json.Number("3")}, x).([]int64)
+		got := runOne(t, d, "s-"+scheme, scheme, "rotate_rows", map[string]any{"steps": []any{json.Number("-1"), json.Number("4")}}, x).([]int64)
 		for i := range x {
 			r, col := i/row, i%row
 			want := x[r*row+(col+3)%row]
@@ -194,8 +195,8 @@ func TestSlotLayoutCKKS(t *testing.T) {
 	for i := range x {
 		x[i] = float64(i%17) / 16
 	}
-	// 7 has no direct key: composed from power-of-two rotations.
-	got := runOne(t, d, "s-ckks", "ckks", "rotate", map[string]any{"steps": json.Number("7")}, x).([]float64)
+	// 7 has no key of its own: fhemark spells it as keyed steps, applied in turn.
+	got := runOne(t, d, "s-ckks", "ckks", "rotate", map[string]any{"steps": []any{json.Number("-1"), json.Number("8")}}, x).([]float64)
 	// Values are multiples of 1/16, so a wrong slot is off by 1/16 or more; the tolerance
 	// leaves room for the noise of three key switches at this small, insecure N.
 	const tol = 1.0 / 64
@@ -207,24 +208,32 @@ func TestSlotLayoutCKKS(t *testing.T) {
 	}
 }
 
+// rotationPlan of a steps attr (one step or a list) under the evaluators' keys.
+func rotationPlanOf(c *fheContext, ev *evaluators, steps any) ([]int, error) {
+	return c.rotationPlan(&execState{}, &step{Out: "r", Op: "rotate_rows", Attrs: map[string]any{"steps": steps}}, ev)
+}
+
 func TestRotationPlan(t *testing.T) {
 	d := newDriver()
 	c := setupSmall(t, d, "s", "bgv")
-	n := int64(c.rowLen)
-	for _, k := range []int64{0, 1, 2, 3, 7, 11, 255, 256, 511, -1, -7, 1000} {
-		plan, err := c.rotationPlan(c.ev, k)
-		if err != nil {
-			t.Fatalf("k=%d: %v", k, err)
+	n := c.rowLen
+	// Each given step reduced modulo the row, the identity dropped, nothing composed by the driver.
+	for _, tc := range []struct {
+		steps any
+		want  []int
+	}{
+		{json.Number("1"), []int{1}}, {json.Number("0"), nil}, {json.Number("-1"), []int{n - 1}},
+		{[]any{json.Number("-1"), json.Number("8")}, []int{n - 1, 8}}, {[]any{json.Number(strconv.Itoa(n)), json.Number("2")}, []int{2}},
+	} {
+		plan, err := rotationPlanOf(c, c.ev, tc.steps)
+		if err != nil || fmt.Sprint(plan) != fmt.Sprint(tc.want) {
+			t.Errorf("steps %v: plan %v, %v; want %v", tc.steps, plan, err, tc.want)
 		}
-		var sum int64
-		for _, s := range plan {
-			sum += int64(s)
-		}
-		if ((sum-k)%n+n)%n != 0 {
-			t.Errorf("k=%d: plan %v sums to %d", k, plan, sum)
-		}
-		if len(plan) > 6 {
-			t.Errorf("k=%d: plan %v too long", k, plan)
+	}
+	// A step without a key of its own is refused, alone or in a list.
+	for _, steps := range []any{json.Number("7"), []any{json.Number("1"), json.Number("7")}} {
+		if _, err := rotationPlanOf(c, c.ev, steps); err == nil {
+			t.Errorf("steps %v: no key for 7, yet no error", steps)
 		}
 	}
 }
@@ -525,15 +534,15 @@ func TestKeyedRotations(t *testing.T) {
 	// without a step's key (the list above has no key for 1) is refused.
 	kv := &keyVal{kind: "gk", gks: c.kgen.GenGaloisKeysNew(c.galoisElements([]int{-3}, false, false), c.std["sk"].sk)}
 	ev := c.evalFor(kv)
-	if plan, err := c.rotationPlan(ev, -3); err != nil || len(plan) != 1 {
+	if plan, err := rotationPlanOf(c, ev, json.Number("-3")); err != nil || len(plan) != 1 {
 		t.Errorf("rotation by -3 with a key for -3: plan %v, %v", plan, err)
 	}
-	if _, err := c.rotationPlan(ev, 1); err == nil {
+	if _, err := rotationPlanOf(c, ev, json.Number("1")); err == nil {
 		t.Errorf("rotation by 1 without a key for it: no error")
 	}
 	for i := int64(1); i < int64(row); i <<= 1 {
 		for _, s := range []int64{i, -i} {
-			if plan, err := c.rotationPlan(c.ev, s); err != nil || len(plan) != 1 {
+			if plan, err := rotationPlanOf(c, c.ev, json.Number(strconv.FormatInt(s, 10))); err != nil || len(plan) != 1 {
 				t.Errorf("standard pow2 keys, rotation by %d: plan %v, %v", s, plan, err)
 			}
 		}

@@ -14,7 +14,7 @@ import (
 	"strconv"
 )
 
-const driverVersion = "0.5.1"
+const driverVersion = "0.6.0"
 
 func main() {
 	log.SetOutput(os.Stderr)

@@ -620,38 +620,34 @@ func opRescale(x *execState, s *step, args []*value, out *value, into bool) (fun
 		func(o *rlwe.Ciphertext) error { return f(a, o) }, nil), nil
 }
 
-// rotationPlan returns the rotation steps to apply for a rotation by k: [k]
-// when a Galois key for k exists, else the signed power-of-two digits of k
-// (non-adjacent form), each of which needs a key.
-func (c *fheContext) rotationPlan(ev *evaluators, k int64) ([]int, error) {
+// rotationPlan returns the rotation steps to apply for the step attr: one
+// step, or the keyed steps fhemark spelled a step without a key of its own as
+// (applied in turn), each reduced modulo the row, the identity dropped. Every
+// step must have a Galois key of its own.
+func (c *fheContext) rotationPlan(x *execState, s *step, ev *evaluators) ([]int, error) {
+	v, ok := x.attr(s, "steps")
+	if !ok {
+		return nil, newErr(errInternal, "step %q (%s): missing attr \"steps\"", s.Out, s.Op)
+	}
+	given, isList := v.([]any)
+	if !isList {
+		given = []any{v}
+	}
 	n := int64(c.rowLen)
-	r := ((k % n) + n) % n
-	if r == 0 {
-		return nil, nil
-	}
-	has := func(step int64) bool {
-		_, err := ev.keys.GetGaloisKey(c.params.GaloisElement(int(step)))
-		return err == nil
-	}
-	if has(r) {
-		return []int{int(r)}, nil
-	}
 	var plan []int
-	for i, rem := int64(0), r; rem != 0; i++ {
-		if rem&1 == 1 {
-			d := 2 - (rem & 3) // +1 or -1 (NAF digit)
-			rem -= d
-			stepv := d << uint(i)
-			if (stepv%n+n)%n != 0 {
-				plan = append(plan, int((stepv%n+n)%n))
-			}
+	for _, g := range given {
+		k, err := toInt(g)
+		if err != nil {
+			return nil, newErr(errInternal, "step %q (%s): attr \"steps\": %v", s.Out, s.Op, err)
 		}
-		rem >>= 1
-	}
-	for _, st := range plan {
-		if !has(int64(st)) {
-			return nil, newErr(errInternal, "no Galois key for rotation by %d (needed to rotate by %d); generate keys for this step or rotations_pow2", st, k)
+		r := ((k % n) + n) % n
+		if r == 0 {
+			continue
 		}
+		if _, err := ev.keys.GetGaloisKey(c.params.GaloisElement(int(r))); err != nil {
+			return nil, newErr(errInternal, "no Galois key for rotation by %d (of %v): generate keys for that step, or rotations_pow2 and let fhemark spell it", k, v)
+		}
+		plan = append(plan, int(r))
 	}
 	return plan, nil
 }
@@ -663,16 +659,9 @@ func opRotate(x *execState, s *step, args []*value, out *value, into bool) (func
 		return nil, err
 	}
 	ev := c.evalFor(k)
-	steps, err := x.intAttr(s, "steps")
+	plan, err := c.rotationPlan(x, s, ev)
 	if err != nil {
 		return nil, err
-	}
-	plan, err := c.rotationPlan(ev, steps)
-	if err != nil {
-		return nil, err
-	}
-	if len(plan) > 1 {
-		x.note(fmt.Sprintf("%s by %d composed of %d power-of-two rotations %v (no Galois key for that step)", strings.TrimSuffix(s.Op, "_into"), steps, len(plan), plan))
 	}
 	a := args[0].ct
 	out.kind = "ct"

@@ -12,7 +12,7 @@ import os
 import sys
 from functools import partial
 
-DRIVER_VERSION = "0.5.1"
+DRIVER_VERSION = "0.6.0"
 
 # OpenMP reads OMP_NUM_THREADS when the runtime starts: set it before any import that loads a
 # threaded library (numpy's OpenBLAS starts its own pool by it too, even through jsonl_driver).
@@ -182,20 +182,6 @@ def setup(scheme, params, rotations, pow2, allow_insecure):
 
 # --------------------------------------------------------------------------
 # program execution
-
-def _naf(k):
-    """Signed binary digits of k: list of +/-2^i whose sum is k."""
-    out = []
-    i = 0
-    while k:
-        if k & 1:
-            d = 2 - (k & 3)  # +1 or -1
-            out.append(d << i)
-            k -= d
-        k >>= 1
-        i += 1
-    return out
-
 
 RELIN_OPS = ("mul_relin", "square_relin", "relinearize")
 
@@ -428,32 +414,26 @@ class Program:
         return self.prepare_keygen(op, attrs, env)
 
     def rotation(self, env, attrs, op, a):
-        """One EvalAutomorphism with the key of that step when the key set has one (negative
-        steps included: -k and half-k are the same automorphism); otherwise composed of keyed
-        +/-2^i steps, said in notes."""
+        """EvalAutomorphism by each given step in turn (one step, or the keyed steps fhemark spelled
+        a step without a key of its own as), every step with the key of its own automorphism
+        (negative steps included: -k and half-k are the same automorphism)."""
         s, cc = self.s, self.cc
         k = self.key_attr(env, attrs, "galois", s.gk)
-        st = attrs.get("steps")
-        if st is None:
+        given = attrs.get("steps")
+        if given is None:
             raise Failure("internal", "%s needs attr steps" % op)
         half = s.N // 2
-        st = int(st) % half
-        if st == 0:
+        steps = [int(x) % half for x in (given if isinstance(given, list) else [given]) if int(x) % half]
+        if not steps:
             self.note("%s by a multiple of %d: the identity, no library call" % (op, half))
             return (lambda: a), None
-        idx = s.auto_index(st)
-        if idx in k.indices:
-            return partial(cc.EvalAutomorphism, a, idx, k.obj), None
-        parts = _naf(st)
-        alt = _naf(half - st)
-        if len(alt) < len(parts):
-            parts = [-p for p in alt]
-        idxs = [s.auto_index(p % half) for p in parts]
-        missing = [p for p, i in zip(parts, idxs) if i not in k.indices]
+        idxs = [s.auto_index(x) for x in steps]
+        missing = [x for x, i in zip(steps, idxs) if i not in k.indices]
         if missing:
-            raise Failure("internal", "no Galois key for step %d (nor for its parts %s)" % (st, missing))
-        self.note("%s by %d composed of %d keyed rotations %s" % (op, st, len(parts), parts))
+            raise Failure("internal", "no Galois key for step %d (of %s)" % (missing[0], given))
         km, f = k.obj, cc.EvalAutomorphism
+        if len(idxs) == 1:
+            return partial(f, a, idxs[0], km), None
 
         def composed():
             c = a

@@ -20,7 +20,7 @@ import seal
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "python_shared"))
 from jsonl_driver import PROTOCOL, Failure, array_out, run_samples, serve  # noqa: E402
 
-DRIVER_VERSION = "0.5.1"
+DRIVER_VERSION = "0.6.0"
 SCHEMES = {"bfv": seal.scheme_type.bfv, "bgv": seal.scheme_type.bgv, "ckks": seal.scheme_type.ckks}
 COMMON = ["encode", "decode", "encrypt_pk", "encrypt_sk", "decrypt", "add", "sub", "add_plain", "mul",
           "mul_relin", "square_relin", "mul_plain", "mul_scalar", "square", "relinearize", "keygen_secret", "keygen_public",
@@ -197,8 +197,8 @@ def prepare_into(s: Setup, op: str, args: list, attrs: dict, vals: dict, notes: 
     if op == "relinearize":
         return lambda: (f(a[0], rlk), a[0])[1]
     if op in ("rotate_rows", "rotate"):
-        k = rotation_step(s, op, attrs, gk, notes)
-        return lambda: (f(a[0], k, gk), a[0])[1]
+        ks = rotation_steps(s, op, attrs, gk, notes)
+        return lambda: ([f(a[0], k, gk) for k in ks], a[0])[1]
     if op in ("rotate_columns", "conjugate"):
         return lambda: (f(a[0], gk), a[0])[1]
     return lambda: (f(*a), a[0])[1]
@@ -268,12 +268,17 @@ def prepare_call(s: Setup, op: str, args: list, attrs: dict, vals: dict, notes: 
     if op == "mul_scalar":
         const = scalar_plaintext(s, attrs["scalar"])
         return lambda: ev.multiply_plain(a[0], const)
-    if op == "rotate_rows":
-        k = rotation_step(s, op, attrs, gk, notes)
-        return lambda: ev.rotate_rows(a[0], k, gk)
-    if op == "rotate":
-        k = rotation_step(s, op, attrs, gk, notes)
-        return lambda: ev.rotate_vector(a[0], k, gk)
+    if op in ("rotate_rows", "rotate"):
+        ks = rotation_steps(s, op, attrs, gk, notes)
+        first, then = (ev.rotate_rows, ev.rotate_rows_inplace) if op == "rotate_rows" else \
+            (ev.rotate_vector, ev.rotate_vector_inplace)
+
+        def rotated():
+            c = first(a[0], ks[0], gk)
+            for k in ks[1:]:
+                then(c, k, gk)
+            return c
+        return rotated
     if op == "rotate_columns":
         return lambda: ev.rotate_columns(a[0], gk)
     if op == "conjugate":
@@ -299,49 +304,29 @@ def galois_elt(n: int, step: int) -> int:
     return pow(3, step % (n // 2), 2 * n)
 
 
-def naf(value: int) -> list[int]:
-    """The non-adjacent form of value as signed powers of two, lowest first (SEAL's util::naf)."""
-    sign, value, out, i = value < 0, abs(value), [], 0
-    while value:
-        digit = 2 - (value & 3) if value & 1 else 0
-        value = (value - digit) >> 1
-        if digit:
-            out.append((-digit if sign else digit) << i)
-        i += 1
-    return out
-
-
-def rotation_step(s: Setup, op: str, attrs: dict, gk, notes: list[str]) -> int:
-    """The step to give SEAL for a rotation by attrs["steps"]. PROTOCOL.md takes a step modulo the
-    row (N/2 slots); SEAL refuses |steps| >= N/2 ("step count too large"), so the driver reduces
-    it. SEAL rotates with the Galois key of that step when the key set has one; otherwise
-    (Evaluator::rotate_internal) by the NAF digits of the step it is given, skipping a digit of
-    +/- N/2 (the identity), each digit with a key of its own. Of the two representatives (r and
-    r - N/2) the driver gives one whose digits all have keys, the one with fewer digits where both
-    do, and says so in notes."""
+def rotation_steps(s: Setup, op: str, attrs: dict, gk, notes: list[str]) -> list[int]:
+    """The steps to give SEAL for a rotation by attrs["steps"] (one step, or the keyed steps
+    fhemark spelled a step without a key of its own as, applied in turn). PROTOCOL.md takes a step
+    modulo the row (N/2 slots); SEAL refuses |steps| >= N/2 ("step count too large"), so the
+    driver reduces it. Every step must have a Galois key of its own: SEAL would otherwise compose
+    it by its own NAF digits, a choice that is fhemark's (model/rotations.py), the same for every
+    library."""
     if "steps" not in attrs:
         raise Failure("internal", f"{op} needs attr steps")
     if gk is None:
         raise Failure("internal", "no Galois keys in this setup: ask for rotations in setup")
-    steps, row = int(attrs["steps"]), s.n // 2
-    r = steps % row
-    if r == 0:
+    given = attrs["steps"] if isinstance(attrs["steps"], list) else [attrs["steps"]]
+    row = s.n // 2
+    steps = [int(k) % row for k in given if int(k) % row]
+    if not steps:
         notes_add(notes, f"{op} by a multiple of {row}: the identity, no key switch (SEAL returns the ciphertext "
                          "or a copy)")
-        return 0
-    if gk.has_key(galois_elt(s.n, r)):
-        return r
-    plans = []
-    for c in (r, r - row):
-        parts = [d for d in naf(c) if abs(d) != row]
-        plans.append((c, parts, [d for d in parts if not gk.has_key(galois_elt(s.n, d))]))
-    k, parts, missing = min(plans, key=lambda p: (bool(p[2]), len(p[1])))  # keyed first, then fewer digits
+        return [0]
+    missing = [k for k in steps if not gk.has_key(galois_elt(s.n, k))]
     if missing:
-        raise Failure("internal", f"{op}: no Galois key for step {steps} nor for its NAF digits {missing}: "
-                                  "generate keys for this step or rotations_pow2")
-    notes_add(notes, f"{op} by {steps} composed of {len(parts)} keyed rotations {parts} in one SEAL call "
-                     "(no Galois key for that step: SEAL rotates by its NAF digits)")
-    return k
+        raise Failure("internal", f"{op}: no Galois key for step {missing[0]} (of {given}): generate keys for "
+                                  "that step, or rotations_pow2 and let fhemark spell it")
+    return steps
 
 
 def notes_add(notes: list[str], text: str) -> None:

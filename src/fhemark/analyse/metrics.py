@@ -46,8 +46,8 @@ def _rotation_keys(prog) -> int:
     extra = 0
     for s in prog.steps:
         a = s.get("attrs") or {}
-        if s["op"] in ("rotate", "rotate_rows") and isinstance(a.get("steps"), int):
-            steps.add(a["steps"])
+        if s["op"] in ("rotate", "rotate_rows") and isinstance(a.get("steps"), int | list):
+            steps.update(a["steps"] if isinstance(a["steps"], list) else [a["steps"]])  # a list: keyed steps
         elif s["op"] in ("inner_sum", "inner_product"):
             steps.update(1 << i for i in range(int(math.log2(a["n"]))))
         elif s["op"] == "linear_transform":

@@ -17,7 +17,8 @@ import numpy as np
 from ..locations import project_root
 from ..model.apps.builder import Circuit
 from ..model.catalog import CATALOG, INTO, MICRO, lookup
-from ..model.ops import BenchOp
+from ..model.ops import RLWE, BenchOp
+from ..model.rotations import keyed_steps, spell_steps
 from ..model.params import ParamSpec, _validated, resolve
 from ..model.semantics import Plain
 from .conformance_extras import INPUT_LENGTH, bits_extras, rlwe_extras
@@ -39,7 +40,8 @@ SECURE_CASE_PARAMS = {
 # products take one more); the CKKS case chain has 2.
 DEEP_CKKS = ParamSpec(N=2048, q_bits=[45, 30, 30, 30, 30], p_bits=[45], scale_bits=30)
 SECURE_DEEP_CKKS = ParamSpec(N=16384, q_bits=[50] + [40] * 7, p_bits=[60], scale_bits=40)  # the c16384 chain
-# The Galois keys every case setup makes (rotations without a key of their own are composed).
+# The Galois keys every case setup makes (a rotation without a key of its own is spelled as keyed
+# steps by model/rotations.py, as for every job).
 SETUP = {"rotations": [1], "rotations_pow2": True}
 CKKS_TOLERANCE = 1e-3
 # Bit schemes: the library's default set; small integers and circuits.
@@ -114,6 +116,10 @@ def _case(name: str, scheme: str, op, plain: Plain, params, rng: np.random.Gener
     and every output's expected value; `samples` > 1 adds `more_samples`, each with its own inputs,
     scalars and expected values, sent in the same request."""
     program = op.build(scheme, plain).replicate(copies)
+    if scheme in RLWE:  # every case's setup has the SETUP keys: rotations without their own are spelled by them
+        row = plain.row_length()
+        program = dataclasses.replace(program, steps=spell_steps(program.steps, row,
+                                                     keyed_steps(row, SETUP["rotations"], SETUP["rotations_pow2"])))
     inputs, scalars, expected = _draw(op, plain, rng, copies)
     case = {"name": name + (f"#{copies}" if copies > 1 else ""), "scheme": scheme, "op": op.name,
             "insecure": insecure, "params": params.wire(), "program": program.wire(), "inputs": inputs,

@@ -8,11 +8,12 @@ every library runs the same work.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable
 
 import numpy as np
 
+from .rotations import ROTATIONS, keyed_steps, pow2_steps, spell, spell_steps
 from .semantics import Plain
 
 RLWE = ("bfv", "bgv", "ckks")
@@ -141,7 +142,17 @@ class BenchOp:
     sized: Callable[[str, Plain], Program] | None = None
 
     def build(self, scheme: str, plain: Plain | None = None) -> Program:
-        return self.sized(scheme, plain) if self.sized is not None and plain is not None else self.program(scheme)
+        """The program for a parameter set: its rotations spelled against the op's own Galois keys
+        (model/rotations.py), so a job's program does not depend on which other jobs share its
+        setup. Without a parameter set: the layout-free shape."""
+        if plain is None:
+            return self.program(scheme)
+        program = self.sized(scheme, plain) if self.sized is not None else self.program(scheme)
+        if not any(st["op"] in ROTATIONS for st in program.steps):
+            return program
+        row = plain.row_length()
+        return replace(program, steps=spell_steps(program.steps, row,
+                                                  keyed_steps(row, self.rotations, self.rotations_pow2)))
 
     def repeatable(self, program: Program) -> bool:
         """Whether the op may run as several copies in one timed region (key generation never is)."""
@@ -205,9 +216,19 @@ def _galois_name(r: int | str) -> str:
 
 
 def _pow2_steps(row: int) -> list[int]:
-    """The keyed steps of a "pow2" Galois key set: +/- 2^i below the row length."""
-    ups = [1 << i for i in range(max(row.bit_length() - 1, 1)) if 1 << i < row] or [1]
-    return ups + [-u for u in ups]
+    """The keyed steps of a "pow2" Galois key set, +2^i then -2^i in increasing size."""
+    return sorted(pow2_steps(row), key=lambda s: (s < 0, abs(s))) or [1, -1]
+
+
+def _random_rotation(p: Plain, r: np.random.Generator) -> dict[str, Any]:
+    """A random step, spelled as the power-of-two keys' digits it takes (fhemark's spelling, the
+    same for every library: model/rotations.py)."""
+    row = p.row_length()
+    return {"k": spell(int(r.integers(1, row)), row, keyed_steps(row, pow2=True))}
+
+
+def _total_step(k: int | list[int]) -> int:
+    return sum(k) if isinstance(k, list) else k
 
 
 def _galois_program(scheme: str, rot_steps: list[int], swap: bool, **attrs: Any) -> Program:
@@ -374,8 +395,9 @@ def _catalog() -> dict[str, BenchOp]:
         BenchOp("rotate_1", "rotate by one step (BFV/BGV: rows)", RLWE, _rotate(1),
                 lambda p, v, s: p.rotate(v["x"], 1), rotations=(1,)),
         BenchOp("rotate_random", "rotate by a random step (new each sample)", RLWE, _rotate("$k"),
-                lambda p, v, s: p.rotate(v["x"], s["k"]),
-                scalars=lambda p, r: {"k": int(r.integers(1, p.row_length()))}, rotations_pow2=True),
+                lambda p, v, s: p.rotate(v["x"], _total_step(s["k"])), scalars=_random_rotation, rotations_pow2=True,
+                facts={"method": "a random step of the row; without a key of its own, the power-of-two keyed "
+                                 "rotations of its non-adjacent form, spelled by fhemark (the same in every library)"}),
         BenchOp("rotate_columns", "rotate columns (swap rows)", INT, _ct_op("rotate_columns", two=False),
                 lambda p, v, s: p.swap_rows(v["x"]), rotations_pow2=True),
         BenchOp("conjugate", "complex conjugate", ("ckks",), _ct_op("conjugate", two=False),
