@@ -132,7 +132,7 @@ def test_samples_spread_over_fresh_driver_processes(tmp_path):
         assert r["host_activity"] is None or r["host_activity"]["rounds"] == 4
     rot = next(r for r in recs if r["op"] == "rotate_random")  # the steps drawn, per sample and copy
     assert len(rot["sample_scalars"]) == len(rot["samples_ns"])
-    assert all(len(s) == rot["copies"] and all(1 <= c["k"] < 1024 for c in s) for s in rot["sample_scalars"])
+    assert all(len(s) == rot["copies"] and all(1 <= c["step"] < 1024 for c in s) for s in rot["sample_scalars"])
     encode = next(r for r in recs if r["op"] == "encode")
     assert "numpy" in encode["deviations"]["encode"]  # seal-python's conversion is inside its call
 

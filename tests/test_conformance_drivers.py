@@ -14,7 +14,7 @@ import json
 import numpy as np
 import pytest
 
-from fhemark.drivers.protocol import Sample, Vector
+from fhemark.drivers.protocol import RunRequest, Sample, Vector
 from fhemark.errors import DriverError
 from fhemark.model.semantics import Plain
 from test_conformance import CASES, LIBRARIES, SECURE, check_outputs, request_samples, samples_of, setup_of, snapshot
@@ -251,8 +251,24 @@ def test_setup_reports_what_the_library_built(driver_pool, library, scheme):
 
 # -- programs --------------------------------------------------------------------------------------
 
+def test_a_region_reading_itself_through_a_scalar_is_not_sent():
+    """A key named per sample ($kk) that a step of the same region makes breaks the rule too."""
+    steps = [step("cx", "encrypt_sk", "x"), step("k", "keygen_relin"), step("m", "mul_relin", "cx", "cx", key="$kk")]
+    prog = program(steps, [region("km", "k", "m")])
+    for kk, ok in (("k", False), ("rk", True)):
+        request = {"id": 1, "setup_id": "s", "program": prog, "samples": [{"inputs": {}, "scalars": {"kk": kk}}]}
+        if ok:
+            RunRequest(**request)
+        else:
+            with pytest.raises(ValueError, match=r"through \$kk"):
+                RunRequest(**request)
+
+
 @pytest.mark.parametrize("library", LIBRARIES)
 def test_timed_region_rules_are_checked_before_anything_runs(driver_pool, library):
+    """The orchestrator checks a program's regions once, for every driver (protocol.Program), and
+    sends none that breaks them; a driver refuses a region that is no {name, steps}; a program that
+    keeps the rules runs."""
     scheme = schemes_of(library)[0]
     driver, setup_id, _, plain = setup(driver_pool, library, scheme)
     op = next(o for o in ("add", "and", "short_add", "int_add") if o in ops_of(library, scheme))
@@ -264,7 +280,7 @@ def test_timed_region_rules_are_checked_before_anything_runs(driver_pool, librar
               "a step reading another of its region": [region("r", "b", "c")]}
     for why, timed in broken.items():
         err = refused("internal", run, driver, setup_id, program(steps, timed), xy)
-        assert "region" in str(err), (why, err)
+        assert "region" in str(err) and "not sent" in str(err), (why, err)
     rep = raw(driver, json.dumps({"v": 2, "id": 900003, "type": "run", "setup_id": setup_id,
                                   "program": program(steps, ["a"]), "samples": []}))
     assert rep["error"]["kind"] == "internal", ("a region as a bare name (protocol 1)", rep)

@@ -6,7 +6,6 @@ import (
 	"runtime"
 	"runtime/debug"
 	"sort"
-	"strings"
 	"time"
 )
 
@@ -93,80 +92,24 @@ type regionSpan struct {
 	n     int
 }
 
-// reads lists the names a step reads: its args and its value-naming attrs
-// (`key`, `from`, `to`, `like`; a `$name` is looked up in each sample's scalars).
-func (st *step) reads(samples []sampleIn) []string {
-	out := append([]string(nil), st.Args...)
-	for _, a := range []string{"key", "from", "to", "like"} {
-		ref, ok := st.Attrs[a].(string)
-		if !ok {
-			continue
-		}
-		if !strings.HasPrefix(ref, "$") {
-			out = append(out, ref)
-			continue
-		}
-		for i := range samples {
-			if v, ok := samples[i].Scalars[ref[1:]].(string); ok {
-				out = append(out, v)
-			}
-		}
-	}
-	return out
-}
-
-// validateRegions checks PROTOCOL.md's rules for program.timed and returns the
-// regions by the index of their first step.
-func validateRegions(prog *program, samples []sampleIn) (map[int]regionSpan, error) {
+// regionSpans returns the regions of program.timed by the index of their
+// first step. The orchestrator checked PROTOCOL.md's rules (known, consecutive,
+// independent steps, each in one region) before it sent the program; a region
+// naming no step is refused.
+func regionSpans(prog *program) (map[int]regionSpan, error) {
 	outIndex := map[string]int{}
-	dup := map[string]bool{}
 	for i, st := range prog.Steps {
-		if _, seen := outIndex[st.Out]; seen {
-			dup[st.Out] = true
-		}
 		outIndex[st.Out] = i
 	}
 	spans := map[int]regionSpan{}
-	names := map[string]bool{}
-	owner := map[string]string{}
-	for ri, r := range prog.Timed {
-		if r.Name == "" {
-			return nil, newErr(errInternal, "timed region %d has no name", ri)
-		}
-		if names[r.Name] {
-			return nil, newErr(errInternal, "timed region name %q is used twice", r.Name)
-		}
-		names[r.Name] = true
+	for _, r := range prog.Timed {
 		if len(r.Steps) == 0 {
 			return nil, newErr(errInternal, "timed region %q has no steps", r.Name)
 		}
-		inside := map[string]bool{}
-		for k, name := range r.Steps {
-			i, ok := outIndex[name]
-			if !ok {
-				return nil, newErr(errInternal, "timed region %q: %q is not a step's out", r.Name, name)
-			}
-			if dup[name] {
-				return nil, newErr(errInternal, "timed region %q: %q is the out of several steps", r.Name, name)
-			}
-			if o, taken := owner[name]; taken {
-				return nil, newErr(errInternal, "timed region %q: step %q is already in region %q", r.Name, name, o)
-			}
-			owner[name] = r.Name
-			if first := outIndex[r.Steps[0]]; i != first+k {
-				return nil, newErr(errInternal, "timed region %q: steps are not consecutive in program order (%q is step %d, want step %d)", r.Name, name, i, first+k)
-			}
-			inside[name] = true
+		first, ok := outIndex[r.Steps[0]]
+		if !ok {
+			return nil, newErr(errInternal, "timed region %q: %q is not a step's out", r.Name, r.Steps[0])
 		}
-		for _, name := range r.Steps {
-			st := &prog.Steps[outIndex[name]]
-			for _, rd := range st.reads(samples) {
-				if inside[rd] {
-					return nil, newErr(errInternal, "timed region %q: step %q reads %q, made in the same region (steps of a region must be independent)", r.Name, name, rd)
-				}
-			}
-		}
-		first := outIndex[r.Steps[0]]
 		spans[first] = regionSpan{name: r.Name, first: first, n: len(r.Steps)}
 	}
 	return spans, nil
@@ -199,7 +142,7 @@ func (d *driver) run(req *request) (any, error) {
 			return nil, newErr(errInternal, "step %q (%s): %d args, want %d", st.Out, st.Op, len(st.Args), len(def.args))
 		}
 	}
-	spans, err := validateRegions(prog, req.Samples)
+	spans, err := regionSpans(prog)
 	if err != nil {
 		return nil, err
 	}

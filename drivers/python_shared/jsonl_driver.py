@@ -87,39 +87,16 @@ def binding_call_ns(call: Callable) -> int:
 
 
 def regions_of(program: dict) -> dict[int, tuple[str, int]]:
-    """Index of each timed region's first step -> (region name, index after its last step), after
-    checking the rules of PROTOCOL.md: known, consecutive, independent steps, each in one region."""
-    steps = program["steps"]
-    where: dict[str, list[int]] = {}
-    for i, st in enumerate(steps):
-        where.setdefault(st["out"], []).append(i)
-    seen: set[str] = set()
+    """Index of each timed region's first step -> (region name, index after its last step). The
+    orchestrator checked the rules of PROTOCOL.md (known, consecutive, independent steps, each in
+    one region) before it sent the program; a region that is no {name, steps} is refused."""
+    where = {st["out"]: i for i, st in enumerate(program["steps"])}
     out = {}
     for region in program.get("timed") or []:
-        name, names = (region.get("name"), list(region.get("steps") or [])) if isinstance(region, dict) else (None, [])
-        if not name or not names:
-            raise Failure("internal", f"timed region {region!r}: a region is {{name, steps}} with at least one step (protocol 2)")
-        if name in {r for r, _ in out.values()}:
-            raise Failure("internal", f"timed region name '{name}' is used twice")
-        for n in names:
-            if len(where.get(n, ())) != 1:  # the walk finds a region by its steps' places
-                raise Failure("internal", f"timed region '{name}': '{n}' is " + (
-                    f"the out of {len(where[n])} steps" if n in where else "no step's out"))
-            if n in seen:
-                raise Failure("internal", f"timed region '{name}': step '{n}' is in two regions")
-            seen.add(n)
-        idx = [where[n][0] for n in names]
-        if idx != list(range(idx[0], idx[0] + len(idx))):
-            raise Failure("internal", f"timed region '{name}': its steps are not consecutive")
-        inside = set(names)
-        for i in idx:
-            st = steps[i]
-            reads = set(st.get("args", [])) | {v for k, v in st.get("attrs", {}).items()
-                                                if k in ("key", "from", "to", "like")}
-            if reads & inside:
-                raise Failure("internal", f"timed region '{name}': step '{st['out']}' reads {sorted(reads & inside)} "
-                                          f"made in the same region")
-        out[idx[0]] = (name, idx[-1] + 1)
+        if not isinstance(region, dict) or not region.get("steps") or any(n not in where for n in region["steps"]):
+            raise Failure("internal", f"timed region {region!r}: a region is {{name, steps}} naming steps (protocol 2)")
+        idx = [where[n] for n in region["steps"]]
+        out[min(idx)] = (region["name"], max(idx) + 1)
     return out
 
 

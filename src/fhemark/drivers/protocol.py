@@ -10,7 +10,7 @@ import json
 from typing import Any, Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 PROTOCOL_VERSION = 2
 
@@ -45,7 +45,13 @@ class Region(BaseModel):
     steps: list[str] = Field(min_length=1)
 
 
+# Attrs whose value names another value of the program (what a step reads besides its args).
+VALUE_ATTRS = ("key", "from", "to", "like")
+
+
 class Program(BaseModel):
+    """A run's program. Its timed regions are checked here, once, for every driver (PROTOCOL.md
+    "Timed regions"): drivers trust them and only find where each region starts and ends."""
     model_config = ConfigDict(extra="forbid")
     steps: list[Step]
     timed: list[Region]
@@ -53,6 +59,36 @@ class Program(BaseModel):
     noise: list[str] = []
     sizes: list[str] = []
     levels: list[str] = []
+
+    @model_validator(mode="after")
+    def _regions_follow_the_rules(self) -> "Program":
+        where: dict[str, list[int]] = {}
+        for i, st in enumerate(self.steps):
+            where.setdefault(st.out, []).append(i)
+        names: set[str] = set()
+        owner: dict[str, str] = {}
+        for region in self.timed:
+            if region.name in names:
+                raise ValueError(f"timed region name '{region.name}' is used twice")
+            names.add(region.name)
+            for n in region.steps:
+                if len(where.get(n, ())) != 1:  # a driver finds a region by its steps' places
+                    raise ValueError(f"timed region '{region.name}': '{n}' is " + (
+                        f"the out of {len(where[n])} steps" if n in where else "no step's out"))
+                if n in owner:
+                    raise ValueError(f"timed region '{region.name}': step '{n}' is also in region '{owner[n]}'")
+                owner[n] = region.name
+            idx = [where[n][0] for n in region.steps]
+            if idx != list(range(idx[0], idx[0] + len(idx))):
+                raise ValueError(f"timed region '{region.name}': its steps are not consecutive, in order")
+            inside = set(region.steps)
+            for i in idx:
+                st = self.steps[i]
+                reads = set(st.args) | {v for k, v in st.attrs.items() if k in VALUE_ATTRS and isinstance(v, str)}
+                if reads & inside:
+                    raise ValueError(f"timed region '{region.name}': step '{st.out}' reads {sorted(reads & inside)} "
+                                     "made in the same region")
+        return self
 
 
 class Sample(BaseModel):
@@ -85,6 +121,20 @@ class RunRequest(BaseModel):
     setup_id: str
     program: Program
     samples: list[Sample]
+
+    @model_validator(mode="after")
+    def _no_sample_makes_a_region_read_itself(self) -> "RunRequest":
+        """A value-naming attr given as a `$scalar` names a value per sample: it too must not be
+        made in the step's own region."""
+        for region in self.program.timed:
+            inside = set(region.steps)
+            for st in (st for st in self.program.steps if st.out in inside):
+                refs = [v[1:] for k, v in st.attrs.items() if k in VALUE_ATTRS and isinstance(v, str) and v[:1] == "$"]
+                for ref in refs:
+                    if any(smp.scalars.get(ref) in inside for smp in self.samples):
+                        raise ValueError(f"timed region '{region.name}': step '{st.out}' reads a value made in "
+                                         f"the same region through ${ref}")
+        return self
 
 
 class ShutdownRequest(BaseModel):

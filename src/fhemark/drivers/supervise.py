@@ -158,7 +158,13 @@ class Driver:
                 **fields: Any) -> dict:
         self.ensure()
         self._next_id += 1
-        msg = REQUESTS[kind](id=self._next_id, **fields).model_dump(mode="json", exclude_none=True)
+        try:
+            msg = REQUESTS[kind](id=self._next_id, **fields).model_dump(mode="json", exclude_none=True)
+        except ValidationError as exc:  # fhemark built it: an internal error, never sent
+            first = exc.errors()[0]
+            where = ".".join(map(str, first["loc"]))
+            raise DriverError("internal", f"a {kind} request that breaks the protocol, not sent: "
+                                          f"{where + ': ' if where else ''}{first['msg']}") from None
         deadline = time.monotonic() + timeout_s
         self._send(json.dumps(msg) + "\n", kind, timeout_s, deadline)
         while True:

@@ -223,12 +223,8 @@ def _pow2_steps(row: int) -> list[int]:
 def _random_rotation(p: Plain, r: np.random.Generator) -> dict[str, Any]:
     """A random step, spelled as the power-of-two keys' digits it takes (fhemark's spelling, the
     same for every library: model/rotations.py)."""
-    row = p.row_length()
-    return {"k": spell(int(r.integers(1, row)), row, keyed_steps(row, pow2=True))}
-
-
-def _total_step(k: int | list[int]) -> int:
-    return sum(k) if isinstance(k, list) else k
+    row, k = p.row_length(), int(r.integers(1, p.row_length()))
+    return {"k": spell(k, row, keyed_steps(row, pow2=True)), "step": k}  # the step, for the record
 
 
 def _galois_program(scheme: str, rot_steps: list[int], swap: bool, **attrs: Any) -> Program:
@@ -395,7 +391,7 @@ def _catalog() -> dict[str, BenchOp]:
         BenchOp("rotate_1", "rotate by one step (BFV/BGV: rows)", RLWE, _rotate(1),
                 lambda p, v, s: p.rotate(v["x"], 1), rotations=(1,)),
         BenchOp("rotate_random", "rotate by a random step (new each sample)", RLWE, _rotate("$k"),
-                lambda p, v, s: p.rotate(v["x"], _total_step(s["k"])), scalars=_random_rotation, rotations_pow2=True,
+                lambda p, v, s: p.rotate(v["x"], s["step"]), scalars=_random_rotation, rotations_pow2=True,
                 facts={"method": "a random step of the row; without a key of its own, the power-of-two keyed "
                                  "rotations of its non-adjacent form, spelled by fhemark (the same in every library)"}),
         BenchOp("rotate_columns", "rotate columns (swap rows)", INT, _ct_op("rotate_columns", two=False),
