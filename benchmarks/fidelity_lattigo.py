@@ -308,7 +308,7 @@ def run_fhemark(scheme: str, ops: list[str], threads: int, policy: dict, db: Pat
 
     def progress(job, recs):
         r = recs[0]
-        extra = f"{r['median_ns'] / 1e3:.1f} us" if r.get("median_ns") else f"{r['status']}: {r.get('error')}"
+        extra = f"{r.median_ns / 1e3:.1f} us" if r.median_ns else f"{r.status}: {r.error}"
         print(f"  fhemark lattigo {scheme} {job.op}: {extra}", flush=True)
         between_jobs(job)
 

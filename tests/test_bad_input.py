@@ -31,6 +31,7 @@ from fhemark.plan.suites import Suite
 from fhemark.report import safe_name
 from fhemark.report import write as write_report
 from fhemark.store.export import to_csv, to_json
+from fhemark.store.record import checked
 from fhemark.store.sqlite import APPLICATION_ID, Store
 
 HERE = Path(__file__).parent
@@ -89,7 +90,7 @@ def db(tmp_path) -> Path:
     store = Store(path)
     run_id = store.start_run("seeded", "h", False, {"threads": 1}, {"jobs": []})
     for op in ("add", "sub", "mul"):
-        store.add(run_id, f"k-{op}", rec(op, run_id=run_id))
+        store.add(run_id, f"k-{op}", checked(rec(op, run_id=run_id)))
     store.close()
     return path
 
@@ -461,7 +462,7 @@ def test_a_store_from_before_the_application_id_still_opens(tmp_path):
     old = tmp_path / "old.db"
     store = Store(old)
     run_id = store.start_run("old", "h", False, {}, {})
-    store.add(run_id, "k", rec(run_id=run_id))
+    store.add(run_id, "k", checked(rec(run_id=run_id)))
     store.close()
     data = bytearray(old.read_bytes())
     data[68:72] = b"\0\0\0\0"  # as written before the id existed
@@ -875,8 +876,8 @@ def test_a_fifo_as_suite_does_not_block(db, tmp_path):
 
 def test_an_earlier_record_holding_infinity_does_not_break_the_estimate(db):
     store = Store(db)
-    store.add("r", "k-inf", rec(precision_bits=float("inf"), elapsed_s=2.0))
-    store.add("r", "k-ok", rec(elapsed_s=3.0, setup_s=0.5))
+    store.add("r", "k-inf", checked(rec(precision_bits=float("inf"), elapsed_s=2.0)))
+    store.add("r", "k-ok", checked(rec(elapsed_s=3.0, setup_s=0.5)))
     assert store.job_seconds() == {"k-ok": 3.5}
 
 

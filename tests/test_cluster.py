@@ -65,7 +65,7 @@ def test_a_worker_killed_mid_run_loses_nothing_stored(tmp_path, driver_pool, cli
     def on_record(job, recs):
         if not stored_before_kill:  # the first result is in the store: kill the worker that measured it
             stored_before_kill.extend(r["job_key"] for r in store.records(run_id))
-            os.kill(recs[0]["env"]["worker_pid"], signal.SIGKILL)
+            os.kill(recs[0].env["worker_pid"], signal.SIGKILL)
 
     cluster.execute(plan, client, run_id, store, set(), on_record)
     recs = list(store.records(run_id))
@@ -92,7 +92,7 @@ def test_a_failed_worker_record_uses_the_protocols_status_words():
     suite = Suite(name="c", cases=[{"libraries": ["seal"], "schemes": ["bfv"], "params": ["c8192"], "ops": ["add"]}])
     job = build(suite, ["seal"]).jobs[0]
     rec = cluster._failed(job, "r1", "its worker failed twice")
-    assert rec["status"] in get_args(ErrorValue.model_fields["kind"].annotation)
+    assert rec.status in get_args(ErrorValue.model_fields["kind"].annotation)
 
 
 def test_a_refused_cluster_leaves_no_run_behind(tmp_path):

@@ -250,6 +250,7 @@ def test_without_a_depth_the_recommendation_says_depth_was_not_checked():
 def test_recommend_a_modelled_workload_from_the_cli(tmp_path):
     """The user's case: poly_7 on CKKS from a store of single ops (c8192 and c16384), and dot_4096 on
     BFV: no crash, c8192 excluded with the reason, the JSON's evidence never a null run."""
+    from fhemark.store.record import checked
     from fhemark.store.sqlite import Store
     db = tmp_path / "s.db"
     store = Store(db)
@@ -258,7 +259,7 @@ def test_recommend_a_modelled_workload_from_the_cli(tmp_path):
     recs += [rec("seal", "ckks", op, ns, params="c16384", q_bits=DEEP) for op, ns in POLY_OPS.items()]
     recs += [rec("seal", "bfv", op, ns) for op, ns in DOT_BFV.items()]
     for r in recs:
-        store.add(run_id, r["job_key"], {**r, "run_id": run_id, "timestamp": 0.0, "suite": "apps", "env": {}})
+        store.add(run_id, r["job_key"], checked({**r, "run_id": run_id, "timestamp": 0.0, "suite": "apps", "env": {}}))
     store.close()
     for op, scheme in (("poly_7=1", "ckks"), ("dot_4096=1", "bfv")):
         out = fhemark("recommend", "--op", op, "--scheme", scheme, "--db", str(db), "--json", str(tmp_path / "r.json"))

@@ -8,7 +8,7 @@ from typing import get_args
 import pytest
 
 from fhemark.drivers.protocol import ErrorValue
-from fhemark.store.record import FIELDS, Record, Status
+from fhemark.store.record import FIELDS, Record, Status, checked
 from fhemark.store.sqlite import Store
 
 DOC = Path(__file__).parents[1] / "docs" / "export.md"
@@ -25,9 +25,9 @@ def test_status_words_are_ok_and_the_protocols_error_kinds():
 def test_the_store_refuses_a_record_that_breaks_the_contract(tmp_path, bad, field):
     store = Store(tmp_path / "s.db")
     run_id = store.start_run("s", "h", False, {}, {})
-    store.add(run_id, "k", {**GOOD, "run_id": run_id})
+    store.add(run_id, "k", checked({**GOOD, "run_id": run_id}))
     with pytest.raises(ValueError, match=f"breaks the export contract.*{field}"):
-        store.add(run_id, "k2", {**GOOD, "run_id": run_id, **bad})
+        store.add(run_id, "k2", checked({**GOOD, "run_id": run_id, **bad}))
     assert len(list(store.records(run_id))) == 1  # nothing of the bad record was written
 
 

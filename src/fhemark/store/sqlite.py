@@ -13,10 +13,10 @@ import time
 import uuid
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Iterator
 
 from ..errors import StoreError, UserError
-from .record import validated
+from .record import Record
 
 SCHEMA_VERSION = 2
 
@@ -321,15 +321,15 @@ class Store:
         return [{"run_id": a, "suite": b, "started": c, "finished": d, "results": n} for a, b, c, d, n in rows]
 
     # -- results -------------------------------------------------------------
-    def add(self, run_id: str, job_key: str, record: dict[str, Any]) -> None:
-        """Write one measurement at once: an interrupted run keeps everything before it."""
-        validated(record)
+    def add(self, run_id: str, job_key: str, record: Record) -> None:
+        """Write one measurement at once: an interrupted run keeps everything before it. The fields it
+        was made with are stored (one left out stays absent, as in the export)."""
         with self._sql("storing a result"):
             self.db.execute(
                 "INSERT INTO results (run_id, job_key, record, library, scheme, op, n, status, timestamp)"
                 " VALUES (?,?,?,?,?,?,?,?,?)",
-                (run_id, job_key, json.dumps(record), record["library"], record["scheme"], record["op"],
-                 (record.get("params") or {}).get("N"), record["status"], record["timestamp"]))
+                (run_id, job_key, json.dumps(record.model_dump(exclude_unset=True)), record.library, record.scheme,
+                 record.op, record.params.get("N"), record.status, record.timestamp))
             self.db.commit()
 
     def done_keys(self, run_id: str) -> set[str]:
