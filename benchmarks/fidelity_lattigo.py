@@ -314,7 +314,7 @@ def run_fhemark(scheme: str, ops: list[str], threads: int, policy: dict, db: Pat
 
     Runner(plan, store, run_id, env, on_record=progress).execute()
     store.finish_run(run_id)
-    recs = {r["op"]: r for r in store.records(run_id)}
+    recs = {r.op: r.model_dump(exclude_unset=True) for r in store.records(run_id)}  # as the export writes them
     store.close()
     return recs
 

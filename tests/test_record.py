@@ -89,3 +89,35 @@ def test_every_export_validates_against_the_shipped_schema(tmp_path):
     assert all(r["format_version"] == 1 for r in as_json)
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate([{**as_json[0], "status": "crash"}], shipped)
+
+
+def _store_raw(store, run_id, fields):
+    """A record as an earlier fhemark stored it: its JSON, never checked against this contract."""
+    import json
+    store.db.execute("INSERT INTO results (run_id, job_key, record, library, scheme, op, n, status, timestamp)"
+                     " VALUES (?,?,?,?,?,?,?,?,?)", (run_id, fields["job_key"], json.dumps(fields), fields["library"],
+                                                    fields["scheme"], fields["op"], 8192, fields["status"], 1.0))
+    store.db.commit()
+
+
+def test_a_record_an_earlier_version_stored_reads_back_as_a_record(tmp_path):
+    """A Dask worker's failed job said "crash" before 25 Nov 2026: it reads back as "crashed" (the word
+    every reader tests for), and exports with the fields it was stored with, nothing added."""
+    from fhemark.store import export
+    store = Store(tmp_path / "old.db")
+    run_id = store.start_run("s", "h", False, {}, {})
+    old = {**GOOD, "run_id": run_id, "status": "crash", "error": "its worker failed twice", "check_passed": None,
+           "samples_ns": [], "median_ns": None, "ci95_ns": None, "suite": "", "vector_length": None}
+    _store_raw(store, run_id, old)
+    (rec,) = store.records(run_id)
+    assert isinstance(rec, Record) and rec.status == "crashed" and rec.error == "its worker failed twice"
+    assert export.records(store, run_id) == [{**old, "status": "crashed", "format_version": 1}]
+
+
+def test_a_stored_record_that_does_not_read_is_one_line(tmp_path):
+    from fhemark.errors import StoreError
+    store = Store(tmp_path / "bad.db")
+    run_id = store.start_run("s", "h", False, {}, {})
+    _store_raw(store, run_id, {**GOOD, "run_id": run_id, "status": "exploded"})
+    with pytest.raises(StoreError, match="does not read as a record.*status"):
+        list(store.records(run_id))

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Iterator
 
 from ..errors import StoreError, UserError
-from .record import Record
+from .record import Record, stored
 
 SCHEMA_VERSION = 2
 
@@ -336,12 +336,18 @@ class Store:
         with self._sql("reading results"):
             return {r[0] for r in self.db.execute("SELECT DISTINCT job_key FROM results WHERE run_id=?", (run_id,))}
 
-    def records(self, run_id: str | None = None) -> Iterator[dict]:
-        q, args = "SELECT record FROM results", ()
+    def records(self, run_id: str | None = None) -> Iterator[Record]:
+        """The stored records, oldest first, as Records (`record.stored`: an earlier version's words
+        brought up to the contract)."""
+        q, args = "SELECT id, record FROM results", ()
         if run_id:
             q, args = q + " WHERE run_id=?", (run_id,)
         with self._sql("reading results"):
             cur = self.db.execute(q + " ORDER BY id", args)
             while rows := cur.fetchmany(256):
-                for (rec,) in rows:
-                    yield json.loads(rec)
+                for row_id, rec in rows:
+                    try:
+                        yield stored(json.loads(rec))
+                    except ValueError as exc:
+                        raise StoreError(f"{self.path}: result {row_id} does not read as a record: {exc}",
+                                         "export the store with the fhemark version that wrote it") from None
