@@ -308,13 +308,13 @@ def run_fhemark(scheme: str, ops: list[str], threads: int, policy: dict, db: Pat
 
     def progress(job, recs):
         r = recs[0]
-        extra = f"{r['median_ns'] / 1e3:.1f} us" if r.get("median_ns") else f"{r['status']}: {r.get('error')}"
+        extra = f"{r.median_ns / 1e3:.1f} us" if r.median_ns else f"{r.status}: {r.error}"
         print(f"  fhemark lattigo {scheme} {job.op}: {extra}", flush=True)
         between_jobs(job)
 
     Runner(plan, store, run_id, env, on_record=progress).execute()
     store.finish_run(run_id)
-    recs = {r["op"]: r for r in store.records(run_id)}
+    recs = {r.op: r.model_dump(exclude_unset=True) for r in store.records(run_id)}  # as the export writes them
     store.close()
     return recs
 

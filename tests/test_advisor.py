@@ -46,8 +46,8 @@ def test_a_candidate_that_fails_measurement_is_rejected_and_a_larger_one_accepte
     assert prop.rejected and "depth" in prop.rejected[0]
     assert prop.spec is not None and len(prop.depth) == 2 and min(prop.depth) >= 2
     assert all(m > 0 for m in prop.margin) and len(prop.trajectory) >= 2
-    assert {r["op"] for r in prop.records} == {"mul_relin", "rotate_1"}
-    assert all(r["status"] == "ok" for r in prop.records)
+    assert {r.op for r in prop.records} == {"mul_relin", "rotate_1"}
+    assert all(r.status == "ok" for r in prop.records)
 
 
 def test_openfhe_picks_its_own_ckks_set_for_choose(driver_pool):

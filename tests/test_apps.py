@@ -5,6 +5,7 @@ import json
 
 import numpy as np
 import pytest
+from made_records import record
 
 from fhemark.drivers.registry import manifests
 from fhemark.locations import project_root
@@ -210,11 +211,11 @@ def test_every_library_runs_the_workloads_checked(library, tmp_path, driver_pool
     assert len(recs) == 14
     # A library whose API lacks a primitive (TenSEAL: rotation by a chosen step) says so; the
     # three general-purpose libraries run every workload.
-    lacking = [r for r in recs if r["status"] == "unsupported" and " has no " in (r["error"] or "")]
+    lacking = [r for r in recs if r.status == "unsupported" and " has no " in (r.error or "")]
     assert library not in ("seal", "lattigo", "openfhe") or not lacking
-    bad = [(r["scheme"], r["op"], r["status"], r["error"]) for r in recs if r["status"] != "ok" and r not in lacking]
+    bad = [(r.scheme, r.op, r.status, r.error) for r in recs if r.status != "ok" and r not in lacking]
     assert not bad
-    assert all(r["check_passed"] and r["median_ns"] > 0 and r["workload"]["variant"] == "portable"
+    assert all(r.check_passed and r.median_ns > 0 and r.workload["variant"] == "portable"
                for r in recs if r not in lacking)
 
 
@@ -241,14 +242,14 @@ def test_native_variants_run_checked_where_the_library_has_the_routines(library,
     run_id = store.start_run("native-test", "h", True, {}, {})
     Runner(plan, store, run_id, {"threads": 1}).execute()
     recs = list(store.records(run_id))
-    assert len(recs) == 12 and all(r["workload"]["variant"] == "native" for r in recs)
+    assert len(recs) == 12 and all(r.workload["variant"] == "native" for r in recs)
     for r in recs:
-        deep = r["op"] in ("poly_3_native", "logreg_16_native")
-        offered = _offers(library, r["scheme"], ROUTINES | ({"poly_eval"} if deep else set()))
+        deep = r.op in ("poly_3_native", "logreg_16_native")
+        offered = _offers(library, r.scheme, ROUTINES | ({"poly_eval"} if deep else set()))
         if offered:
-            assert r["status"] == "ok" and r["check_passed"] and r["median_ns"] > 0, (r["scheme"], r["op"], r["error"])
-        elif r["scheme"] in _schemes(library):
-            assert r["status"] == "unsupported" and " has no " in r["error"], (r["scheme"], r["op"], r["error"])
+            assert r.status == "ok" and r.check_passed and r.median_ns > 0, (r.scheme, r.op, r.error)
+        elif r.scheme in _schemes(library):
+            assert r.status == "unsupported" and " has no " in r.error, (r.scheme, r.op, r.error)
 
 
 def test_tenseal_routines_run_checked_at_secure_parameters(tmp_path, driver_pool):
@@ -265,12 +266,12 @@ def test_tenseal_routines_run_checked_at_secure_parameters(tmp_path, driver_pool
     store = Store(tmp_path / "t.db")
     run_id = store.start_run("tenseal-native", "h", True, {}, {})
     Runner(plan, store, run_id, {"threads": 1}).execute()
-    by_op = {(r["scheme"], r["op"]): r for r in store.records(run_id)}
+    by_op = {(r.scheme, r.op): r for r in store.records(run_id)}
     for key in (("bfv", "dot_64_native"), ("bfv", "tally_64_native"), ("ckks", "poly_3_native")):
         r = by_op[key]
-        assert r["status"] == "ok" and r["check_passed"] and r["median_ns"] > 0, (key, r["error"])
-    assert "linear_transform" in by_op[("bfv", "matvec_8_native")]["error"]
-    assert "rescale" in by_op[("ckks", "dot_64_native")]["error"]
+        assert r.status == "ok" and r.check_passed and r.median_ns > 0, (key, r.error)
+    assert "linear_transform" in by_op[("bfv", "matvec_8_native")].error
+    assert "rescale" in by_op[("ckks", "dot_64_native")].error
 
 
 def _schemes(library: str) -> set[str]:
@@ -337,11 +338,12 @@ def test_the_cost_model_adds_up_single_ops_from_the_same_run_only():
     from fhemark.report.tables import app_tables
 
     def rec(op, ns, run="r1", lib="seal"):
-        return {"op": op, "median_ns": ns, "run_id": run, "library": lib, "scheme": "ckks",
-                "params": {"name": "c8192", "q_bits": [60, 40, 40, 60]},
-                "slots": 4096, "status": "ok", "title": op,
-                "workload": {"workload": "dot", "size": 16, "block": 16, "variant": "portable"} if op.startswith("dot") else None,
-                "ci95_ns": [ns * 0.9, ns * 1.1], "samples_ns": [ns] * 6, "job_key": f"{run}{lib}{op}"}
+        return record(op=op, median_ns=ns, run_id=run, library=lib, scheme="ckks",
+                      params={"name": "c8192", "q_bits": [60, 40, 40, 60]},
+                      slots=4096, status="ok", title=op,
+                      workload={"workload": "dot", "size": 16, "block": 16, "variant": "portable"}
+                      if op.startswith("dot") else None,
+                      ci95_ns=[ns * 0.9, ns * 1.1], samples_ns=[ns] * 6, job_key=f"{run}{lib}{op}")
     singles = [rec("mul_relin", 3000.0), rec("rescale", 500.0), rec("rotate_1", 2000.0), rec("add", 100.0)]
     dot = rec("dot_16", 20000.0)
     p = predict(dot, [dot] + singles + [rec("add", 1e9, run="r0")])  # another run's add is not used
@@ -373,4 +375,4 @@ def test_integer_multiplication_runs_on_radix_integers_checked(tmp_path, driver_
     run_id = store.start_run("zmul-test", "h", True, {}, {})
     Runner(plan, store, run_id, {"threads": 1}).execute()
     (rec,) = store.records(run_id)
-    assert rec["status"] == "ok" and rec["check_passed"] and rec["workload"]["workload"] == "zmul"
+    assert rec.status == "ok" and rec.check_passed and rec.workload["workload"] == "zmul"

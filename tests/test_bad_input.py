@@ -31,6 +31,7 @@ from fhemark.plan.suites import Suite
 from fhemark.report import safe_name
 from fhemark.report import write as write_report
 from fhemark.store.export import to_csv, to_json
+from fhemark.store.record import checked
 from fhemark.store.sqlite import APPLICATION_ID, Store
 
 HERE = Path(__file__).parent
@@ -89,7 +90,7 @@ def db(tmp_path) -> Path:
     store = Store(path)
     run_id = store.start_run("seeded", "h", False, {"threads": 1}, {"jobs": []})
     for op in ("add", "sub", "mul"):
-        store.add(run_id, f"k-{op}", rec(op, run_id=run_id))
+        store.add(run_id, f"k-{op}", checked(rec(op, run_id=run_id)))
     store.close()
     return path
 
@@ -461,7 +462,7 @@ def test_a_store_from_before_the_application_id_still_opens(tmp_path):
     old = tmp_path / "old.db"
     store = Store(old)
     run_id = store.start_run("old", "h", False, {}, {})
-    store.add(run_id, "k", rec(run_id=run_id))
+    store.add(run_id, "k", checked(rec(run_id=run_id)))
     store.close()
     data = bytearray(old.read_bytes())
     data[68:72] = b"\0\0\0\0"  # as written before the id existed
@@ -523,7 +524,7 @@ def test_export_is_strict_json():
 def test_concurrent_reports_of_one_suite_leave_whole_files(tmp_path):
     """Two writers of one report folder at once (two runs of a suite): each file is renamed into place
     whole, and no temporary folder is left behind."""
-    recs = [rec(op="encode", vector_length=128, slots=128)]
+    recs = [checked(rec(op="encode", vector_length=128, slots=128))]
     errors: list[BaseException] = []
 
     def writer():
@@ -661,7 +662,7 @@ def fault_run(tmp_path, monkeypatch):
         db = tmp_path / "f.db"
         r = cli("run", "--suite", path, "--db", db, "--allow-insecure", "--report", tmp_path / "rep", *extra)
         assert "Traceback" not in r.stdout + r.stderr
-        recs = {x["op"]: x for x in Store(db, readonly=True).records()} if db.exists() else {}
+        recs = {x.op: x for x in Store(db, readonly=True).records()} if db.exists() else {}
         return r, recs, db
     return go
 
@@ -687,9 +688,9 @@ def test_driver_fault_loses_only_its_job(name, fault_run):
     fault, kind, says = FAULTS[name]
     r, recs, _ = fault_run([fault], timeout=1 if name == "hang" else 20)
     assert r.exit_code == 1, r.stdout + r.stderr
-    assert recs["add"]["status"] == "ok" and recs["add"]["check_passed"] is True  # measured before: kept
-    assert recs["mul_relin"]["status"] == kind and says in recs["mul_relin"]["error"], recs["mul_relin"]["error"]
-    assert recs["sub"]["status"] == "ok"  # after it: the driver was restarted, the run went on
+    assert recs["add"].status == "ok" and recs["add"].check_passed is True  # measured before: kept
+    assert recs["mul_relin"].status == kind and says in recs["mul_relin"].error, recs["mul_relin"].error
+    assert recs["sub"].status == "ok"  # after it: the driver was restarted, the run went on
     failed = [line for line in r.stderr.splitlines() if line.startswith("failed:")]
     assert len(failed) == 1 and "mul_relin" in failed[0] and kind in failed[0]
 
@@ -697,24 +698,24 @@ def test_driver_fault_loses_only_its_job(name, fault_run):
 def test_a_depth_probe_that_never_decrypts_is_a_failure(fault_run):
     r, recs, _ = fault_run(["mul_relin=wrong"], ops="add, depth_mul")
     assert r.exit_code == 1
-    assert recs["add"]["status"] == "ok"
-    assert recs["depth_mul"]["status"] == "wrong_result" and recs["depth_mul"]["check_passed"] is False
+    assert recs["add"].status == "ok"
+    assert recs["depth_mul"].status == "wrong_result" and recs["depth_mul"].check_passed is False
 
 
 def test_a_driver_that_cannot_start(fault_run):
     r, recs, _ = fault_run(["start=crash"])
     assert r.exit_code == 1
-    assert {x["status"] for x in recs.values()} == {"crashed"} and "cannot start" in recs["add"]["error"]
+    assert {x.status for x in recs.values()} == {"crashed"} and "cannot start" in recs["add"].error
 
 
 def test_a_driver_speaking_another_protocol_version(fault_run):
     r, recs, _ = fault_run(["caps=v1"])
-    assert r.exit_code == 1 and recs and all(x["status"] == "internal" for x in recs.values())
+    assert r.exit_code == 1 and recs and all(x.status == "internal" for x in recs.values())
 
 
 def test_a_refused_parameter_set_is_not_a_failure(fault_run):
     r, recs, _ = fault_run(["setup=refuse"])
-    assert r.exit_code == 0 and {x["status"] for x in recs.values()} == {"invalid_params"}
+    assert r.exit_code == 0 and {x.status for x in recs.values()} == {"invalid_params"}
     assert any(line.startswith("not run:") for line in r.stderr.splitlines())
 
 
@@ -750,12 +751,12 @@ def test_the_store_failing_mid_run(mode, says, fault_run, monkeypatch):
     monkeypatch.setattr(cli_run, "environment", lambda threads, root: {"threads": threads, "padding": big})
     r, recs, db = fault_run([], ops="add, sub, mul_relin")
     line = one_line(r, says, "kept" if mode == "full" else "writable", "--resume", "--db", str(db))
-    assert list(recs) == ["add"] and recs["add"]["status"] == "ok"  # stored before the failure: kept
+    assert list(recs) == ["add"] and recs["add"].status == "ok"  # stored before the failure: kept
     monkeypatch.setattr(sqlite3, "connect", real)
     again = cli(*line.split("continue with: ")[1].split(" ")[1:])  # the suggested command, as given
     assert again.exit_code == 0, again.stdout + again.stderr
     assert "1 of 3 jobs already done" in again.stdout
-    assert sorted(x["op"] for x in Store(db, readonly=True).records()) == ["add", "mul_relin", "sub"]
+    assert sorted(x.op for x in Store(db, readonly=True).records()) == ["add", "mul_relin", "sub"]
 
 
 # -- resume -----------------------------------------------------------------------------------------
@@ -781,7 +782,7 @@ def test_resume_after_an_edit_that_changes_no_job(fault_run, tmp_path):
 
 def test_resume_without_an_earlier_run_says_it_starts_anew(fault_run):
     r, recs, db = fault_run([], ops="add", extra=("--resume",))
-    assert r.exit_code == 0 and "nothing to resume" in r.stdout and recs["add"]["status"] == "ok"
+    assert r.exit_code == 0 and "nothing to resume" in r.stdout and recs["add"].status == "ok"
 
 
 def test_the_suggested_resume_command_names_the_store_and_the_flags():
@@ -875,8 +876,8 @@ def test_a_fifo_as_suite_does_not_block(db, tmp_path):
 
 def test_an_earlier_record_holding_infinity_does_not_break_the_estimate(db):
     store = Store(db)
-    store.add("r", "k-inf", rec(precision_bits=float("inf"), elapsed_s=2.0))
-    store.add("r", "k-ok", rec(elapsed_s=3.0, setup_s=0.5))
+    store.add("r", "k-inf", checked(rec(precision_bits=float("inf"), elapsed_s=2.0)))
+    store.add("r", "k-ok", checked(rec(elapsed_s=3.0, setup_s=0.5)))
     assert store.job_seconds() == {"k-ok": 3.5}
 
 

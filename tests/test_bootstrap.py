@@ -25,8 +25,8 @@ def test_lattigo_bootstrap_small_ring(tmp_path):
     run_id = store.start_run("boot", "h", True, {}, {})
     Runner(build(suite, available(), allow_insecure=True), store, run_id, {"threads": 1}).execute()
     (rec,) = store.records(run_id)
-    assert rec["status"] == "ok", rec["error"]
-    assert rec["insecure"] and rec["params_match"]
-    assert rec["precision_bits"] > 15 and rec["precision_bits_before"] > 15
-    assert rec["setup_s"] > 0 and rec["peak_rss_bytes"] > 10**8
-    assert rec["levels"]["cz"] > 0  # bootstrapping raised the level
+    assert rec.status == "ok", rec.error
+    assert rec.insecure and rec.params_match
+    assert rec.precision_bits > 15 and rec.precision_bits_before > 15
+    assert rec.setup_s > 0 and rec.peak_rss_bytes > 10**8
+    assert rec.levels["cz"] > 0  # bootstrapping raised the level

@@ -43,16 +43,16 @@ def test_a_distributed_run_stores_the_jobs_and_checks_of_a_local_run(tmp_path, d
     dist, dist_id = _store(tmp_path, "dist")
     seen = []
     cluster.execute(plan, client, dist_id, dist, set(), lambda job, recs: seen.append(job.key))
-    want = {(r["job_key"], r["op"], r["status"], r["check_passed"]) for r in local.records(local_id)}
+    want = {(r.job_key, r.op, r.status, r.check_passed) for r in local.records(local_id)}
     got = list(dist.records(dist_id))
-    assert {(r["job_key"], r["op"], r["status"], r["check_passed"]) for r in got} == want
+    assert {(r.job_key, r.op, r.status, r.check_passed) for r in got} == want
     assert sorted(seen) == sorted(j.key for j in plan.jobs)
-    assert all(r["env"]["host"] and r["env"]["worker_pid"] for r in got)  # who measured it
+    assert all(r.env["host"] and r.env["worker_pid"] for r in got)  # who measured it
     # One benchmark per host at a time: the blocks (one per scheme) ran one after another.
     spans = {}
     for r in got:
-        lo, hi = spans.get(r["scheme"], (r["timestamp"], r["timestamp"]))
-        spans[r["scheme"]] = (min(lo, r["timestamp"] - r["elapsed_s"]), max(hi, r["timestamp"]))
+        lo, hi = spans.get(r.scheme, (r.timestamp, r.timestamp))
+        spans[r.scheme] = (min(lo, r.timestamp - r.elapsed_s), max(hi, r.timestamp))
     ordered = sorted(spans.values())
     assert all(a[1] <= b[0] + 0.05 for a, b in zip(ordered, ordered[1:])), ordered
 
@@ -64,15 +64,15 @@ def test_a_worker_killed_mid_run_loses_nothing_stored(tmp_path, driver_pool, cli
 
     def on_record(job, recs):
         if not stored_before_kill:  # the first result is in the store: kill the worker that measured it
-            stored_before_kill.extend(r["job_key"] for r in store.records(run_id))
-            os.kill(recs[0]["env"]["worker_pid"], signal.SIGKILL)
+            stored_before_kill.extend(r.job_key for r in store.records(run_id))
+            os.kill(recs[0].env["worker_pid"], signal.SIGKILL)
 
     cluster.execute(plan, client, run_id, store, set(), on_record)
     recs = list(store.records(run_id))
-    assert stored_before_kill and set(stored_before_kill) <= {r["job_key"] for r in recs}
-    assert sorted(r["job_key"] for r in recs) == sorted(j.key for j in plan.jobs)  # each once, none lost
-    assert all(r["status"] == "ok" for r in recs)
-    assert len({r["env"]["worker_pid"] for r in recs}) >= 2  # the killed block finished on another worker
+    assert stored_before_kill and set(stored_before_kill) <= {r.job_key for r in recs}
+    assert sorted(r.job_key for r in recs) == sorted(j.key for j in plan.jobs)  # each once, none lost
+    assert all(r.status == "ok" for r in recs)
+    assert len({r.env["worker_pid"] for r in recs}) >= 2  # the killed block finished on another worker
 
 
 def test_a_cluster_spec_that_is_neither_local_nor_tcp_is_one_line():
@@ -92,7 +92,7 @@ def test_a_failed_worker_record_uses_the_protocols_status_words():
     suite = Suite(name="c", cases=[{"libraries": ["seal"], "schemes": ["bfv"], "params": ["c8192"], "ops": ["add"]}])
     job = build(suite, ["seal"]).jobs[0]
     rec = cluster._failed(job, "r1", "its worker failed twice")
-    assert rec["status"] in get_args(ErrorValue.model_fields["kind"].annotation)
+    assert rec.status in get_args(ErrorValue.model_fields["kind"].annotation)
 
 
 def test_a_refused_cluster_leaves_no_run_behind(tmp_path):

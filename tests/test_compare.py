@@ -4,20 +4,22 @@ import json
 
 import numpy as np
 import pytest
+from made_records import record
 from test_cli import SMALL, fhemark, one_line_error, write
 
 from fhemark.analyse.compare import compare
 from fhemark.errors import UserError
 from fhemark.stats import mann_whitney_p, ratio_ci
+from fhemark.store.record import Record
 
 ENV = {"cpu": {"model": "Test CPU", "logical_cores": 2}, "threads": 1}
 
 
 def rec(op="mul_relin", samples=None, status="ok", key="k1", **extra):
-    return {"library": "seal", "scheme": "bfv", "op": op, "params": {"name": "n8192", "N": 8192},
-            "job_key": key, "status": status, "check_passed": status == "ok", "error": None,
-            "samples_ns": list(samples) if samples is not None else [], "median_ns":
-            float(np.median(samples)) if samples is not None else None, **extra}
+    return record(**{"library": "seal", "scheme": "bfv", "op": op, "params": {"name": "n8192", "N": 8192},
+                     "job_key": key, "status": status, "check_passed": status == "ok", "error": None,
+                     "samples_ns": list(samples) if samples is not None else [], "median_ns":
+                     float(np.median(samples)) if samples is not None else None, **extra})
 
 
 def noisy(center, n=30, seed=0, rel=0.02):
@@ -162,7 +164,7 @@ def test_a_cell_timed_on_different_work_is_another_case():
 
 def _run(seed: int, machine: float = 1.0, changed: dict[str, float] | None = None,
          libs=("seal", "openfhe", "lattigo", "tenseal"),
-         cases: int = 12) -> list[dict]:
+         cases: int = 12) -> list[Record]:
     """One synthetic run: per library `cases` cases, 2 processes x 3 rounds x 4 samples each; each
     slice drawn around its own level (what varies between processes and rounds), the whole run
     scaled by `machine` (the host's shift) and a library's cases by `changed[lib]` (its own change)."""
@@ -178,8 +180,7 @@ def _run(seed: int, machine: float = 1.0, changed: dict[str, float] | None = Non
                     samples += list(rng.normal(level, level * 0.01, 4))
                     proc += [p] * 4
                     rnd += [p * 3 + r] * 4
-            out.append({**rec(key=f"{lib}{c}", samples=samples), "library": lib, "sample_process": proc,
-                        "sample_round": rnd})
+            out.append(rec(key=f"{lib}{c}", samples=samples, library=lib, sample_process=proc, sample_round=rnd))
     return out
 
 
@@ -198,7 +199,7 @@ def test_a_five_percent_change_in_one_library_is_caught_on_a_shifted_host():
     # (the shift for each library is the median of three others: one changed library cannot move it)
     assert verdicts == {"openfhe": "slower", "seal": "same", "lattigo": "same", "tenseal": "same"}, cmp.libraries
     assert cmp.exit_status == 1
-    assert not any(c.verdict in ("slower", "faster") for c in cmp.changes if c.new["library"] != "openfhe")
+    assert not any(c.verdict in ("slower", "faster") for c in cmp.changes if c.new.library != "openfhe")
 
 
 def test_one_library_alone_keeps_its_shift_and_says_so():

@@ -16,10 +16,10 @@ def test_depth_probe_on_seal_finds_a_finite_limit(tmp_path):
     store = Store(tmp_path / "d.db")
     run_id = store.start_run("depth", "h", True, {}, {})
     Runner(plan, store, run_id, {"threads": 1}).execute()
-    recs = {r["scheme"]: r for r in store.records(run_id)}
+    recs = {r.scheme: r for r in store.records(run_id)}
     bfv, ckks = recs["bfv"], recs["ckks"]
-    assert bfv["status"] == "ok" and 1 <= bfv["depth"] < 12 and bfv["depth_limit"].startswith(f"at depth {bfv['depth'] + 1}")
-    assert len(bfv["noise_by_depth"]) == bfv["depth"]
-    assert bfv["noise_by_depth"] == sorted(bfv["noise_by_depth"], reverse=True)
+    assert bfv.status == "ok" and 1 <= bfv.depth < 12 and bfv.depth_limit.startswith(f"at depth {bfv.depth + 1}")
+    assert len(bfv.noise_by_depth) == bfv.depth
+    assert bfv.noise_by_depth == sorted(bfv.noise_by_depth, reverse=True)
     # CKKS with two ciphertext primes has one rescale: depth 1, then the library refuses.
-    assert ckks["status"] == "ok" and ckks["depth"] == 1
+    assert ckks.status == "ok" and ckks.depth == 1

@@ -4,6 +4,7 @@ judged against the previous run of the same job on the same host only."""
 import time
 
 from fhemark.report.history import collect, write
+from fhemark.store.record import checked
 from fhemark.store.sqlite import Store
 
 
@@ -17,7 +18,7 @@ def _rec(median, host, job="j1", op="mul_relin", version="4.4.0"):
 
 def _run(store, rec):
     run_id = store.start_run("s", "h", False, {}, {})
-    store.add(run_id, rec["job_key"], rec)
+    store.add(run_id, rec["job_key"], checked(rec))
     store.finish_run(run_id)
     time.sleep(0.01)  # runs are ordered by their start
     return run_id

@@ -3,6 +3,7 @@
 import json
 
 import pytest
+from made_records import record
 from test_cli import SMALL, fhemark, one_line_error, write
 
 from fhemark.advise.recommend import Workload, load_workload, recommend
@@ -12,11 +13,12 @@ from fhemark.errors import UserError
 def rec(lib, scheme, op, median, params="c8192", status="ok", bits=128, slots=4096, q_bits=(50, 40, 40), run="r1",
         **extra):
     """A record as the store holds it; c8192's chains have 3 ciphertext primes (CKKS: 2 levels)."""
-    return {"library": lib, "scheme": scheme, "op": op, "params": {"name": params, "N": 8192, "q_bits": list(q_bits)},
-            "status": status,
-            "check_passed": status == "ok", "job_key": f"{lib}{scheme}{params}{op}", "run_id": run,
-            "median_ns": median if status == "ok" else None, "ci95_ns": [median * 0.98, median * 1.02] if median else None,
-            "security": {"hestd2018": {"bits": bits}}, "security_bits": bits, "slots": slots, **extra}
+    return record(**{"library": lib, "scheme": scheme, "op": op,
+                     "params": {"name": params, "N": 8192, "q_bits": list(q_bits)}, "status": status,
+                     "check_passed": status == "ok", "job_key": f"{lib}{scheme}{params}{op}", "run_id": run,
+                     "median_ns": median if status == "ok" else None,
+                     "ci95_ns": [median * 0.98, median * 1.02] if median else None,
+                     "security": {"hestd2018": {"bits": bits}}, "security_bits": bits, "slots": slots, **extra})
 
 
 STORE = [
@@ -137,7 +139,7 @@ def test_a_workload_deeper_than_the_chain_is_excluded_measured_or_modelled():
     assert deep.modelled == ["poly_7"] and deep.needs == {"poly_7": 7}
     # Step i of the chain's 8 primes costs (8 - levels consumed) / 8 of the single op: never below 1/8.
     from fhemark.analyse.cost import predict
-    assert deep.cost == pytest.approx(predict({**store[-1], "op": "poly_7"}, store, same_run=False).ns_levels)
+    assert deep.cost == pytest.approx(predict(store[-1].model_copy(update={"op": "poly_7"}), store, same_run=False).ns_levels)
     assert POLY_OPS["mul_relin"] * 6 / 8 < deep.cost < sum(POLY_OPS[op] * n for op, n in
                                                           {"mul_plain": 1, "rescale": 7, "add_plain": 7,
                                                            "mod_switch": 6, "mul_relin": 6}.items())
@@ -146,7 +148,7 @@ def test_a_workload_deeper_than_the_chain_is_excluded_measured_or_modelled():
 def test_predict_has_no_price_for_a_program_the_chain_cannot_hold():
     from fhemark.analyse.cost import predict, requirement
     singles = [rec("seal", "ckks", op, ns) for op, ns in POLY_OPS.items()]
-    p = predict({**singles[0], "op": "poly_7"}, singles, same_run=False)
+    p = predict(singles[0].model_copy(update={"op": "poly_7"}), singles, same_run=False)
     assert p.ns is None and p.ns_levels is None and p.missing == [] and (p.levels, p.chain) == (7, 2) and p.beyond_chain
     assert requirement("poly_7", "ckks") == 7 and requirement("poly_7_native", "ckks") == 3  # the power tree's
     assert requirement("poly_7", "bfv") == 7  # 1 plaintext and 6 ciphertext products in sequence
@@ -166,11 +168,11 @@ def test_bfv_workloads_need_their_depth_shown():
     assert got["openfhe BFV c8192"].excluded == "poly_7 needs depth 7, measured depth 3"
     assert got["lattigo BFV c8192"].excluded == "" and got["lattigo BFV c8192"].modelled == ["poly_7"]
     # A measured poly_7 shows its own depth; a lone poly_7 with nothing else needs depth_mul.
-    measured = by_label(recommend([rec("seal", "bfv", "poly_7", 5e3), rec("tfhe", "bgv", "poly_7", 5e3, status="failed")],
+    measured = by_label(recommend([rec("seal", "bfv", "poly_7", 5e3), rec("tfhe", "bgv", "poly_7", 5e3, status="wrong_result")],
                                   Workload(ops={"poly_7": 1})))
     assert measured["seal BFV c8192"].excluded == ""
-    assert measured["tfhe BGV c8192"].excluded == "poly_7: failed"
-    bare = by_label(recommend([rec("seal", "bfv", "add_plain", 10.0), rec("seal", "bfv", "poly_7", None, status="failed")],
+    assert measured["tfhe BGV c8192"].excluded == "poly_7: wrong_result"
+    bare = by_label(recommend([rec("seal", "bfv", "add_plain", 10.0), rec("seal", "bfv", "poly_7", None, status="wrong_result")],
                               Workload(ops={"poly_3": 1})))
     assert bare["seal BFV c8192"].excluded == "poly_3 not measured"  # no model without its single ops
     # A measured, checked poly_6 shows depth 6: enough for a modelled poly_3 on the same set, not for poly_7.
@@ -203,8 +205,8 @@ def test_a_modelled_workload_names_the_runs_and_jobs_it_was_summed_from():
     assert seal.excluded == "" and seal.modelled == ["dot_4096"] and seal.runs == ["r1", "r2"]
     assert seal.cost == pytest.approx(1000 + 12 * 200 + 12 * 10)
     ev = seal.by_op["dot_4096"]
-    assert ev["run_id"] == ["r1", "r2"] and ev["job_key"] == [f"sealbfvc8192{op}" for op in DOT_BFV]
-    assert {(s["op"], s["count"]) for s in ev["sources"]} == {("mul_relin", 1), ("rotate_1", 12), ("add", 12)}
+    assert ev.run_ids == ["r1", "r2"] and ev.job_keys == [f"sealbfvc8192{op}" for op in DOT_BFV]
+    assert {(s.op, s.count) for s in ev.sources} == {("mul_relin", 1), ("rotate_1", 12), ("add", 12)}
     text = _printed(cands, w)
     assert "recommended: seal BFV c8192" in text and "Evidence: runs r1, r2." in text
     assert "1 x mul_relin, 12 x rotate_1, 12 x add; runs r1, r2; jobs sealbfvc8192mul_relin" in text
@@ -258,7 +260,7 @@ def test_recommend_a_modelled_workload_from_the_cli(tmp_path):
     recs += [rec("seal", "ckks", op, ns, params="c16384", q_bits=DEEP) for op, ns in POLY_OPS.items()]
     recs += [rec("seal", "bfv", op, ns) for op, ns in DOT_BFV.items()]
     for r in recs:
-        store.add(run_id, r["job_key"], {**r, "run_id": run_id, "timestamp": 0.0, "suite": "apps", "env": {}})
+        store.add(run_id, r.job_key, r.model_copy(update={"run_id": run_id, "suite": "apps"}))
     store.close()
     for op, scheme in (("poly_7=1", "ckks"), ("dot_4096=1", "bfv")):
         out = fhemark("recommend", "--op", op, "--scheme", scheme, "--db", str(db), "--json", str(tmp_path / "r.json"))
@@ -287,7 +289,7 @@ def test_throughput_objective_ranks_from_throughput_records_and_says_so(capsys):
     w = Workload(ops={"mul_relin": 1}, objective="throughput", threads=2)
     cands = recommend(store, w)
     assert [c.label for c in cands if not c.excluded] == ["seal CKKS c8192", "openfhe CKKS c8192"]  # 64 cores: out
-    assert cands[0].cost == pytest.approx(1e9 / 160) and cands[0].by_op["mul_relin"]["latency_ns"] == 20e6
+    assert cands[0].cost == pytest.approx(1e9 / 160) and cands[0].by_op["mul_relin"].latency_ns == 20e6
     lo, hi = cands[0].cost_ci
     assert lo == pytest.approx(1e9 / (160 * 1.03)) and hi == pytest.approx(1e9 / (160 * 0.97))
     from rich.console import Console

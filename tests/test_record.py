@@ -8,7 +8,7 @@ from typing import get_args
 import pytest
 
 from fhemark.drivers.protocol import ErrorValue
-from fhemark.store.record import FIELDS, Record, Status
+from fhemark.store.record import FIELDS, Record, Status, checked
 from fhemark.store.sqlite import Store
 
 DOC = Path(__file__).parents[1] / "docs" / "export.md"
@@ -25,9 +25,9 @@ def test_status_words_are_ok_and_the_protocols_error_kinds():
 def test_the_store_refuses_a_record_that_breaks_the_contract(tmp_path, bad, field):
     store = Store(tmp_path / "s.db")
     run_id = store.start_run("s", "h", False, {}, {})
-    store.add(run_id, "k", {**GOOD, "run_id": run_id})
+    store.add(run_id, "k", checked({**GOOD, "run_id": run_id}))
     with pytest.raises(ValueError, match=f"breaks the export contract.*{field}"):
-        store.add(run_id, "k2", {**GOOD, "run_id": run_id, **bad})
+        store.add(run_id, "k2", checked({**GOOD, "run_id": run_id, **bad}))
     assert len(list(store.records(run_id))) == 1  # nothing of the bad record was written
 
 
@@ -89,3 +89,35 @@ def test_every_export_validates_against_the_shipped_schema(tmp_path):
     assert all(r["format_version"] == 1 for r in as_json)
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate([{**as_json[0], "status": "crash"}], shipped)
+
+
+def _store_raw(store, run_id, fields):
+    """A record as an earlier fhemark stored it: its JSON, never checked against this contract."""
+    import json
+    store.db.execute("INSERT INTO results (run_id, job_key, record, library, scheme, op, n, status, timestamp)"
+                     " VALUES (?,?,?,?,?,?,?,?,?)", (run_id, fields["job_key"], json.dumps(fields), fields["library"],
+                                                    fields["scheme"], fields["op"], 8192, fields["status"], 1.0))
+    store.db.commit()
+
+
+def test_a_record_an_earlier_version_stored_reads_back_as_a_record(tmp_path):
+    """A Dask worker's failed job said "crash" before 25 Nov 2026: it reads back as "crashed" (the word
+    every reader tests for), and exports with the fields it was stored with, nothing added."""
+    from fhemark.store import export
+    store = Store(tmp_path / "old.db")
+    run_id = store.start_run("s", "h", False, {}, {})
+    old = {**GOOD, "run_id": run_id, "status": "crash", "error": "its worker failed twice", "check_passed": None,
+           "samples_ns": [], "median_ns": None, "ci95_ns": None, "suite": "", "vector_length": None}
+    _store_raw(store, run_id, old)
+    (rec,) = store.records(run_id)
+    assert isinstance(rec, Record) and rec.status == "crashed" and rec.error == "its worker failed twice"
+    assert export.records(store, run_id) == [{**old, "status": "crashed", "format_version": 1}]
+
+
+def test_a_stored_record_that_does_not_read_is_one_line(tmp_path):
+    from fhemark.errors import StoreError
+    store = Store(tmp_path / "bad.db")
+    run_id = store.start_run("s", "h", False, {}, {})
+    _store_raw(store, run_id, {**GOOD, "run_id": run_id, "status": "exploded"})
+    with pytest.raises(StoreError, match="does not read as a record.*status"):
+        list(store.records(run_id))

@@ -1,6 +1,7 @@
 """Reports lay stored records out as the studies did."""
 
 import pytest
+from made_records import record
 
 from fhemark.report import write
 from fhemark.report.tables import depth_table, expansion_table, op_tables, stage_table
@@ -12,7 +13,7 @@ def rec(op="add", library="seal", scheme="bfv", n=4096, status="ok", median=1000
          "ci95_ns": [median * 0.9, median * 1.1] if median else None, "insecure": False, "params_match": True,
          "sizes_bytes": {"plaintext": 32768, "ciphertext": 131072}, "error": None if status == "ok" else "boom"}
     r.update(extra)
-    return r
+    return record(**r)
 
 
 def test_study2_layout_rows_are_library_scheme_columns_are_params():
@@ -285,8 +286,8 @@ def test_the_terminal_table_lists_operations_as_a_computation_runs_them():
 
     from fhemark.report.text import print_results
     ran = ["decode", "rotate_1", "keygen_relin", "add", "decrypt", "encrypt_pk", "mul_relin", "encode", "keygen_public"]
-    recs = [{"library": "seal", "scheme": "bfv", "op": op, "params": {"name": "c8192", "N": 8192}, "status": "ok",
-             "job_key": op, "median_ns": 1000.0, "rel_ci_half_width": 0.01} for op in ran]
+    recs = [record(library="seal", scheme="bfv", op=op, params={"name": "c8192", "N": 8192}, status="ok",
+                   job_key=op, median_ns=1000.0, rel_ci_half_width=0.01) for op in ran]
     console = Console(width=200, record=True, file=open("/dev/null", "w"))
     print_results(recs, console)
     text = console.export_text()
@@ -307,8 +308,8 @@ def test_no_heading_or_link_of_the_html_report_shows_a_backtick(tmp_path):
 
 def test_sizes_read_in_kib_and_mib():
     from fhemark.report.tables import facts_table, key_table
-    r = {"library": "seal", "scheme": "bfv", "op": "add", "status": "ok", "job_key": "k", "params": {"name": "c8192", "N": 8192},
-         "sizes_bytes": {"relin_keys": 37757568, "ciphertext": 786432, "galois_key_count": 3, "output:cz": 786432}}
+    r = record(library="seal", scheme="bfv", op="add", status="ok", job_key="k", params={"name": "c8192", "N": 8192},
+               sizes_bytes={"relin_keys": 37757568, "ciphertext": 786432, "galois_key_count": 3, "output:cz": 786432})
     row = key_table([r]).rows[0]
     assert "36.01 MiB" in row and "768.0 KiB" in row and "3" in row and "37757568" not in row
     assert "768.0 KiB" in facts_table([r]).rows[0]

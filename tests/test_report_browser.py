@@ -39,8 +39,8 @@ def report(tmp_path_factory, driver_pool):
     run_id = store.start_run("browser-test", "h", True, {}, {})
     Runner(build(suite, libraries, allow_insecure=True), store, run_id, {"threads": 1}).execute()
     recs = list(store.records(run_id))
-    assert recs and all(r["status"] == "ok" for r in recs), [(r["op"], r["status"], r["error"]) for r in recs]
-    write(recs, out / "report", "browser test", recs[0].get("env", {}), store.runs())
+    assert recs and all(r.status == "ok" for r in recs), [(r.op, r.status, r.error) for r in recs]
+    write(recs, out / "report", "browser test", recs[0].env, store.runs())
     return out / "report" / "report.html", recs
 
 
@@ -119,7 +119,7 @@ def test_the_report_renders_in_chromium(chromium, report, capsys):
     first = next(c for c in setup.cells if c.library == setup.libraries[0] and not c.deviation)  # trace 0, point 0
     browser.execute_script("Plotly.Fx.hover(document.getElementById('overview-0'), [{curveNumber: 0, pointNumber: 0}]);")
     label = WebDriverWait(browser, 10).until(lambda b: b.find_element(By.CSS_SELECTOR, "#overview-0 .hoverlayer .hovertext")).text
-    assert "median" in label and "samples" in label and first.rec["run_id"] in label and first.rec["job_key"] in label
+    assert "median" in label and "samples" in label and first.rec.run_id in label and first.rec.job_key in label
 
     # A click on a legend entry hides that library; a second click shows it again.
     # (Plotly acts on a click once its double-click window has passed, hence the waits.)
@@ -171,7 +171,7 @@ def test_the_history_page_renders_in_chromium(chromium, report):
     browser.get(path.as_uri())
     WebDriverWait(browser, 20).until(lambda b: b.execute_script("return document.querySelectorAll("
                                                                 "'.history-figure .main-svg').length") > 0)
-    ops = {r["op"] for r in recs}
+    ops = {r.op for r in recs}
     figures = browser.find_elements(By.CSS_SELECTOR, ".history-figure")
     assert len(figures) == len(ops)
     drawn = browser.execute_script("return document.querySelectorAll('.history-figure .scatterlayer .point').length")

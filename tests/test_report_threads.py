@@ -2,6 +2,8 @@
 speed-up figure) linked from the report, the table in the Markdown, HTML and CSV, and a mark where
 a library ignores the setting. No page when nothing was swept."""
 
+from made_records import record
+
 from fhemark.report import scaling, write
 
 ENV = {"cpu": {"model": "X"}, "threads": 1}
@@ -16,7 +18,7 @@ def rec(library, threads, median, parallelism, honoured=True, op="mul_relin", st
          "error": None, "run_id": "r", "threads": threads, "threads_used": threads if honoured else 1,
          "threads_honoured": honoured, "parallelism": parallelism}
     r.update(extra)
-    return r
+    return record(**r)
 
 
 def swept():

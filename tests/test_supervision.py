@@ -38,7 +38,7 @@ def test_every_failure_is_recorded_with_its_kind_and_the_run_goes_on(fake_regist
     store = Store(tmp_path / "s.db")
     run_id = store.start_run("faults", "h", True, {}, {})
     Runner(plan, store, run_id, {"threads": 1}).execute()
-    status = {r["op"]: (r["status"], r["error"]) for r in store.records(run_id)}
+    status = {r.op: (r.status, r.error) for r in store.records(run_id)}
     assert status["add"] == ("ok", None)
     assert status["sub"][0] == "wrong_result" and "slots wrong" in status["sub"][1]
     assert status["mul"][0] == "crashed" and "segfault imitation" in status["mul"][1]
@@ -46,12 +46,12 @@ def test_every_failure_is_recorded_with_its_kind_and_the_run_goes_on(fake_regist
     assert status["mul_plain"][0] == "out_of_memory"
     assert status["add_plain"][0] == "internal" and "not protocol v2" in status["add_plain"][1]
     assert status["mul_relin"][0] == "unsupported"
-    wrong = next(r for r in store.records(run_id) if r["op"] == "sub")
-    assert wrong["check_passed"] is False and wrong["median_ns"] is None and wrong["samples_ns"] == []
+    wrong = next(r for r in store.records(run_id) if r.op == "sub")
+    assert wrong.check_passed is False and wrong.median_ns is None and wrong.samples_ns == []
     # Fast ops run as several copies per timed region, and every copy is checked: one wrong copy
     # among many (the first, which a driver decrypting only the last would never see) fails the job.
-    add = next(r for r in store.records(run_id) if r["op"] == "add")
-    assert add["copies"] > 1
+    add = next(r for r in store.records(run_id) if r.op == "add")
+    assert add.copies > 1
     assert status["mul_scalar"][0] == "wrong_result", status["mul_scalar"]
     # A region without its time is an error, never a zero.
     assert status["square_relin"][0] == "internal" and "timed region" in status["square_relin"][1]
@@ -80,7 +80,7 @@ def test_ctrl_c_during_a_hung_job_stops_at_once_and_keeps_what_was_measured(fake
     with pytest.raises(KeyboardInterrupt):
         runner.execute()
     assert time.monotonic() - t0 < 10  # not the job's 120 s timeout, nor a 10 s polite shutdown
-    assert [r["op"] for r in store.records(run_id)] == ["add"]
+    assert [r.op for r in store.records(run_id)] == ["add"]
     assert not runner.drivers[("fake", 1)].alive  # one driver process per (library, threads)
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
 
@@ -110,7 +110,7 @@ def _fault_runner(monkeypatch, tmp_path, faults: list[str], ops: list[str], on_r
                     on_record=(lambda job, recs: on_record(runner, job)) if on_record else None)
     t0 = time.monotonic()
     runner.execute()
-    return {r["op"]: (r["status"], r["error"]) for r in store.records(run_id)}, time.monotonic() - t0
+    return {r.op: (r.status, r.error) for r in store.records(run_id)}, time.monotonic() - t0
 
 
 def test_bytes_that_are_not_utf8_lose_at_most_the_job_in_flight(monkeypatch, tmp_path):
@@ -191,6 +191,6 @@ def test_warm_up_samples_are_recorded_or_counted_as_the_policy_says(fake_registr
     monkeypatch.setattr(sampler, "run_checked", counting)
     Runner(build(suite, ["fake"], allow_insecure=True), store, run_id, {"threads": 1}).execute()
     (r,) = store.records(run_id)
-    assert r["status"] == "ok" and len(r["samples_ns"]) == 4
-    assert len(r["warmup_ns"]) == warmup
+    assert r.status == "ok" and len(r.samples_ns) == 4
+    assert len(r.warmup_ns) == warmup
     assert sum(sent) == 4 + warmup  # every sample measured is counted or kept as a warm-up: none thrown away

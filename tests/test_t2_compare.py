@@ -15,13 +15,13 @@ def test_bfv_t2_comparison_fails_at_a_measured_depth(tmp_path):
     store = Store(tmp_path / "t.db")
     run_id = store.start_run("t2", "h", False, {}, {})
     Runner(build(suite, ["seal"]), store, run_id, {"threads": 1}).execute()
-    recs = {r["op"]: r for r in store.records(run_id)}
+    recs = {r.op: r for r in store.records(run_id)}
     order = ["compare_1", "compare_2", "compare_4", "compare_8"]
-    status = [recs[o]["status"] for o in order]
+    status = [recs[o].status for o in order]
     assert status[0] == "ok" and "wrong_result" in status
     first_bad = status.index("wrong_result")
     assert all(s == "wrong_result" for s in status[first_bad:])  # deeper circuits fail too
-    depths = [recs[o]["workload"]["circuit"]["multiplicative"] for o in order]
+    depths = [recs[o].workload["circuit"]["multiplicative"] for o in order]
     assert depths == sorted(depths)
-    noise = [recs[o]["noise_budget_bits"] for o in order[:first_bad]]
+    noise = [recs[o].noise_budget_bits for o in order[:first_bad]]
     assert noise == sorted(noise, reverse=True)

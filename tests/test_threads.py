@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 
+from made_records import record
 from typer.testing import CliRunner
 
 from fhemark import cli as cli_mod
@@ -48,20 +49,20 @@ def test_each_count_runs_in_its_own_driver_process_and_is_recorded(tmp_path):
     r = CliRunner().invoke(cli_mod.app, ["run", "--suite", str(suite), "--allow-insecure", "--db", str(db),
                                          "--report", str(tmp_path / "rep")])
     assert r.exit_code == 0, r.output
-    recs = sorted(Store(db).records(), key=lambda x: (x["op"], x["threads"]))
-    assert [(x["op"], x["threads"]) for x in recs] == [("add", 1), ("add", 2), ("mul_relin", 1), ("mul_relin", 2)]
+    recs = sorted(Store(db).records(), key=lambda x: (x.op, x.threads))
+    assert [(x.op, x.threads) for x in recs] == [("add", 1), ("add", 2), ("mul_relin", 1), ("mul_relin", 2)]
     for x in recs:  # SEAL has no threads: it says so, and the CPU time shows about one core
-        assert x["threads_used"] == 1 and x["threads_honoured"] is False
-        if x["op"] == "mul_relin":
-            assert x["parallelism"] is not None and 0.3 < x["parallelism"] < 1.7
+        assert x.threads_used == 1 and x.threads_honoured is False
+        if x.op == "mul_relin":
+            assert x.parallelism is not None and 0.3 < x.parallelism < 1.7
         else:  # a region of microseconds: the CPU clock's own cost would dominate, so no figure
-            assert x["parallelism"] is None
+            assert x.parallelism is None
     assert "threads" in r.stdout
 
 
 def test_parallelism_marks():
-    assert parallelism_mark({"threads": 2, "parallelism": 1.02}) == "1c"
-    assert parallelism_mark({"threads": 2, "parallelism": 1.8}) == ""
-    assert parallelism_mark({"threads": 1, "parallelism": 1.0}) == ""
-    assert parallelism_mark({"threads": 1, "parallelism": 3.5}) == ">t"
-    assert parallelism_mark({"threads": 2, "parallelism": None}) == ""
+    assert parallelism_mark(record(threads=2, parallelism=1.02)) == "1c"
+    assert parallelism_mark(record(threads=2, parallelism=1.8)) == ""
+    assert parallelism_mark(record(threads=1, parallelism=1.0)) == ""
+    assert parallelism_mark(record(threads=1, parallelism=3.5)) == ">t"
+    assert parallelism_mark(record(threads=2, parallelism=None)) == ""

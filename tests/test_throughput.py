@@ -33,23 +33,23 @@ def measure(tmp_path, ops, policy=POLICY) -> dict[str, dict]:
     store = Store(tmp_path / "t.db")
     run_id = store.start_run("tp", "h", True, {}, {})
     Runner(build(suite, ["fault"], allow_insecure=True), store, run_id, {"threads": 1}).execute()
-    return {r["op"]: r for r in store.records(run_id)}
+    return {r.op: r for r in store.records(run_id)}
 
 
 def test_throughput_grows_k_until_the_host_is_busy_and_records_every_k(monkeypatch, tmp_path):
     registry(monkeypatch)
     monkeypatch.setattr(throughput, "host_cores", lambda: 4)  # the fault driver reports no CPU time: k to 4
     r = measure(tmp_path, ["add"])["add"]
-    assert r["status"] == "ok" and r["check_passed"] is True and r["mode"] == "throughput"
-    curve = r["throughput_by_batch"]
-    assert [b["batch"] for b in curve][:3] == [1, 2, 4][:len(curve)] and r["batch"] in [b["batch"] for b in curve]
-    best = next(b for b in curve if b["batch"] == r["batch"])
-    assert r["throughput_per_s"] == best["throughput_per_s"] == max(b["throughput_per_s"] for b in curve)
-    lo, hi = r["throughput_ci95"]
-    assert lo <= r["throughput_per_s"] <= hi
+    assert r.status == "ok" and r.check_passed is True and r.mode == "throughput"
+    curve = r.throughput_by_batch
+    assert [b["batch"] for b in curve][:3] == [1, 2, 4][:len(curve)] and r.batch in [b["batch"] for b in curve]
+    best = next(b for b in curve if b["batch"] == r.batch)
+    assert r.throughput_per_s == best["throughput_per_s"] == max(b["throughput_per_s"] for b in curve)
+    lo, hi = r.throughput_ci95
+    assert lo <= r.throughput_per_s <= hi
     # every process's samples are the record's, tagged with the process they came from
-    assert len(set(r["sample_process"])) == r["batch"] and len(r["samples_ns"]) == best["samples"]
-    assert r["throughput_cores"] == 4 and r["throughput_peak_rss_bytes"] is not None
+    assert len(set(r.sample_process)) == r.batch and len(r.samples_ns) == best["samples"]
+    assert r.throughput_cores == 4 and r.throughput_peak_rss_bytes is not None
 
 
 def test_a_wrong_output_in_one_of_the_k_processes_fails_the_job(monkeypatch, tmp_path):
@@ -59,20 +59,20 @@ def test_a_wrong_output_in_one_of_the_k_processes_fails_the_job(monkeypatch, tmp
     monkeypatch.setenv("FAULT_CLAIM", str(tmp_path / "claim"))
     monkeypatch.setattr(throughput, "host_cores", lambda: 4)
     r = measure(tmp_path, ["add"])["add"]
-    assert r["status"] == "wrong_result" and r["check_passed"] is False and r["median_ns"] is None
+    assert r.status == "wrong_result" and r.check_passed is False and r.median_ns is None
 
 
 def test_latency_records_say_their_mode(monkeypatch, tmp_path):
     registry(monkeypatch)
     r = measure(tmp_path, ["add"], {**POLICY, "mode": "latency"})["add"]
-    assert r["mode"] == "latency" and "throughput_per_s" not in r
+    assert r.mode == "latency" and "throughput_per_s" not in r.model_fields_set
 
 
 def test_max_batch_bounds_k(monkeypatch, tmp_path):
     registry(monkeypatch)
     monkeypatch.setattr(throughput, "host_cores", lambda: 64)
     r = measure(tmp_path, ["add"], {**POLICY, "max_batch": 2})["add"]
-    assert [b["batch"] for b in r["throughput_by_batch"]] in ([1], [1, 2]) and r["batch"] <= 2
+    assert [b["batch"] for b in r.throughput_by_batch] in ([1], [1, 2]) and r.batch <= 2
 
 
 @pytest.mark.parametrize("mode", ["fast", "Throughput"])

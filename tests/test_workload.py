@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from made_records import record
 from typer.testing import CliRunner
 
 from fhemark import cli as cli_mod
@@ -84,8 +85,8 @@ def test_run_workload_checks_every_output_on_seal(tmp_path):
             "--report", tmp_path / "rep")
     assert r.exit_code == 0, r.output
     recs = list(Store(db).records())
-    assert {x["scheme"] for x in recs} == {"bfv", "bgv", "ckks"}
-    assert all(x["status"] == "ok" and x["check_passed"] and x["workload"]["file"] == str(f.resolve()) for x in recs)
+    assert {x.scheme for x in recs} == {"bfv", "bgv", "ckks"}
+    assert all(x.status == "ok" and x.check_passed and x.workload["file"] == str(f.resolve()) for x in recs)
 
 
 def test_a_suite_lists_workload_files_beside_builtin_ops(tmp_path):
@@ -96,7 +97,7 @@ def test_a_suite_lists_workload_files_beside_builtin_ops(tmp_path):
     db = tmp_path / "s.db"
     r = cli("run", "--suite", suite, "--allow-insecure", "--db", db, "--report", tmp_path / "rep")
     assert r.exit_code == 0, r.output
-    assert {x["op"] for x in Store(db).records()} == {"add", "sum_square_t"}
+    assert {x.op for x in Store(db).records()} == {"add", "sum_square_t"}
 
 
 @pytest.mark.parametrize("body, needles", [
@@ -148,8 +149,8 @@ def test_choose_proves_measures_and_ranks_on_seal(tmp_path):
         assert Path(c["snippet"]).is_file()
     ckks = next(c for c in cands if c["scheme"] == "ckks")
     assert ckks["margin"] >= 0  # every measured sample at the required precision or above
-    recs = {x["job_key"]: x for x in Store(tmp_path / "c.db").records()}
-    assert all(recs[c["job_key"]]["check_passed"] for c in cands)
+    recs = {x.job_key: x for x in Store(tmp_path / "c.db").records()}
+    assert all(recs[c["job_key"]].check_passed for c in cands)
 
 
 def test_choose_for_throughput_measures_k_at_once_and_ranks_by_the_rate(tmp_path):
@@ -163,8 +164,8 @@ def test_choose_for_throughput_measures_k_at_once_and_ranks_by_the_rate(tmp_path
     assert ans["objective"] == "throughput" and "throughput" in ans["cost_model"]
     rates = [c["throughput_per_s"] for c in ans["candidates"]]
     assert len(rates) == 2 and all(x > 0 for x in rates) and rates == sorted(rates, reverse=True)
-    recs = {x["job_key"]: x for x in Store(tmp_path / "c.db").records()}
-    assert all(recs[c["job_key"]]["mode"] == "throughput" and recs[c["job_key"]]["check_passed"]
+    recs = {x.job_key: x for x in Store(tmp_path / "c.db").records()}
+    assert all(recs[c["job_key"]].mode == "throughput" and recs[c["job_key"]].check_passed
                for c in ans["candidates"])
     assert cli("choose", f, "--objective", "fast", "--explain").exit_code == 2
 
@@ -232,9 +233,9 @@ def test_a_scalar_after_a_product_decrypts_right_on_every_library(tmp_path):
     db = tmp_path / "s.db"
     args = [x for lib in libs for x in ("--library", lib)]
     r = cli("run", "--workload", f, *args, "--params", "c8192", "--db", db, "--report", tmp_path / "rep")
-    recs = [x for x in Store(db).records() if x["status"] != "unsupported"]
-    assert recs and all(x["status"] == "ok" and x["check_passed"] for x in recs), r.output
-    assert {"seal"} <= {x["library"] for x in recs}
+    recs = [x for x in Store(db).records() if x.status != "unsupported"]
+    assert recs and all(x.status == "ok" and x.check_passed for x in recs), r.output
+    assert {"seal"} <= {x.library for x in recs}
 
 
 def test_the_search_is_steered_by_what_failures_measured(tmp_path, monkeypatch):
@@ -248,10 +249,10 @@ def test_the_search_is_steered_by_what_failures_measured(tmp_path, monkeypatch):
     def fake_verify(w, need, lib, spec, repeats, db):
         tried.append((spec["N"], spec["scale_bits"]))
         if spec["N"] == 8192 and spec["scale_bits"] == 30:
-            return "wrong_result: precision 13.0 bits, below the required 22 (max error 1e-4)", {"status": "wrong_result"}
+            return "wrong_result: precision 13.0 bits, below the required 22 (max error 1e-4)", record(status="wrong_result")
         if spec["N"] == 8192:
-            return "insecure_params: the ring is too small for this library", {"status": "insecure_params"}
-        return "", {"status": "ok", "precision_bits": 23.0}
+            return "insecure_params: the ring is too small for this library", record(status="insecure_params")
+        return "", record(status="ok", precision_bits=23.0)
     monkeypatch.setattr(chooser, "verify", fake_verify)
     c = chooser._search(None, Need("ckks", 1, 20.0), "lib", space, 1, tmp_path / "v.db", lambda *a: None)
     # 30 is 9 bits short: the floor becomes 39, so 34 and 38 are skipped; 42 at 8192 is refused as

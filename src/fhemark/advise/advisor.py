@@ -34,6 +34,7 @@ from ..measure.runner import Runner
 from ..model.security import bound, estimates
 from ..plan.jobs import build
 from ..plan.suites import Suite
+from ..store.record import Record
 from ..store.sqlite import Store
 
 RINGS = (4096, 8192, 16384, 32768)  # every RLWE library here builds these (SEAL stops at 2^15)
@@ -147,7 +148,7 @@ class Proposal:
     depth: list[int] = field(default_factory=list)     # per repetition (max_depth: depth + 1)
     margin: list[float] = field(default_factory=list)  # CKKS: precision - required; BFV/BGV: noise budget left
     trajectory: list[float] = field(default_factory=list)  # noise budget or precision after each multiplication
-    records: list[dict] = field(default_factory=list)  # the latency run's records at the accepted set
+    records: list[Record] = field(default_factory=list)  # the latency run's records at the accepted set
     effective: dict | None = None
 
 
@@ -157,7 +158,7 @@ def _suite(need: Need, library: str, spec: dict, ops: list[str] | str, policy: d
 
 
 def run_suite(suite: Suite, libraries: list[str], db: Path,
-              progress: Callable[[str], None] = lambda what: None) -> list[dict]:
+              progress: Callable[[str], None] = lambda what: None) -> list[Record]:
     """Run a suite made in code into the store at `db`; its records (`progress`: each job as it ends)."""
     plan = build(suite, libraries)
     store = Store(db)
@@ -172,7 +173,7 @@ def run_suite(suite: Suite, libraries: list[str], db: Path,
         store.close()
 
 
-def _verify(need: Need, library: str, spec: dict, repeats: int, db: Path) -> tuple[str, list[dict]]:
+def _verify(need: Need, library: str, spec: dict, repeats: int, db: Path) -> tuple[str, list[Record]]:
     """'' when every repetition (fresh driver process, fresh keys) reaches the depth; else why not."""
     policy = {"max_depth": need.depth + 1, "timeout_s": 600.0}
     if need.scheme == "ckks":
@@ -181,11 +182,11 @@ def _verify(need: Need, library: str, spec: dict, repeats: int, db: Path) -> tup
     for i in range(repeats):
         (rec,) = run_suite(_suite(need, library, spec, ["depth_mul"], {**policy, "seed": 1 + i}), [library], db)
         recs.append(rec)
-        if rec["status"] != "ok":
-            return f"{rec['status']}: {rec.get('error') or ''}".strip(), recs
-        if rec["depth"] < need.depth:
-            return f"depth {rec['depth']} in repetition {i + 1} ({rec.get('depth_limit') or 'stopped'})", recs
-        noise = (rec.get("noise_by_depth") or [])[need.depth - 1:need.depth]
+        if rec.status != "ok":
+            return f"{rec.status}: {rec.error or ''}".strip(), recs
+        if rec.depth < need.depth:
+            return f"depth {rec.depth} in repetition {i + 1} ({rec.depth_limit or 'stopped'})", recs
+        noise = rec.noise_by_depth[need.depth - 1:need.depth]
         if noise and noise[0] is not None and noise[0] < MARGIN_BITS:
             return f"{noise[0]:g} bits of noise budget left at depth {need.depth} in repetition {i + 1}", recs
     return "", recs
@@ -204,18 +205,18 @@ def advise(need: Need, libraries: list[str], repeats: int = 3, db: Path | None =
                 why, recs = _verify(need, lib, spec, repeats, store_path)
                 if why:
                     prop.rejected.append(f"N = {spec['N']}, q = {spec['q_bits']}: {why}")
-                    if recs and recs[-1]["status"] in ("unsupported", "crashed", "timeout", "out_of_memory"):
+                    if recs and recs[-1].status in ("unsupported", "crashed", "timeout", "out_of_memory"):
                         break  # the library cannot run it at all: larger sets will not help
                     continue
                 prop.spec = spec
-                prop.depth = [r["depth"] for r in recs]
+                prop.depth = [r.depth for r in recs]
                 if need.scheme == "ckks":
-                    prop.margin = [r["precision_by_depth"][need.depth - 1] - need.precision for r in recs]
-                    prop.trajectory = recs[-1]["precision_by_depth"]
+                    prop.margin = [r.precision_by_depth[need.depth - 1] - need.precision for r in recs]
+                    prop.trajectory = recs[-1].precision_by_depth
                 else:
-                    prop.margin = [r["noise_by_depth"][need.depth - 1] for r in recs if r.get("noise_by_depth")]
-                    prop.trajectory = recs[-1].get("noise_by_depth") or []
-                prop.effective = recs[-1].get("effective_params")
+                    prop.margin = [r.noise_by_depth[need.depth - 1] for r in recs if r.noise_by_depth]
+                    prop.trajectory = recs[-1].noise_by_depth
+                prop.effective = recs[-1].effective_params
                 progress(f"{lib}: accepted N = {spec['N']}, q = {spec['q_bits']}; timing multiply and rotate")
                 prop.records = run_suite(_suite(need, lib, spec, ["mul_relin", "rotate_1"],
                                                 {"min_samples": 6, "max_samples": 12, "budget_s": 2.0, "rounds": 1}),

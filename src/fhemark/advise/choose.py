@@ -29,6 +29,7 @@ from ..errors import UserError
 from ..model.requirements import Requirements, for_all
 from ..model.workload import INT_SCHEMES, Workload
 from ..plan.suites import Suite
+from ..store.record import Record
 from .advisor import MARGIN_BITS, MAX_TRIES, Need, candidates, run_suite
 from .recommend import amortised, median_bounds
 
@@ -49,7 +50,7 @@ class Candidate:
     origin: str = "search"      # search | openfhe-auto | shared
     verified: bool = False
     tried: list[str] = field(default_factory=list)   # why each smaller set failed
-    record: dict | None = None  # the measurement at `spec`
+    record: Record | None = None  # the measurement at `spec`
     within_best: bool = False
     snippet: str | None = None
 
@@ -78,13 +79,13 @@ class Answer:
     objective: str = "latency"           # or throughput: measured k at once, ranked by the host's rate
     impossible: dict[str, str] = field(default_factory=dict)  # scheme -> why no ring here holds the program
 
-    def timed(self, c: Candidate) -> dict:
+    def timed(self, c: Candidate) -> Record:
         """What ranks a candidate: its record, or under the throughput objective its record costed at
         the host's time per evaluation at saturation (recommend.amortised)."""
         return amortised(c.record) if self.objective == "throughput" else c.record
 
     def ranked(self) -> list[Candidate]:
-        ok = sorted((c for c in self.chosen if _ok(c)), key=lambda c: self.timed(c)["median_ns"])
+        ok = sorted((c for c in self.chosen if _ok(c)), key=lambda c: self.timed(c).median_ns)
         if ok:
             best_hi = median_bounds(self.timed(ok[0]))[1]
             for c in ok:
@@ -97,7 +98,7 @@ class Answer:
 
 def _ok(c: Candidate) -> bool:
     r = c.record
-    return c.verified and r is not None and r["status"] == "ok" and r.get("median_ns") is not None
+    return c.verified and r is not None and r.status == "ok" and r.median_ns is not None
 
 
 # The common presets (params.py) a `run --workload` uses when no --params is given: the first
@@ -158,7 +159,7 @@ def _suite(w: Workload, need: Need, cases: list[dict], policy: dict, threads: in
                  cases=cases)
 
 
-def verify(w: Workload, need: Need, library: str, spec: dict, repeats: int, db: Path) -> tuple[str, dict | None]:
+def verify(w: Workload, need: Need, library: str, spec: dict, repeats: int, db: Path) -> tuple[str, Record | None]:
     """'' when the program passes its check in every repetition (fresh process, fresh keys) with
     the margin; else why not. The record says the margin reached."""
     n = repeats * SEARCH_SAMPLES
@@ -166,12 +167,12 @@ def verify(w: Workload, need: Need, library: str, spec: dict, repeats: int, db: 
               "min_sample_us": 0.0, "budget_s": 60.0, "timeout_s": 600.0}
     case = {"libraries": [library], "schemes": [need.scheme], "params": [spec], "ops": [w.name]}
     recs = run_suite(_suite(w, need, [case], policy, margin=CKKS_SEARCH_MARGIN), [library], db)
-    rec = next((r for r in recs if r["op"] == w.name), None)
+    rec = next((r for r in recs if r.op == w.name), None)
     if rec is None:
         return "not run (the library does not offer this scheme here)", None
-    if rec["status"] != "ok":
-        return f"{rec['status']}: {' '.join((rec.get('error') or '').split())[:160]}", rec
-    noise = rec.get("noise_budget_bits")
+    if rec.status != "ok":
+        return f"{rec.status}: {' '.join((rec.error or '').split())[:160]}", rec
+    noise = rec.noise_budget_bits
     if need.scheme in ("bfv", "bgv") and noise is not None and noise < MARGIN_BITS:
         return f"{noise:g} bits of noise budget left, below the {MARGIN_BITS:g}-bit margin", rec
     return "", rec
@@ -180,10 +181,12 @@ def verify(w: Workload, need: Need, library: str, spec: dict, repeats: int, db: 
 def margin(c: Candidate, precision: float) -> float | None:
     """What the measurement left to spare: CKKS, precision bits above the requirement; BFV/BGV, noise
     budget bits (None where the record has neither)."""
-    r = c.record or {}
+    r = c.record
+    if r is None:
+        return None
     if c.scheme == "ckks":
-        return r["precision_bits"] - precision if r.get("precision_bits") is not None else None
-    return r.get("noise_budget_bits")
+        return r.precision_bits - precision if r.precision_bits is not None else None
+    return r.noise_budget_bits
 
 
 def choose(w: Workload, libraries: dict[str, tuple[str, ...]], precision: float | None, security: int, table: str,
@@ -242,9 +245,9 @@ def _search(w: Workload, need: Need, lib: str, space: list[dict], repeats: int, 
             c.spec, c.verified = spec, True
             break
         c.tried.append(f"{_short(spec)}: {why}")
-        if rec is None or rec["status"] in STOP:
+        if rec is None or rec.status in STOP:
             break
-        if rec["status"] == "insecure_params" and spec.get("N"):
+        if rec.status == "insecure_params" and spec.get("N"):
             refused.add(spec["N"])
         short = PRECISION_SHORT.search(why)
         if short and spec.get("scale_bits"):
@@ -297,10 +300,10 @@ def _measure(ans: Answer, store_path: Path, say: Callable[[str, str], None]) -> 
     policy = {**MEASURE_POLICY, "mode": ans.objective}
     recs = run_suite(_suite(w, need, cases, policy, ans.threads), libs, store_path,
                      progress=lambda what: say("measuring", what))
-    ans.run_id = recs[0]["run_id"] if recs else None
+    ans.run_id = recs[0].run_id if recs else None
     for c in ok + shared:
-        c.record = next((r for r in recs if r["library"] == c.library and r["scheme"] == c.scheme
-                         and _same(r["params"], c.spec)), None)
+        c.record = next((r for r in recs if r.library == c.library and r.scheme == c.scheme
+                         and _same(r.params, c.spec)), None)
     ans.shared = shared
 
 
@@ -310,16 +313,16 @@ def _same(asked: dict, spec: dict) -> bool:
 
 # -- what the answer says -------------------------------------------------------------------------
 
-def eval_key_bytes(rec: dict) -> int | None:
-    sizes = rec.get("sizes_bytes") or {}
+def eval_key_bytes(rec: Record) -> int | None:
+    sizes = rec.sizes_bytes
     found = [sizes[k] for k in EVAL_KEYS if isinstance(sizes.get(k), int)]
     return sum(found) if found else None
 
 
-def client_bytes(w: Workload, rec: dict) -> int | None:
+def client_bytes(w: Workload, rec: Record) -> int | None:
     """Bytes a client sends (its encrypted inputs, fresh) and receives (the outputs) per evaluation."""
-    sizes = rec.get("sizes_bytes") or {}
-    prog = w.program(rec["scheme"])
+    sizes = rec.sizes_bytes
+    prog = w.program(rec.scheme)
     sent = sum(1 for s in prog.steps if s["op"] in ("encrypt_pk", "encrypt_sk"))
     fresh = sizes.get("ciphertext")
     out = [v for k, v in sizes.items() if k.startswith("output:")]
@@ -341,24 +344,26 @@ def levels_available(c: Candidate, req: Requirements) -> int | None:
 
 def to_json(ans: Answer) -> dict:
     def cand(c: Candidate) -> dict:
-        r = c.record or {}
+        r = c.record
         req = ans.requirements[c.scheme]
         spec = c.spec or {}
         return {"library": c.library, "scheme": c.scheme, "origin": c.origin,
                 "params": {k: spec.get(k) for k in ("N", "q_bits", "p_bits", "t_bits", "scale_bits", "preset", "bits")
-                           if spec.get(k) is not None} | ({"t": (r.get("effective_params") or {}).get("t")}
+                           if spec.get(k) is not None} | ({"t": ((r.effective_params if r else None) or {}).get("t")}
                                                           if c.scheme in ("bfv", "bgv") else {}),
-                "security_bits": r.get("security_bits"), "security": r.get("security"),
+                "security_bits": r.security_bits if r else None, "security": r.security if r else None,
                 "verified": c.verified, "levels_needed": req.depth, "levels_available": levels_available(c, req),
-                "median_ns": r.get("median_ns"), "ci95_ns": r.get("ci95_ns"), "peak_rss_bytes": r.get("peak_rss_bytes"),
+                "median_ns": r.median_ns if r else None, "ci95_ns": r.ci95_ns if r else None,
+                "peak_rss_bytes": r.peak_rss_bytes if r else None,
                 "eval_key_bytes": eval_key_bytes(r) if r else None,
                 "client_bytes": client_bytes(ans.workload, r) if r else None,
-                "margin": margin(c, ans.precision), "p_fail_log2": r.get("p_fail_log2"),
-                "within_best": c.within_best, "snippet": c.snippet, "run_id": r.get("run_id"),
-                "threads": r.get("threads"), "threads_honoured": r.get("threads_honoured"),
-                "parallelism": r.get("parallelism"),
-                **{k: r.get(k) for k in ("batch", "throughput_per_s", "throughput_ci95") if k in r},
-                "job_key": r.get("job_key"), "status": r.get("status"), "rejected_smaller": c.tried}
+                "margin": margin(c, ans.precision), "p_fail_log2": r.p_fail_log2 if r else None,
+                "within_best": c.within_best, "snippet": c.snippet, "run_id": r.run_id if r else None,
+                "threads": r.threads if r else None, "threads_honoured": r.threads_honoured if r else None,
+                "parallelism": r.parallelism if r else None,
+                **({"batch": r.batch, "throughput_per_s": r.throughput_per_s, "throughput_ci95": r.throughput_ci95}
+                   if r and r.batch is not None else {}),  # a throughput measurement's
+                "job_key": r.job_key if r else None, "status": r.status if r else None, "rejected_smaller": c.tried}
     return {"workload": ans.workload.name, "source": ans.workload.source,
             "requirements": {s: {**r.to_json(), "precision_bits": ans.precision if s == "ckks" else None}
                              for s, r in ans.requirements.items()},
@@ -379,7 +384,7 @@ def _why_excluded(c: Candidate) -> str:
     r = c.record
     if r is None:
         return "not measured"
-    return f"{r['status']}: {r.get('error') or ''}".strip()
+    return f"{r.status}: {r.error or ''}".strip()
 
 
 def write_snippets(ans: Answer, folder: Path) -> None:
@@ -394,10 +399,10 @@ def write_snippets(ans: Answer, folder: Path) -> None:
         raise UserError(f"--out {folder}: cannot create the folder ({exc.strerror or exc})", "choose another --out")
     for c in ranked:
         r = c.record
-        params = {**c.spec, **({"t": r["effective_params"]["t"]} if (r.get("effective_params") or {}).get("t") else {})}
+        params = {**c.spec, **({"t": r.effective_params["t"]} if (r.effective_params or {}).get("t") else {})}
         header = (f"fhemark choose {ans.workload.source or ans.workload.name}: {c.label}, {_short(c.spec)}; "
                   f"verified by running the program in fresh-key processes, every output checked; "
-                  f"run {ans.run_id}, median {r['median_ns'] / 1e6:.3f} ms")
+                  f"run {ans.run_id}, median {r.median_ns / 1e6:.3f} ms")
         try:
             where = folder if c.origin == "search" else folder / c.origin  # one file name per library and scheme
             c.snippet = str(snippets.write(c.library, c.scheme, params, where, header=header))

@@ -32,6 +32,8 @@ from ..model.catalog import known
 from ..model.params import NAME_PATTERN, SCHEMES_BITS, SCHEMES_RLWE
 from ..model.security import TABLES
 from ..plan.suites import field_error, read_mapping
+from ..store.record import Record
+from .derived import Amortised, Modelled, Source
 
 MAX_COUNT = 10**12  # operations per evaluation
 
@@ -98,14 +100,14 @@ class Candidate:
     scheme: str
     params: str
     threads: int = 1
-    by_op: dict[str, dict] = field(default_factory=dict)
-    depth_rec: dict | None = None
+    by_op: dict[str, Record] = field(default_factory=dict)
+    depth_rec: Record | None = None
     excluded: str = ""
     copies: int = 1
     cost: float = 0.0
     cost_ci: tuple[float, float] = (0.0, 0.0)
     within_best: bool = False
-    singles: dict[str, dict] = field(default_factory=dict)  # every measured op: what a cost model adds up
+    singles: dict[str, Record] = field(default_factory=dict)  # every measured op: what a cost model adds up
     modelled: list[str] = field(default_factory=list)  # workloads costed by the sum of their single ops
     needs: dict[str, int] = field(default_factory=dict)  # app workload -> levels (CKKS) / depth (BFV, BGV) it needs
 
@@ -114,29 +116,30 @@ class Candidate:
         return f"{self.library} {self.scheme.upper()} {self.params}" + (f" {self.threads} threads" if self.threads > 1 else "")
 
     @property
-    def evidence(self) -> list[dict]:
+    def evidence(self) -> list[Record]:
         return list(self.by_op.values())
 
     @property
-    def sources(self) -> list[dict]:
-        """The measured records behind the cost: a modelled workload's are the single ops it adds up."""
-        out = []
-        for r in self.evidence:
-            out += r["sources"] if r.get("modelled") else [r]
-        return out
-
-    @property
     def runs(self) -> list[str]:
-        return sorted({r["run_id"] for r in self.sources if r.get("run_id")})
+        """The runs of the measured records behind the cost: a modelled workload's are those of the
+        single ops it adds up."""
+        return sorted({run for r in self.evidence for run in (r.run_ids if isinstance(r, Modelled) else [r.run_id])
+                       if run})
 
     @property
     def deviations(self) -> dict[str, str]:
         """Ops whose measured time holds different work than the protocol's boundary (PROTOCOL.md)."""
-        return {f"{op}/{prim}": text for op, r in self.by_op.items() for prim, text in (r.get("deviations") or {}).items()}
+        return {f"{op}/{prim}": text for op, r in self.by_op.items() for prim, text in r.deviations.items()}
 
-    def worst(self, key: str) -> float | None:
-        vals = [r[key] for r in self.evidence if r.get(key) is not None]
-        return min(vals) if vals else None
+    @property
+    def worst_noise_budget(self) -> float | None:
+        """The least noise budget left over the evidence (bits); None where none was measured."""
+        return _least(r.noise_budget_bits for r in self.evidence)
+
+    @property
+    def worst_precision(self) -> float | None:
+        """The least CKKS precision over the evidence (bits); None where none was measured."""
+        return _least(r.precision_bits for r in self.evidence)
 
     def security_bits(self, table: str) -> int | None:
         """The weakest level over the evidence, in the asked table."""
@@ -144,14 +147,19 @@ class Candidate:
         return None if not bits or None in bits else min(bits)
 
 
-def _params_label(r: dict) -> str:
-    p = r["params"]
+def _least(values) -> float | None:
+    found = [v for v in values if v is not None]
+    return min(found) if found else None
+
+
+def _params_label(r: Record) -> str:
+    p = r.params
     return p.get("name") or f"N={p['N']}"
 
 
-def _security(r: dict, table: str) -> int | None:
+def _security(r: Record, table: str) -> int | None:
     """The record's level in the asked table; bit schemes carry their library's stated target."""
-    sec = r.get("security") or {}
+    sec = r.security
     est = sec.get(table) or sec.get("library")
     return est.get("bits") if est else None
 
@@ -164,36 +172,36 @@ def _judge(c: Candidate, w: Workload) -> str:
         r = c.by_op.get(op)
         if r is None:
             return f"{op} not measured"
-        if r["status"] != "ok" or r.get("check_passed") is False:
-            return f"{op}: {r['status']}"
-        if r.get("median_ns") is None:
+        if r.status != "ok" or r.check_passed is False:
+            return f"{op}: {r.status}"
+        if r.median_ns is None:
             return f"{op}: no timing"
         bits = _security(r, w.security_table)
         if bits is None or bits < w.min_security_bits:
             return f"security {bits if bits is not None else 'unknown'} bits < {w.min_security_bits} ({w.security_table})"
     if w.min_precision_bits is not None and c.scheme == "ckks":
-        prec = c.worst("precision_bits")
+        prec = c.worst_precision
         if prec is None or prec < w.min_precision_bits:
             return f"precision {prec if prec is None else f'{prec:.1f}'} bits < {w.min_precision_bits:g}"
     if w.depth and c.scheme in SCHEMES_RLWE:  # gate and integer schemes bootstrap every operation
         if c.depth_rec is None:
             return "multiplicative depth not measured (add depth_mul to the suite)"
-        if c.depth_rec["status"] != "ok" or c.depth_rec["depth"] < w.depth:
-            return f"measured depth {c.depth_rec.get('depth')} < {w.depth}"
+        if c.depth_rec.status != "ok" or c.depth_rec.depth < w.depth:
+            return f"measured depth {c.depth_rec.depth} < {w.depth}"
     if c.scheme in ("bfv", "bgv") and c.needs:
         op, need = max(c.needs.items(), key=lambda kv: kv[1])
         shown = _shown_depth(c)
         if need > shown:
-            if shown or (c.depth_rec and c.depth_rec["status"] == "ok"):
+            if shown or (c.depth_rec and c.depth_rec.status == "ok"):
                 return f"{op} needs depth {need}, measured depth {shown}"
             if c.depth_rec:
-                return f"{op} needs depth {need}, depth_mul: {c.depth_rec['status']}"
+                return f"{op} needs depth {need}, depth_mul: {c.depth_rec.status}"
             return f"{op} needs depth {need}: multiplicative depth not measured (add depth_mul to the suite)"
     return ""
 
 
-def _passed(r: dict) -> bool:
-    return r["status"] == "ok" and r.get("check_passed") is not False and not r.get("modelled")
+def _passed(r: Record) -> bool:
+    return r.status == "ok" and r.check_passed is not False and not isinstance(r, Modelled)
 
 
 def _shown_depth(c: Candidate) -> int:
@@ -201,7 +209,7 @@ def _shown_depth(c: Candidate) -> int:
     depth_mul's measured depth, every measured and checked application workload's own need, and 1
     for a checked single multiplication (0: nothing shows any)."""
     from ..analyse.cost import requirement
-    shown = [c.depth_rec["depth"]] if c.depth_rec and c.depth_rec["status"] == "ok" else []
+    shown = [c.depth_rec.depth] if c.depth_rec and c.depth_rec.status == "ok" else []
     shown += [n for op, r in c.singles.items() if _passed(r) and (n := requirement(op, c.scheme))]
     shown += [1 for op in ("mul_relin", "mul_plain") if op in c.singles and _passed(c.singles[op])]
     return max(shown, default=0)
@@ -220,7 +228,7 @@ def _levels_short(c: Candidate) -> str:
     for op, need in sorted(c.needs.items(), key=lambda kv: -kv[1]):
         if chain is not None and need > chain:
             return f"{op} needs {need} levels, {c.params} has {chain}"
-        if chain is None and (c.by_op.get(op) or {}).get("modelled"):
+        if chain is None and isinstance(c.by_op.get(op), Modelled):
             return f"{op} needs {need} levels, and {c.params}'s chain is not recorded"
     return ""
 
@@ -229,36 +237,34 @@ def _model_missing_workloads(c: Candidate, w: Workload) -> None:
     """An application workload (matvec_256, ...) this candidate never ran is costed by the sum of
     its steps' single-op medians, when the store has them all and the chain holds the program
     (CKKS); the measured workload, where it exists, is always used instead, and the candidate says
-    which ones were modelled. The modelled record names its sources: the single-op records (run,
-    job, median, count) it adds up; its run_id and job_key are the lists of theirs."""
+    which ones were modelled. The modelled record (`Modelled`) names its sources: the single-op
+    records (run, job, median, count) it adds up."""
     from ..analyse.cost import MODEL_OP, predict
     from ..model.apps import app
     for op in w.ops:
         if op in c.by_op or not app(op) or not c.singles:
             continue
-        singles = [r for r in c.singles.values() if _passed(r) and r.get("median_ns")]
+        singles = [r for r in c.singles.values() if _passed(r) and r.median_ns]
         if not singles:
             continue
-        rec = {k: singles[0].get(k) for k in _CARRIED}
-        rec.update(op=op, status="ok", check_passed=None)
+        setup = singles[0].model_dump(include=set(_CARRIED))
+        rec = singles[0].model_copy(update={"op": op, "status": "ok", "check_passed": None})  # what predict reads
         mid = predict(rec, singles, same_run=False)
         if mid.ns_levels is None:  # a single op missing, or more levels than the chain has
             continue
         # Level-aware: in the apps suite it put CKKS workloads at 0.70-0.95 of measured where the
         # flat sum read 0.44-0.77 (poly_7, logreg_16, similarity; README, Application workloads).
-        lo, hi = (predict(rec, [{**r, "bound": median_bounds(r)[i]} for r in singles], same_run=False, key="bound").ns_levels
+        lo, hi = (predict(rec, singles, same_run=False, figure=lambda r: median_bounds(r)[i]).ns_levels
                   for i in (0, 1))
         counts: dict[str, int] = {}
         for prim, n in mid.steps.items():
             counts[MODEL_OP.get(prim, prim)] = counts.get(MODEL_OP.get(prim, prim), 0) + n
-        used = [r for r in singles if r["op"] in counts]
-        sources = [{"op": r["op"], "count": counts[r["op"]], "run_id": r.get("run_id"), "job_key": r.get("job_key"),
-                    "median_ns": r["median_ns"]} for r in used]
-        c.by_op[op] = {**rec, "median_ns": mid.ns_levels, "ci95_ns": [lo, hi], "modelled": True,
-                       "run_id": sorted({s["run_id"] for s in sources if s["run_id"]}),
-                       "job_key": [s["job_key"] for s in sources], "sources": sources,
-                       "precision_bits": None, "noise_budget_bits": None,  # not measured on the workload
-                       "deviations": {k: v for r in used for k, v in (r.get("deviations") or {}).items()}}
+        used = [r for r in singles if r.op in counts]
+        c.by_op[op] = Modelled(**setup, op=op, status="ok", check_passed=None, median_ns=mid.ns_levels, ci95_ns=[lo, hi],
+                               sources=[Source(op=r.op, count=counts[r.op], run_id=r.run_id, job_key=r.job_key,
+                                               median_ns=r.median_ns) for r in used],
+                               precision_bits=None, noise_budget_bits=None,  # not measured on the workload
+                               deviations={k: v for r in used for k, v in r.deviations.items()})
         c.modelled.append(op)
 
 
@@ -272,9 +278,9 @@ def _model_ops(steps: dict[str, int]) -> set[str]:
     return {MODEL_OP.get(p, p) for p in steps}
 
 
-def median_bounds(r: dict) -> tuple[float, float]:
+def median_bounds(r: Record) -> tuple[float, float]:
     """The median's 95% interval; with too few samples for one (n < 6), the samples' range."""
-    return tuple(r["ci95_ns"]) if r.get("ci95_ns") else (r.get("min_ns") or r["median_ns"], r.get("max_ns") or r["median_ns"])
+    return tuple(r.ci95_ns) if r.ci95_ns else (r.min_ns or r.median_ns, r.max_ns or r.median_ns)
 
 
 class Ranking(list):
@@ -286,26 +292,26 @@ class Ranking(list):
         self.model_error = model_error
 
 
-def recommend(recs: list[dict], w: Workload) -> Ranking:
+def recommend(recs: list[Record], w: Workload) -> Ranking:
     """All candidates: the usable ones ranked by cost first, then the excluded ones."""
     from ..analyse.cost import model_error, requirement
     cands: dict[tuple, Candidate] = {}
     evidence = [amortised(r) if w.objective == "throughput" else r for r in latest(recs)
-                if (not w.schemes or r["scheme"] in w.schemes) and _answers(r, w)]
+                if (not w.schemes or r.scheme in w.schemes) and _answers(r, w)]
     for r in evidence:
         # One candidate per parameter set as asked (not by name: two suites may reuse a name) and thread count.
-        asked = json.dumps({k: v for k, v in r["params"].items() if k != "log_qp"}, sort_keys=True)
-        key = (r["library"], r["scheme"], asked, r.get("threads"))
-        c = cands.setdefault(key, Candidate(r["library"], r["scheme"], _params_label(r), r.get("threads") or 1))
-        if r["op"] == "depth_mul":
+        asked = json.dumps({k: v for k, v in r.params.items() if k != "log_qp"}, sort_keys=True)
+        key = (r.library, r.scheme, asked, r.threads)
+        c = cands.setdefault(key, Candidate(r.library, r.scheme, _params_label(r), r.threads or 1))
+        if r.op == "depth_mul":
             c.depth_rec = r
             continue
-        c.singles.setdefault(r["op"], r)
-        if r["op"] in w.ops:
-            prev = c.by_op.get(r["op"])
+        c.singles.setdefault(r.op, r)
+        if r.op in w.ops:
+            prev = c.by_op.get(r.op)
             # One record per op: the one over all slots (vector_length unset) wins over a swept length.
-            if prev is None or (prev.get("vector_length") and not r.get("vector_length")):
-                c.by_op[r["op"]] = r
+            if prev is None or (prev.vector_length and not r.vector_length):
+                c.by_op[r.op] = r
     out = list(cands.values())
     for c in out:
         c.needs = {op: n for op in w.ops if (n := requirement(op, c.scheme))}
@@ -313,9 +319,9 @@ def recommend(recs: list[dict], w: Workload) -> Ranking:
         c.excluded = _judge(c, w)
         if c.excluded:
             continue
-        slots = min(r.get("slots") or 1 for r in c.evidence)
+        slots = min(r.slots or 1 for r in c.evidence)
         c.copies = math.ceil(w.slots / slots) if w.slots else 1
-        c.cost = c.copies * sum(n * c.by_op[op]["median_ns"] for op, n in w.ops.items())
+        c.cost = c.copies * sum(n * c.by_op[op].median_ns for op, n in w.ops.items())
         bounds = {op: median_bounds(r) for op, r in c.by_op.items()}
         c.cost_ci = (c.copies * sum(n * bounds[op][0] for op, n in w.ops.items()),
                      c.copies * sum(n * bounds[op][1] for op, n in w.ops.items()))
@@ -328,26 +334,27 @@ def recommend(recs: list[dict], w: Workload) -> Ranking:
     return Ranking(usable + sorted((c for c in out if c.excluded), key=lambda c: c.label), model_error(evidence))
 
 
-def _answers(r: dict, w: Workload) -> bool:
+def _answers(r: Record, w: Workload) -> bool:
     """A record that answers the workload's objective on its cores. Depth is the same in either mode:
     it comes from the latency depth probes. Throughput's cores are the host's its k saturated."""
-    if r["op"] == "depth_mul":
-        return w.threads is None or (r.get("threads") or 1) == w.threads
-    if (r.get("mode") or "latency") != w.objective:
+    if r.op == "depth_mul":
+        return w.threads is None or (r.threads or 1) == w.threads
+    if r.mode != w.objective:
         return False
     if w.objective == "throughput":
-        return w.threads is None or r.get("throughput_cores") == w.threads
-    return w.threads is None or (r.get("threads") or 1) == w.threads
+        return w.threads is None or r.throughput_cores == w.threads
+    return w.threads is None or (r.threads or 1) == w.threads
 
 
-def amortised(r: dict) -> dict:
+def amortised(r: Record) -> Record:
     """A throughput record costed as the host's time per evaluation at saturation: 1 / its rate (its
-    interval inverted); the time of one evaluation under that load stays as latency_ns."""
-    if r.get("mode") != "throughput" or r["status"] != "ok" or not r.get("throughput_per_s"):
+    interval inverted); the time of one evaluation under that load stays as latency_ns (`Amortised`)."""
+    if r.mode != "throughput" or r.status != "ok" or not r.throughput_per_s:
         return r
-    ci = r.get("throughput_ci95")
-    return {**r, "median_ns": 1e9 / r["throughput_per_s"], "latency_ns": r["median_ns"],
-            "ci95_ns": [1e9 / ci[1], 1e9 / ci[0]] if ci else None, "min_ns": None, "max_ns": None}
+    ci = r.throughput_ci95
+    return Amortised.model_validate({**r.model_dump(exclude_unset=True), "median_ns": 1e9 / r.throughput_per_s,
+                                     "latency_ns": r.median_ns, "ci95_ns": [1e9 / ci[1], 1e9 / ci[0]] if ci else None,
+                                     "min_ns": None, "max_ns": None})
 
 
 def depth_note(cands: list[Candidate], w: Workload) -> str:
@@ -385,8 +392,19 @@ def ranking_json(cands: list[Candidate], w: Workload) -> dict:
                  "cost_ci95_ns": c.cost_ci if not c.excluded else None,
                  "ciphertexts": c.copies, "within_best": c.within_best, "deviations": c.deviations,
                  "needs": c.needs, "modelled": c.modelled, "runs": c.runs,
-                 "evidence": {op: {**{k: r.get(k) for k in ("run_id", "job_key", "median_ns", "ci95_ns",
-                                                            "security_bits", "security_table", "noise_budget_bits",
-                                                            "precision_bits", "deviations")},
-                                   **({"modelled": True, "sources": r["sources"]} if r.get("modelled") else {})}
-                              for op, r in c.by_op.items()}} for c in cands]}
+                 "evidence": {op: _evidence(r) for op, r in c.by_op.items()}} for c in cands]}
+
+
+# What the JSON says of each op's record.
+_EVIDENCE = ("run_id", "job_key", "median_ns", "ci95_ns", "security_bits", "security_table", "noise_budget_bits",
+             "precision_bits", "deviations")
+
+
+def _evidence(r: Record) -> dict:
+    """The record's fields as the export writes them (null where it has none: a failed job has no
+    deviations); a modelled workload's runs and jobs are its sources', which it lists."""
+    held = r.model_dump(include=set(_EVIDENCE), exclude_unset=True)
+    out = {k: held.get(k) for k in _EVIDENCE}
+    if isinstance(r, Modelled):
+        out.update(run_id=r.run_ids, job_key=r.job_keys, modelled=True, sources=[s.model_dump() for s in r.sources])
+    return out

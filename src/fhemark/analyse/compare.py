@@ -24,6 +24,7 @@ import numpy as np
 
 from ..errors import UserError
 from ..stats import mann_whitney_p, ratio_ci
+from ..store.record import Record
 from .select import contended, latest
 
 # Environment facts that must match for timings to be comparable at all.
@@ -39,8 +40,8 @@ NOT_MEASURED = ("unsupported", "invalid_params", "insecure_params")
 class Change:
     label: str
     verdict: str
-    base: dict | None
-    new: dict | None
+    base: Record | None
+    new: Record | None
     ratio: float | None = None
     ratio_ci: tuple[float, float] | None = None
     p_value: float | None = None
@@ -84,10 +85,10 @@ class Comparison:
         return 1 if self.count(SLOWER) or any(lib.verdict == SLOWER for lib in self.libraries) else 0
 
 
-def label(r: dict) -> str:
-    p = r["params"]
-    slots = f" {r['vector_length']} values" if r.get("vector_length") else ""
-    return f"{r['library']} {r['scheme'].upper()} {p.get('name') or 'N=%d' % p['N']}{slots} {r['op']}"
+def label(r: Record) -> str:
+    p = r.params
+    slots = f" {r.vector_length} values" if r.vector_length else ""
+    return f"{r.library} {r.scheme.upper()} {p.get('name') or 'N=%d' % p['N']}{slots} {r.op}"
 
 
 def host_diffs(base_env: dict, new_env: dict) -> list[str]:
@@ -101,15 +102,15 @@ def host_diffs(base_env: dict, new_env: dict) -> list[str]:
     return out
 
 
-def _usable(r: dict) -> bool:
-    return r["status"] == "ok" and r.get("check_passed") is not False
+def _usable(r: Record) -> bool:
+    return r.status == "ok" and r.check_passed is not False
 
 
-def units(r: dict) -> np.ndarray:
+def units(r: Record) -> np.ndarray:
     """A record's slice medians, one per (driver process, round); its samples where it has fewer
     than two slices (an old record, one process and one round)."""
-    s = np.asarray(r.get("samples_ns") or [], float)
-    slices = list(zip(r.get("sample_process") or [], r.get("sample_round") or []))
+    s = np.asarray(r.samples_ns, float)
+    slices = list(zip(r.sample_process, r.sample_round))
     if len(slices) != s.size or len(set(slices)) < 2:
         return s
     groups: dict[tuple, list[float]] = {}
@@ -118,24 +119,24 @@ def units(r: dict) -> np.ndarray:
     return np.array([np.median(g) for g in groups.values()])
 
 
-def compare_case(base: dict | None, new: dict | None, threshold: float, alpha: float, shift: float = 1.0) -> Change:
+def compare_case(base: Record | None, new: Record | None, threshold: float, alpha: float, shift: float = 1.0) -> Change:
     lab = label(new or base)
     if base is None:
         return Change(lab, ADDED, None, new)
     if new is None:
         return Change(lab, REMOVED, base, None)
     if not _usable(new):
-        why = f"{new['status']}: {new.get('error') or ''}".strip()
+        why = f"{new.status}: {new.error or ''}".strip()
         if not _usable(base):  # known before: reported, but not what this comparison is judging
-            return Change(lab, SKIPPED if new["status"] in NOT_MEASURED else STILL_FAILING, base, new, why=why)
+            return Change(lab, SKIPPED if new.status in NOT_MEASURED else STILL_FAILING, base, new, why=why)
         return Change(lab, FAILED, base, new, why=why)
     if not _usable(base):
-        return Change(lab, FIXED, base, new, why=f"was {base['status']}")
-    if (base.get("deviations") or {}) != (new.get("deviations") or {}):
+        return Change(lab, FIXED, base, new, why=f"was {base.status}")
+    if base.deviations != new.deviations:
         # The library now times different work for this op (PROTOCOL.md boundaries): another case.
         return Change(lab, SKIPPED, base, new, why=f"different work timed: {_work(base)} -> {_work(new)}")
-    if "depth" in new:  # a depth probe: the measured depth is the result, not a time
-        d0, d1 = base["depth"], new["depth"]
+    if new.depth is not None:  # a depth probe: the measured depth is the result, not a time
+        d0, d1 = base.depth, new.depth
         verdict = SAME if d1 == d0 else FAILED if d1 < d0 else FIXED
         return Change(lab, verdict, base, new, why=f"depth {d0} -> {d1}")
     a, b = units(base), units(new) / shift
@@ -157,14 +158,14 @@ def compare_case(base: dict | None, new: dict | None, threshold: float, alpha: f
     return Change(lab, verdict, base, new, ratio, (lo, hi), p, "; ".join(why))
 
 
-def _work(r: dict) -> str:
-    return "; ".join(f"{op}: {text}" for op, text in sorted((r.get("deviations") or {}).items())) or "canonical"
+def _work(r: Record) -> str:
+    return "; ".join(f"{op}: {text}" for op, text in sorted(r.deviations.items())) or "canonical"
 
 
-def compare(base_recs: list[dict], new_recs: list[dict], base_env: dict, new_env: dict,
+def compare(base_recs: list[Record], new_recs: list[Record], base_env: dict, new_env: dict,
             threshold: float = 0.02, alpha: float = 0.05, other_host: bool = False) -> Comparison:
-    base = {(r["job_key"], r["op"]): r for r in latest(base_recs)}
-    new = {(r["job_key"], r["op"]): r for r in latest(new_recs)}
+    base = {(r.job_key, r.op): r for r in latest(base_recs)}
+    new = {(r.job_key, r.op): r for r in latest(new_recs)}
     diffs = host_diffs(base_env, new_env)
     if diffs and not other_host:
         raise UserError(f"the runs were measured on different hosts ({'; '.join(diffs)}): their timings do not compare",
@@ -177,7 +178,7 @@ def compare(base_recs: list[dict], new_recs: list[dict], base_env: dict, new_env
                         "compare a run with one of the same suite (same library, scheme, parameters, op, policy, threads)")
     shifts, source = machine_shift(base, new)
     changes = [compare_case(base.get(k), new.get(k), threshold, alpha,
-                            shifts.get((new.get(k) or base[k])["library"], 1.0))
+                            shifts.get((new.get(k) or base[k]).library, 1.0))
                for k in list(base) + [k for k in new if k not in base]]
     return Comparison(changes, diffs, library_changes(changes, shifts, threshold, alpha), source)
 
@@ -185,20 +186,20 @@ def compare(base_recs: list[dict], new_recs: list[dict], base_env: dict, new_env
 MIN_LIBRARY_CASES = 3  # a library's median ratio from fewer cases says little of the machine
 
 
-def _timed_pair(b: dict | None, n: dict | None) -> bool:
-    return b is not None and n is not None and _usable(b) and _usable(n) and "depth" not in n \
-        and bool(b.get("samples_ns")) and bool(n.get("samples_ns")) and (b.get("deviations") or {}) == (n.get("deviations") or {})
+def _timed_pair(b: Record | None, n: Record | None) -> bool:
+    return b is not None and n is not None and _usable(b) and _usable(n) and n.depth is None \
+        and bool(b.samples_ns) and bool(n.samples_ns) and b.deviations == n.deviations
 
 
-def machine_shift(base: dict, new: dict) -> tuple[dict[str, float], str]:
+def machine_shift(base: dict[tuple, Record], new: dict[tuple, Record]) -> tuple[dict[str, float], str]:
     """Per library, the machine-wide shift to remove from its cases: the median of the other
     libraries' median log ratios (new / base). With one library only there is nothing to tell the
     machine from the library by, and nothing is removed."""
     by_lib: dict[str, list[float]] = {}
     for k in base.keys() & new.keys():
         if _timed_pair(base[k], new[k]):
-            ratio = float(np.median(new[k]["samples_ns"]) / np.median(base[k]["samples_ns"]))
-            by_lib.setdefault(new[k]["library"], []).append(math.log(ratio))
+            ratio = float(np.median(new[k].samples_ns) / np.median(base[k].samples_ns))
+            by_lib.setdefault(new[k].library, []).append(math.log(ratio))
     medians = {lib: float(np.median(v)) for lib, v in by_lib.items() if len(v) >= MIN_LIBRARY_CASES}
     if len(medians) < 2:
         return {}, ("not removed: one library only, so a machine-wide shift cannot be told from its own change"
@@ -222,7 +223,7 @@ def library_changes(changes: list[Change], shifts: dict[str, float], threshold: 
     by_lib: dict[str, list[float]] = {}
     for c in changes:
         if c.ratio is not None:
-            by_lib.setdefault(c.new["library"], []).append(c.ratio)
+            by_lib.setdefault(c.new.library, []).append(c.ratio)
     out = []
     for lib, ratios in sorted(by_lib.items()):
         r = np.asarray(ratios)

@@ -18,6 +18,7 @@ import statistics
 from collections import Counter
 from dataclasses import dataclass, field
 from functools import lru_cache
+from typing import Callable
 
 from ..model.apps.workloads import app
 from ..model.catalog import lookup
@@ -25,6 +26,7 @@ from ..model.ops import Program
 from ..model.params import SCHEMES_RLWE
 from ..model.requirements import walk
 from ..model.semantics import Plain
+from ..store.record import Record
 
 # The single-op job whose median stands for each primitive a workload steps through.
 MODEL_OP = {"mul_relin": "mul_relin", "mul_plain": "mul_plain", "mul_scalar": "mul_scalar", "rescale": "rescale",
@@ -49,13 +51,13 @@ class Prediction:
         return self.levels is not None and self.chain is not None and self.levels > self.chain
 
 
-def program(rec: dict) -> Program | None:
+def program(rec: Record) -> Program | None:
     """The program the record's job ran (its slot layout included), or None for an unknown op."""
-    bench = lookup(rec["op"], rec["scheme"])
+    bench = lookup(rec.op, rec.scheme)
     if bench is None:
         return None
-    plain = Plain(rec["scheme"], rec["slots"], (rec.get("effective_params") or {}).get("t")) if rec.get("slots") else None
-    return bench.build(rec["scheme"], plain)
+    plain = Plain(rec.scheme, rec.slots, (rec.effective_params or {}).get("t")) if rec.slots else None
+    return bench.build(rec.scheme, plain)
 
 
 def depths(prog: Program) -> dict[str, int]:
@@ -80,28 +82,32 @@ def requirement(op: str, scheme: str) -> int | None:
     return program_requirement(bench.build(scheme), scheme) if bench is not None else None
 
 
-def chain_levels(rec: dict) -> int | None:
+def chain_levels(rec: Record) -> int | None:
     """CKKS: the levels the record's parameter set offers (its ciphertext primes less one), None
     where the record does not say (a library preset)."""
     primes = _chain_length(rec)
     return primes - 1 if primes else None
 
 
-def _chain_length(rec: dict) -> int | None:
-    q = (rec.get("effective_params") or {}).get("q_bits") or (rec.get("params") or {}).get("q_bits")
+def _chain_length(rec: Record) -> int | None:
+    q = (rec.effective_params or {}).get("q_bits") or rec.params.get("q_bits")
     return len(q) if q else None
 
 
-def predict(rec: dict, recs: list[dict], same_run: bool = True, key: str = "median_ns") -> Prediction:
-    """`same_run`: only single ops from the workload's own run (the report's check); `key`: which
-    figure of each single op to add up (e.g. a bound of its interval)."""
+def _median_ns(rec: Record) -> float | None:
+    return rec.median_ns
+
+
+def predict(rec: Record, recs: list[Record], same_run: bool = True,
+            figure: Callable[[Record], float | None] = _median_ns) -> Prediction:
+    """`same_run`: only single ops from the workload's own run (the report's check); `figure`: what
+    of each single op to add up (its median, or e.g. a bound of its interval)."""
     prog = program(rec)
     timed = [s for s in prog.steps if s["out"] in prog.timed] if prog else []
     counts = dict(Counter(s["op"] for s in timed))
-    same = {r["op"]: r for r in recs if (not same_run or r.get("run_id") == rec.get("run_id")) and r["library"] == rec["library"]
-            and r["scheme"] == rec["scheme"] and r["params"] == rec["params"] and r["status"] == "ok"
-            and r.get(key) is not None}
-    primes = _chain_length(rec) if rec["scheme"] == "ckks" else None
+    same = {r.op: r for r in recs if (not same_run or r.run_id == rec.run_id) and r.library == rec.library
+            and r.scheme == rec.scheme and r.params == rec.params and r.status == "ok" and figure(r) is not None}
+    primes = _chain_length(rec) if rec.scheme == "ckks" else None
     at = depths(prog) if prog and primes else {}
     if prog and primes and (need := program_requirement(prog, "ckks")) > primes - 1:
         return Prediction(None, counts, [], None, need, primes - 1)
@@ -111,8 +117,8 @@ def predict(rec: dict, recs: list[dict], same_run: bool = True, key: str = "medi
         if single is None:
             missing.append(MODEL_OP.get(s["op"], s["op"]))
             continue
-        total += single[key]
-        leveled += single[key] * ((primes - at[s["out"]]) / primes if primes else 1.0)
+        total += figure(single)
+        leveled += figure(single) * ((primes - at[s["out"]]) / primes if primes else 1.0)
     levels = program_requirement(prog, "ckks") if prog and primes else None
     chain = primes - 1 if primes else None
     if missing or not counts:
@@ -165,20 +171,19 @@ class ModelError:
                 "checks": [vars(c) for c in self.checks], "text": self.text()}
 
 
-def model_error(recs: list[dict]) -> ModelError:
+def model_error(recs: list[Record]) -> ModelError:
     """The model's error on a store's records: for every application workload (RLWE) that was
     measured, checked and has a median, and whose single operations were measured in its own run
     (`predict(..., same_run=True)`, the report's check), predicted (level-aware) / measured.
     Workloads with library routines (native variants) have no single op to add up: not counted."""
     checks = []
     for r in recs:
-        if (r["scheme"] not in SCHEMES_RLWE or r["status"] != "ok" or r.get("check_passed") is False
-                or not r.get("median_ns") or r.get("modelled") or not app(r["op"])):
+        if (r.scheme not in SCHEMES_RLWE or r.status != "ok" or r.check_passed is False
+                or not r.median_ns or not app(r.op)):
             continue
         pred = predict(r, recs, same_run=True)
         if pred.ns_levels is None:
             continue
-        params = r["params"].get("name") or f"N={r['params'].get('N')}"
-        checks.append(Check(r["op"], r["library"], r["scheme"], params, r.get("run_id"), r.get("job_key"),
-                            pred.ns_levels / r["median_ns"]))
+        params = r.params.get("name") or f"N={r.params.get('N')}"
+        checks.append(Check(r.op, r.library, r.scheme, params, r.run_id, r.job_key, pred.ns_levels / r.median_ns))
     return ModelError(checks)

@@ -9,26 +9,27 @@ import math
 from dataclasses import dataclass
 
 from ..model.apps.workloads import baby_giant
+from ..store.record import Record
 from .cost import program
 
 _RELIN = ("mul_relin", "square_relin", "relinearize", "inner_product", "poly_eval")
 
 
-def instances(rec: dict) -> int:
+def instances(rec: Record) -> int:
     """Independent instances one run serves (packed side by side in the slots)."""
-    w = rec.get("workload") or {}
-    if w.get("block") and rec.get("slots"):
-        return max(1, rec["slots"] // w["block"])
+    w = rec.workload or {}
+    if w.get("block") and rec.slots:
+        return max(1, rec.slots // w["block"])
     return int(w.get("instances", 1))
 
 
-def per_instance_ns(rec: dict) -> float | None:
-    return rec["median_ns"] / instances(rec) if rec.get("median_ns") else None
+def per_instance_ns(rec: Record) -> float | None:
+    return rec.median_ns / instances(rec) if rec.median_ns else None
 
 
-def throughput(rec: dict) -> float | None:
+def throughput(rec: Record) -> float | None:
     """Instances per second at the median latency, one run at a time on the threads recorded."""
-    return instances(rec) / (rec["median_ns"] / 1e9) if rec.get("median_ns") else None
+    return instances(rec) / (rec.median_ns / 1e9) if rec.median_ns else None
 
 
 @dataclass(frozen=True)
@@ -56,10 +57,10 @@ def _rotation_keys(prog) -> int:
     return max(len(steps), extra)
 
 
-def communication(rec: dict) -> Traffic | None:
+def communication(rec: Record) -> Traffic | None:
     """From the setup's serialized sizes (fresh ciphertext, relinearization key, Galois keys) and
     the result's: None where the library did not report them."""
-    sizes = rec.get("sizes_bytes") or {}
+    sizes = rec.sizes_bytes
     prog = program(rec)
     ct = sizes.get("ciphertext")
     out = next((v for k, v in sizes.items() if k.startswith("output:")), None)

@@ -109,7 +109,7 @@ def params_cmd(scheme: str = typer.Option(..., help="bfv, bgv, ckks, or any (CKK
         write_out(json_out, export_mod.strict_json([
             {"need": vars(n), "library": p.library, "params": p.spec, "rejected": p.rejected, "depth": p.depth,
              "margin": p.margin, "trajectory": p.trajectory, "effective": p.effective,
-             "latency_ns": {r["op"]: r.get("median_ns") for r in p.records}} for n, p in out]), "--json")
+             "latency_ns": {r.op: r.median_ns for r in p.records}} for n, p in out]), "--json")
     missing = sorted({p.library for _, p in out if not p.spec})
     if missing and any(p.spec for _, p in out):
         console.print(f"no proposal from {', '.join(missing)} (each says why above); the others' stand",

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from ..analyse.compare import compare
+from ..analyse.compare import Change, compare
 from ..errors import UserError
 from ..report.text import print_comparison
 from ..store import export as export_mod
@@ -39,13 +39,18 @@ def compare_cmd(base: str = typer.Argument(..., help="baseline: a name from `fhe
     if json_out:
         write_out(json_out, export_mod.strict_json({
             "base_run": base_id, "new_run": new_id, "threshold": threshold, "alpha": alpha,
-            "cases": [{"case": c.label, **{k: (c.new or c.base).get(k) for k in ("library", "scheme", "op", "vector_length")},
-                       "params": (c.new or c.base)["params"].get("name") or (c.new or c.base)["params"].get("N"),
-                       "verdict": c.verdict, "ratio": c.ratio, "ratio_ci95": c.ratio_ci,
-                       "p_value": c.p_value, "why": c.why, "base_median_ns": (c.base or {}).get("median_ns"),
-                       "new_median_ns": (c.new or {}).get("median_ns"), "job_key": (c.new or c.base)["job_key"]}
-                      for c in result.changes],
+            "cases": [_case(c) for c in result.changes],
             "libraries": [{"library": lib.library, "verdict": lib.verdict, "ratio": lib.ratio, "cases": lib.cases,
                            "p_value": lib.p_value, "shift": lib.shift} for lib in result.libraries],
             "machine_shift": result.shift_source, "exit_status": result.exit_status}), "--json")
     raise typer.Exit(result.exit_status)
+
+
+def _case(c: Change) -> dict:
+    """One case of the JSON: what it is (from the new run's record, or the baseline's where the case is gone)."""
+    r = c.new or c.base
+    return {"case": c.label, "library": r.library, "scheme": r.scheme, "op": r.op, "vector_length": r.vector_length,
+            "params": r.params.get("name") or r.params.get("N"),
+            "verdict": c.verdict, "ratio": c.ratio, "ratio_ci95": c.ratio_ci,
+            "p_value": c.p_value, "why": c.why, "base_median_ns": c.base.median_ns if c.base else None,
+            "new_median_ns": c.new.median_ns if c.new else None, "job_key": r.job_key}

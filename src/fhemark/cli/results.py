@@ -61,7 +61,7 @@ def report(db: Path = typer.Option(None, help="SQLite store"),
     try:
         store = open_store(db)
         recs = [r for r in store.records(store.resolve_run(run_id))
-                if suite is None or r["suite"] == suite]
+                if suite is None or r.suite == suite]
     except UserError as exc:
         fail(exc)
     if not recs:
@@ -70,7 +70,7 @@ def report(db: Path = typer.Option(None, help="SQLite store"),
                        f"check {' and '.join(given)} against `fhemark runs --db {store.path}`" if given
                        else "measure something first (`fhemark run`), or pass --db with a store that has results"))
     files = report_files.write(recs, out, f"fhemark report{f': suite {suite}' if suite else ''}",
-                               recs[-1].get("env", {}), store.runs())
+                               recs[-1].env, store.runs())
     console.print(f"wrote {files[0]}, {files[1]} and {len(files) - 2} CSV tables and figures", markup=False)
 
 

@@ -21,6 +21,7 @@ from typing import Any, Callable
 
 from ..errors import UserError
 from ..plan.jobs import Job, Plan
+from ..store.record import Record, checked
 
 ALLOWED_FAILURES = 1   # a block whose worker dies is given to another worker once
 BENCH_LEASE = "fhemark-bench-{host}"
@@ -77,14 +78,16 @@ def blocks(plan: Plan) -> list[Plan]:
 
 
 class _Stream:
-    """What a worker's Runner writes to instead of a store: each job's records go to the queue."""
+    """What a worker's Runner writes to instead of a store: each job's records go to the queue, as the
+    fields they were made with (plain data, which Dask's serializer takes; `execute` makes them records
+    again)."""
 
     def __init__(self, queue: Any):
         self.queue = queue
         self.pending: dict[str, list[dict]] = {}
 
-    def add(self, run_id: str, job_key: str, record: dict) -> None:
-        self.pending.setdefault(job_key, []).append(record)
+    def add(self, run_id: str, job_key: str, record: Record) -> None:
+        self.pending.setdefault(job_key, []).append(record.model_dump(exclude_unset=True))
 
     def flush(self, job_key: str) -> None:
         self.queue.put((job_key, self.pending.pop(job_key, [])))
@@ -107,7 +110,7 @@ def _measure_block(block: Plan, run_id: str, queue_name: str, skip: set[str]) ->
 
 
 def execute(plan: Plan, client: Any, run_id: str, store: Any, skip: set[str],
-            on_record: Callable[[Job, list[dict]], None]) -> None:
+            on_record: Callable[[Job, list[Record]], None]) -> None:
     """Every block of the plan on the cluster; each job's records written to `store` as it arrives."""
     from distributed import Queue
 
@@ -118,10 +121,11 @@ def execute(plan: Plan, client: Any, run_id: str, store: Any, skip: set[str],
 
     def drain() -> None:
         n = queue.qsize()  # polled, not waited on: a timed-out wait is logged as an error by the scheduler
-        for key, recs in queue.get(batch=n) if n else []:
+        for key, fields in queue.get(batch=n) if n else []:
             if key in done:  # a retried block measured it again: the first result stands
                 continue
             done.add(key)
+            recs = [Record.model_validate(f) for f in fields]
             for rec in recs:
                 store.add(run_id, key, rec)
             on_record(jobs[key], recs)
@@ -143,8 +147,8 @@ def execute(plan: Plan, client: Any, run_id: str, store: Any, skip: set[str],
     drain()
 
 
-def _failed(job: Job, run_id: str, why: str) -> dict:
-    return {"library": job.library, "scheme": job.scheme, "op": job.op, "params": {**job.params.wire(),
+def _failed(job: Job, run_id: str, why: str) -> Record:
+    return checked({"library": job.library, "scheme": job.scheme, "op": job.op, "params": {**job.params.wire(),
             "name": job.params.name}, "status": "crashed", "error": why, "check_passed": None, "samples_ns": [],
             "median_ns": None, "ci95_ns": None, "job_key": job.key, "run_id": run_id, "timestamp": time.time(),
-            "suite": "", "vector_length": job.slots, "slots": job.slots, "env": {}}
+            "suite": "", "vector_length": job.slots, "slots": job.slots, "env": {}})

@@ -1,5 +1,6 @@
 """How an outcome becomes records: the export contract (docs/export.md), one record per timed
-stage, with the parameters asked and built, both security tables, the checks and the statistics.
+stage, with the parameters asked and built, both security tables, the checks and the statistics,
+each made a Record (store/record.py) here, where it is laid out.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from ..model.semantics import Plain
 from ..plan.jobs import Group, Job
 from ..plan.suites import Suite
 from ..stats import summarize
+from ..store.record import Record, checked
 from .sampler import Outcome, Prepared
 
 
@@ -31,10 +33,17 @@ class RecordContext:
     caps: Capabilities | None
     wraps: str | None
     peak_rss_bytes: int | None
+    host_activity: dict | None  # what else ran on the host while the job did (measure/host.py)
 
 
 def layout(job: Job, op: BenchOp, prep: Prepared | DriverError, out: Outcome | None, error: DriverError | None,
-           ctx: RecordContext) -> list[dict]:
+           ctx: RecordContext) -> list[Record]:
+    """The job's records: one, or one per stage of a pipeline."""
+    return [checked({**fields, "host_activity": ctx.host_activity}) for fields in _fields(job, op, prep, out, error, ctx)]
+
+
+def _fields(job: Job, op: BenchOp, prep: Prepared | DriverError, out: Outcome | None, error: DriverError | None,
+            ctx: RecordContext) -> list[dict]:
     ok_prep = isinstance(prep, Prepared)
     caps = ctx.caps
     eff = prep.effective if ok_prep else None

@@ -16,13 +16,14 @@ from ..drivers.supervise import Driver, deferred_sigint
 from ..errors import DriverError
 from ..model.catalog import lookup
 from ..plan.jobs import Group, Job, Plan
+from ..store.record import Record
 from ..store.sqlite import Store
 from .host import Activity, merged
 from .records import RecordContext, layout, plain_of, security_of
 from .sampler import Outcome, Prepared, measure_slice, probe_depth
 from .throughput import saturate
 
-OnRecord = Callable[[Job, list[dict]], None]
+OnRecord = Callable[[Job, list[Record]], None]
 class Runner:
     def __init__(self, plan: Plan, store: Store, run_id: str, env: dict, skip: set[str] | None = None,
                  on_record: OnRecord | None = None):
@@ -195,10 +196,9 @@ class Runner:
         if not last:
             return False
         del pending[job.key]
-        records = layout(job, op, prep, outcome if error is None else None, error, self._context(job, error is None))
-        host = merged(outcome.activity)
+        records = layout(job, op, prep, outcome if error is None else None, error,
+                         self._context(job, error is None, merged(outcome.activity)))
         for rec in records:
-            rec["host_activity"] = host
             self.store.add(self.run_id, job.key, rec)
         self.on_record(job, records)
         return True
@@ -217,7 +217,8 @@ class Runner:
         """After a crash or timeout the driver restarted without the setup: make it again."""
         self._setup(prep.group, prep.setup_id)
 
-    def _context(self, job: Job, ok: bool) -> RecordContext:
+    def _context(self, job: Job, ok: bool, host: dict | None) -> RecordContext:
         drv = self.drivers.get((job.library, job.threads))
         return RecordContext(self.plan.suite, self.run_id, self.env, self.caps.get((job.library, job.threads)),
-                             manifests()[job.library].wraps, drv.peak_rss_bytes() if ok and drv is not None else None)
+                             manifests()[job.library].wraps, drv.peak_rss_bytes() if ok and drv is not None else None,
+                             host)

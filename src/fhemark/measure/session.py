@@ -9,14 +9,13 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, Callable
+from typing import IO, Any
 
 from ..errors import UserError
 from ..plan.jobs import Job, Plan, check_size
+from ..store.record import Record
 from ..store.sqlite import Store
-from .runner import Runner
-
-OnRecord = Callable[[Job, list[dict]], None]
+from .runner import OnRecord, Runner
 
 
 @dataclass
@@ -133,9 +132,9 @@ class Tally:
     failures: list[str] = field(default_factory=list)
     refusals: dict[str, str] = field(default_factory=dict)
 
-    def add(self, job: Job, recs: list[dict]) -> None:
+    def add(self, job: Job, recs: list[Record]) -> None:
         for r in recs[:1]:
-            if r["status"] in ("invalid_params", "insecure_params"):
-                self.refusals.setdefault(f"{job.library} {job.scheme} {job.params.label()}", f"{r['status']}: {r['error']}")
-            elif r["status"] not in ("ok", "unsupported"):
-                self.failures.append(f"{job.library} {job.scheme} N={job.params.N} {job.op}: {r['status']}: {r['error']}")
+            if r.status in ("invalid_params", "insecure_params"):
+                self.refusals.setdefault(f"{job.library} {job.scheme} {job.params.label()}", f"{r.status}: {r.error}")
+            elif r.status not in ("ok", "unsupported"):
+                self.failures.append(f"{job.library} {job.scheme} N={job.params.N} {job.op}: {r.status}: {r.error}")

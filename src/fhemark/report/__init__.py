@@ -12,6 +12,7 @@ from pathlib import Path
 
 from ..analyse.select import timed_seconds
 from ..errors import UserError
+from ..store.record import Record
 from . import html, interactive, markdown, overview, plots, scaling, studies
 from .tables import Table, all_tables
 
@@ -23,22 +24,22 @@ def measured_on(env: dict) -> str:
             f"fhemark {env.get('fhemark_version')} ({env.get('git_revision') or 'no git revision'}).")
 
 
-def method_line(recs: list[dict]) -> str:
+def method_line(recs: list[Record]) -> str:
     """How the intervals and the checks were made, in the report's own words."""
-    methods = sorted({r["ci_method"] for r in recs if r.get("ci_method")})
-    procs = sorted({r.get("processes") or 1 for r in recs if r.get("ci_method")})
+    methods = sorted({r.ci_method for r in recs if r.ci_method})
+    procs = sorted({r.processes or 1 for r in recs if r.ci_method})
     return ("Every result was decrypted and checked (every copy of a repeated operation). Intervals: "
             + ("; ".join(methods) if methods else "none recorded")
             + (f"; samples from {', '.join(map(str, procs))} driver process(es) per job" if procs else "")
             + ". Cells marked ‡ time different work than the protocol's boundary (footnotes).")
 
 
-def time_line(recs: list[dict], runs: list[dict]) -> str:
+def time_line(recs: list[Record], runs: list[dict]) -> str:
     """Per run: its wall time and the share of it inside timed regions (the rest is setups, keys,
     fresh inputs, checks): where a suite's time goes."""
     parts = []
     for run in runs:
-        mine = [r for r in recs if r["run_id"] == run["run_id"]]
+        mine = [r for r in recs if r.run_id == run["run_id"]]
         wall = (run.get("finished") or 0) - run["started"]
         if mine and wall > 0:
             timed = timed_seconds(mine)
@@ -88,7 +89,7 @@ def check_out(out: Path) -> None:
             return
 
 
-def write(recs: list[dict], out: Path, heading: str, env: dict, runs: list[dict] | None = None) -> list[Path]:
+def write(recs: list[Record], out: Path, heading: str, env: dict, runs: list[dict] | None = None) -> list[Path]:
     """report.md, report.html, csv/*.csv, plots/*: the Markdown file first.
 
     Every file is made in a private folder inside `out` and then renamed into place, so a reader never

@@ -43,14 +43,14 @@ def _params(c: Candidate) -> tuple[str, str, str]:
 
 
 def _margin(ans: Answer, c: Candidate) -> str:
-    m, r = margin(c, ans.precision), c.record or {}
+    m, r = margin(c, ans.precision), c.record
     if m is not None:
         return f"{m:+.1f} bits precision" if c.scheme == "ckks" else f"{m:.0f} bits noise budget"
-    return f"p-fail 2^{r['p_fail_log2']:.0f}" if r.get("p_fail_log2") is not None else "-"
+    return f"p-fail 2^{r.p_fail_log2:.0f}" if r is not None and r.p_fail_log2 is not None else "-"
 
 
 def _security(c: Candidate) -> str:
-    sec = (c.record or {}).get("security") or {}
+    sec = c.record.security if c.record else {}
     return ", ".join(f"{v['bits']} ({k})" for k, v in sec.items()) or "-"
 
 
@@ -62,13 +62,13 @@ def _table(ans: Answer, cands: list[Candidate], title: str) -> Table:
         t.add_column(col)
     for i, c in enumerate(cands, 1):
         r = c.record
-        lo, hi = r.get("ci95_ns") or (None, None)
-        lat = (throughput_text(r) if r.get("mode") == "throughput" else
-               fmt_time(r["median_ns"]) + (f" [{fmt_time(lo)}, {fmt_time(hi)}]" if lo else "")) + (" *" if c.within_best else "")
+        lo, hi = r.ci95_ns or (None, None)
+        lat = (throughput_text(r) if r.mode == "throughput" else
+               fmt_time(r.median_ns) + (f" [{fmt_time(lo)}, {fmt_time(hi)}]" if lo else "")) + (" *" if c.within_best else "")
         n, lqp, chain = _params(c)
         req = ans.requirements[c.scheme]
         t.add_row(str(i), c.library, c.scheme.upper(), c.origin, n, lqp, chain, _security(c), lat,
-                  fmt_bytes(r.get("peak_rss_bytes")), fmt_bytes(eval_key_bytes(r)),
+                  fmt_bytes(r.peak_rss_bytes), fmt_bytes(eval_key_bytes(r)),
                   fmt_bytes(client_bytes(ans.workload, r)),
                   _margin(ans, c), f"{req.depth}/{_or_dash(levels_available(c, req))}")
     return t
@@ -84,21 +84,21 @@ def print_answer(ans: Answer, console: Console) -> None:
                                           + f"at {ans.threads} thread(s) each; * = indistinguishable from the best"))
         if ans.threads > 1 and ans.objective == "latency":  # k processes at once share the cores by design
             for c in ranked:
-                par = c.record.get("parallelism")
-                if c.record.get("threads_honoured") is False or (par is not None and par < 1.2):
+                par = c.record.parallelism
+                if c.record.threads_honoured is False or (par is not None and par < 1.2):
                     console.print(f"{c.label}: ran on about one core of the {ans.threads} asked "
                                   f"(parallelism {par:.2f})" if par is not None else f"{c.label}: has no threads",
                                   highlight=False)
         for c in ranked:
             if c.snippet:
                 console.print(f"{c.label} ({c.origin}): {escape(c.snippet)}", highlight=False)
-    measured_shared = [c for c in ans.shared if c.record and c.record["status"] == "ok"]
+    measured_shared = [c for c in ans.shared if c.record and c.record.status == "ok"]
     if measured_shared:
-        console.print(_table(ans, sorted(measured_shared, key=lambda c: ans.timed(c)["median_ns"]),
+        console.print(_table(ans, sorted(measured_shared, key=lambda c: ans.timed(c).median_ns),
                              "the same program with every library at its scheme's largest chosen set: the gap left is "
                              "the library's, not its parameters'"))
     for c in ans.excluded():
-        why = "; ".join(c.tried[-2:]) if not c.verified else f"{c.record['status']}: {c.record.get('error')}" \
+        why = "; ".join(c.tried[-2:]) if not c.verified else f"{c.record.status}: {c.record.error}" \
             if c.record else "not measured"
         console.print(f"not chosen: {c.label} ({c.origin}): {escape(why)}", highlight=False)
     for why in ans.impossible.values():

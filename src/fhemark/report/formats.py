@@ -4,6 +4,7 @@ listed in."""
 from __future__ import annotations
 
 from ..model.catalog import CATALOG
+from ..store.record import Record
 
 
 def fmt_time(ns: float | None) -> str:
@@ -25,17 +26,17 @@ def fmt_rate(per_s: float | None) -> str:
     return f"{per_s:.3g}/s"
 
 
-def throughput_text(r: dict) -> str:
+def throughput_text(r: Record) -> str:
     """'802/s [787/s, 830/s] k=2': the rate at saturation, its interval and the k that gave it."""
-    ci = r.get("throughput_ci95")
+    ci = r.throughput_ci95
     spread = f" [{fmt_rate(ci[0])}, {fmt_rate(ci[1])}]" if ci else ""
-    return f"{fmt_rate(r.get('throughput_per_s'))}{spread} k={r.get('batch')}"
+    return f"{fmt_rate(r.throughput_per_s)}{spread} k={r.batch}"
 
 
-def ci_text(rec: dict) -> str:
-    ci = rec.get("ci95_ns")
+def ci_text(rec: Record) -> str:
+    ci = rec.ci95_ns
     if not ci:
-        return f"n = {len(rec.get('samples_ns') or [])}, no CI"
+        return f"n = {len(rec.samples_ns)}, no CI"
     return f"{fmt_time(ci[0])}, {fmt_time(ci[1])}"
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from ..analyse.compare import FAILED, FASTER, SLOWER, compare_case, label
 from ..analyse.select import latest
+from ..store.record import Record
 from .formats import fmt_time
 
 
@@ -23,7 +24,7 @@ class Point:
     store: str
     host: str
     version: str
-    rec: dict
+    rec: Record
     verdict: str = ""     # against the previous point on the same host: slower, faster, failed, ...
     why: str = ""
 
@@ -43,17 +44,17 @@ def collect(stores: list) -> list[Series]:
     for store in stores:
         for run in store.runs():
             for r in latest(list(store.records(run["run_id"]))):
-                env = r.get("env") or {}
-                s = series.setdefault(label(r), Series(r["op"], label(r)))
+                env = r.env
+                s = series.setdefault(label(r), Series(r.op, label(r)))
                 s.points.append(Point(run["started"], run["run_id"], Path(store.path).name,
                                       env.get("host") or (env.get("cpu") or {}).get("model") or "?",
-                                      str(r.get("library_version") or "?"), r))
+                                      str(r.library_version or "?"), r))
     for s in series.values():
         s.points.sort(key=lambda p: p.when)
         last: dict[str, Point] = {}
         for p in s.points:
             prev = last.get(p.host)
-            if prev is not None and prev.rec["job_key"] != p.rec["job_key"]:
+            if prev is not None and prev.rec.job_key != p.rec.job_key:
                 p.verdict, p.why = "not compared", "the job changed (sampling policy, threads or parameters)"
             elif prev is not None:
                 change = compare_case(prev.rec, p.rec, 0.02, 0.05)
@@ -69,20 +70,20 @@ def _when(t: float) -> str:
 def _figure(op: str, group: list[Series]) -> dict:
     traces = []
     for s in group:
-        ok = [p for p in s.points if p.rec.get("median_ns")]
+        ok = [p for p in s.points if p.rec.median_ns]
         if not ok:
             continue
-        ci = [p.rec.get("ci95_ns") or [p.rec["median_ns"]] * 2 for p in ok]
+        ci = [p.rec.ci95_ns or [p.rec.median_ns] * 2 for p in ok]
         traces.append({
             "type": "scatter", "mode": "lines+markers", "name": s.label,
-            "x": [_when(p.when) for p in ok], "y": [p.rec["median_ns"] / 1e6 for p in ok],
+            "x": [_when(p.when) for p in ok], "y": [p.rec.median_ns / 1e6 for p in ok],
             "error_y": {"type": "data", "symmetric": False,
-                        "array": [(hi - p.rec["median_ns"]) / 1e6 for p, (_, hi) in zip(ok, ci)],
-                        "arrayminus": [(p.rec["median_ns"] - lo) / 1e6 for p, (lo, _) in zip(ok, ci)]},
+                        "array": [(hi - p.rec.median_ns) / 1e6 for p, (_, hi) in zip(ok, ci)],
+                        "arrayminus": [(p.rec.median_ns - lo) / 1e6 for p, (lo, _) in zip(ok, ci)]},
             "marker": {"symbol": ["triangle-up" if p.verdict == SLOWER else "triangle-down" if p.verdict == FASTER
                                   else "circle" for p in ok], "size": 9},
-            "hovertext": [f"{s.label}<br>{fmt_time(p.rec['median_ns'])} [{fmt_time(lo)}, {fmt_time(hi)}]<br>run {p.run_id}"
-                          f" ({p.store}), host {p.host}, {p.rec['library']} {p.version}"
+            "hovertext": [f"{s.label}<br>{fmt_time(p.rec.median_ns)} [{fmt_time(lo)}, {fmt_time(hi)}]<br>run {p.run_id}"
+                          f" ({p.store}), host {p.host}, {p.rec.library} {p.version}"
                           + (f"<br>vs previous: {p.verdict} {p.why}" if p.verdict else "")
                           for p, (lo, hi) in zip(ok, ci)],
             "hoverinfo": "text"})
@@ -98,9 +99,9 @@ def _table(s: Series) -> str:
     rows = []
     for p in s.points:
         r = p.rec
-        cell = (f"{fmt_time(r['median_ns'])} [{fmt_time(r['ci95_ns'][0])}, {fmt_time(r['ci95_ns'][1])}]"
-                if r.get("median_ns") and r.get("ci95_ns") else fmt_time(r.get("median_ns")) if r.get("median_ns")
-                else r["status"])
+        cell = (f"{fmt_time(r.median_ns)} [{fmt_time(r.ci95_ns[0])}, {fmt_time(r.ci95_ns[1])}]"
+                if r.median_ns and r.ci95_ns else fmt_time(r.median_ns) if r.median_ns
+                else r.status)
         cls = " class='bad'" if p.verdict in (SLOWER, FAILED) else " class='good'" if p.verdict == FASTER else ""
         rows.append(f"<tr{cls}><td>{_when(p.when)}</td><td>{escape(p.run_id)}</td><td>{escape(p.store)}</td>"
                     f"<td>{escape(p.host)}</td><td>{escape(p.version)}</td><td>{escape(cell)}</td>"

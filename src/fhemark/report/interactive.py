@@ -69,8 +69,8 @@ def figure(setup: Setup, ov: Overview, colours: dict[str, str]):
                             spans[j] = (xs[j], xs[j])
                             symbols[j] = "triangle-right" if x > lo_hi[1] else "triangle-left"
             else:
-                xs = [c.rec["median_ns"] / 1e6 for c in part]
-                spans = [tuple(v / 1e6 for v in c.rec.get("ci95_ns") or (c.rec["median_ns"],) * 2) for c in part]
+                xs = [c.rec.median_ns / 1e6 for c in part]
+                spans = [tuple(v / 1e6 for v in c.rec.ci95_ns or (c.rec.median_ns,) * 2) for c in part]
             fig.add_trace(go.Scatter(
                 x=xs, y=[setup.ops.index(c.op) + (i - (len(libs) - 1) / 2) * step for c in part],
                 name=lib, legendgroup=lib, showlegend=not odd or len(part) == len(mine),

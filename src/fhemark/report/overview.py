@@ -11,6 +11,7 @@ from html import escape as _escape
 from ..analyse.select import contended, latest
 from ..model.catalog import CATALOG
 from ..stats import paired_ratio
+from ..store.record import Record
 from .formats import fmt_time
 from .tables import DEVIATION_MARK, Deviations, Table, params_name, security_disagreements
 
@@ -24,7 +25,7 @@ def escape(text: str) -> str:
 class Cell:
     library: str
     op: str
-    rec: dict
+    rec: Record
     ratio: float                            # median / the fastest library's median on the same op
     ci: tuple[float, float] | None          # 95% interval of the ratio; None: too few rounds, or the fastest
     how: str                                # how the interval was made, in words
@@ -65,28 +66,28 @@ class Overview:
     footnotes: list[str] = field(default_factory=list)  # "‡1 seal encode: ..."
 
 
-def param_key(rec: dict) -> str:
+def param_key(rec: Record) -> str:
     """A setup's name; libraries are set against each other at one thread count, so a count above
     one is part of it (a threads sweep makes one setup per count)."""
-    threads = rec.get("threads") or 1
+    threads = rec.threads or 1
     return params_name(rec) + (f", {threads} threads" if threads > 1 else "") + (
-        f", one of k={rec.get('batch')} at once" if rec.get("mode") == "throughput" else "")
+        f", one of k={rec.batch} at once" if rec.mode == "throughput" else "")
 
 
-def _op_label(rec: dict) -> str:
-    label = rec["op"]
-    if rec.get("vector_length"):
-        label += f" / {rec['vector_length']} values"
-    variant = (rec.get("workload") or {}).get("variant")
+def _op_label(rec: Record) -> str:
+    label = rec.op
+    if rec.vector_length:
+        label += f" / {rec.vector_length} values"
+    variant = (rec.workload or {}).get("variant")
     if variant and variant != "portable":
         label += f" ({variant})"
     return label
 
 
-def _comparable(rec: dict) -> bool:
+def _comparable(rec: Record) -> bool:
     """A timed result of one whole operation: pipeline stages and depth probes have their own tables."""
-    return (rec["status"] == "ok" and rec.get("median_ns") is not None and "depth" not in rec
-            and not rec["op"].startswith(("pipeline_", "depth_")))
+    return (rec.status == "ok" and rec.median_ns is not None and rec.depth is None
+            and not rec.op.startswith(("pipeline_", "depth_")))
 
 
 def _op_order(label: str) -> tuple:
@@ -95,33 +96,33 @@ def _op_order(label: str) -> tuple:
     return (order.index(op) if op in order else len(order), label)
 
 
-def _marks(rec: dict) -> str:
-    return (("†" if rec.get("insecure") else "") + ("≠" if rec.get("params_match") is False else "")
+def _marks(rec: Record) -> str:
+    return (("†" if rec.insecure else "") + ("≠" if rec.params_match is False else "")
             + ("~" if contended(rec) else ""))
 
 
-def _ratio(rec: dict, fastest: dict) -> tuple[float, tuple[float, float] | None, str]:
+def _ratio(rec: Record, fastest: Record) -> tuple[float, tuple[float, float] | None, str]:
     if rec is fastest:
         return 1.0, None, "the fastest"
-    if (rec.get("run_id") == fastest.get("run_id") and rec.get("sample_round") and fastest.get("sample_round")
-            and rec.get("samples_ns") and fastest.get("samples_ns")):
-        pr = paired_ratio(rec["samples_ns"], rec["sample_round"], fastest["samples_ns"], fastest["sample_round"])
+    if (rec.run_id == fastest.run_id and rec.sample_round and fastest.sample_round
+            and rec.samples_ns and fastest.samples_ns):
+        pr = paired_ratio(rec.samples_ns, rec.sample_round, fastest.samples_ns, fastest.sample_round)
         how = f"paired rounds ({pr.rounds})" if pr.ci95 else f"no interval: {pr.rounds} paired rounds"
         return pr.ratio, pr.ci95, how
     # Different runs (or no rounds): the quotient of the two medians' intervals, wider than a paired one.
-    ratio = rec["median_ns"] / fastest["median_ns"]
-    a, b = rec.get("ci95_ns"), fastest.get("ci95_ns")
+    ratio = rec.median_ns / fastest.median_ns
+    a, b = rec.ci95_ns, fastest.ci95_ns
     if a and b and b[0] > 0:
         return ratio, (a[0] / b[1], a[1] / b[0]), "unpaired (different runs): quotient of the medians' intervals"
     return ratio, None, "no interval: too few samples"
 
 
-def setups(recs: list[dict], devs: Deviations | None = None) -> list[Setup]:
+def setups(recs: list[Record], devs: Deviations | None = None) -> list[Setup]:
     """Per (scheme, parameter set): each op's libraries, each as a ratio to the fastest on that op."""
     devs = devs if devs is not None else Deviations()
-    groups: dict[tuple[str, str], dict[str, dict[str, dict]]] = {}
-    for r in sorted((r for r in latest(recs) if _comparable(r)), key=lambda r: r.get("timestamp") or 0):
-        groups.setdefault((r["scheme"], param_key(r)), {}).setdefault(_op_label(r), {})[r["library"]] = r
+    groups: dict[tuple[str, str], dict[str, dict[str, Record]]] = {}
+    for r in sorted((r for r in latest(recs) if _comparable(r)), key=lambda r: r.timestamp or 0):
+        groups.setdefault((r.scheme, param_key(r)), {}).setdefault(_op_label(r), {})[r.library] = r
     out = []
     for (scheme, params), by_op in sorted(groups.items()):
         ops = sorted(by_op, key=_op_order)
@@ -130,8 +131,8 @@ def setups(recs: list[dict], devs: Deviations | None = None) -> list[Setup]:
             per = by_op[op]
             # The reference is the fastest cell that does the protocol's work: a cell that skips part of
             # it (OpenFHE's decode, TenSEAL's encode) is shown, marked, but never the yardstick.
-            same_work = [r for r in per.values() if not r.get("deviations")]
-            fastest = min(same_work or per.values(), key=lambda r: r["median_ns"])
+            same_work = [r for r in per.values() if not r.deviations]
+            fastest = min(same_work or per.values(), key=lambda r: r.median_ns)
             for lib in sorted(per):
                 r = per[lib]
                 ratio, ci, how = _ratio(r, fastest)
@@ -140,21 +141,21 @@ def setups(recs: list[dict], devs: Deviations | None = None) -> list[Setup]:
     return out
 
 
-def _equivalence(recs: list[dict]) -> str:
-    off = sorted({(r["library"], "; ".join(map(str, r.get("params_mismatch") or [])) or "differs")
-                  for r in recs if r.get("params_match") is False})
+def _equivalence(recs: list[Record]) -> str:
+    off = sorted({(r.library, "; ".join(map(str, r.params_mismatch)) or "differs")
+                  for r in recs if r.params_match is False})
     if not off:
         return "same in every library"
     return "≠ " + "; ".join(f"{lib}: {why}" for lib, why in off)
 
 
-def _security(recs: list[dict]) -> str:
-    seen = sorted({(r.get("security_bits"), r.get("security_table")) for r in recs if r.get("security_bits") is not None},
+def _security(recs: list[Record]) -> str:
+    seen = sorted({(r.security_bits, r.security_table) for r in recs if r.security_bits is not None},
                   key=str)
     text = ", ".join(f"{bits} bits ({table})" for bits, table in seen) or "not estimated"
     if disagree := security_disagreements(recs):  # "security of n8192: 128 (hestd2018), 125 (guidelines2024) bits"
         text = disagree.split(": ", 1)[1]
-    return ("† below the requested level: " if any(r.get("insecure") for r in recs) else "") + text
+    return ("† below the requested level: " if any(r.insecure for r in recs) else "") + text
 
 
 def _standing(s: Setup, lib: str) -> str:
@@ -174,13 +175,13 @@ def _standing(s: Setup, lib: str) -> str:
     return f"{gmean:.2f}x · fastest {len(wins)}/{len(mine)} like-for-like ({clear} clearly)"
 
 
-def _glance(recs: list[dict], found: list[Setup]) -> Table:
+def _glance(recs: list[Record], found: list[Setup]) -> Table:
     libs = sorted({lib for s in found for lib in s.libraries})
     rows = []
     for s in found:
-        mine = [r for r in latest(recs) if r["scheme"] == s.scheme and param_key(r) == s.params]
-        p = mine[0]["params"]
-        failed = sum(r["status"] not in ("ok", "unsupported") for r in mine)
+        mine = [r for r in latest(recs) if r.scheme == s.scheme and param_key(r) == s.params]
+        p = mine[0].params
+        failed = sum(r.status not in ("ok", "unsupported") for r in mine)
         caveats = [f"{DEVIATION_MARK} {n} cells: different work" if (n := sum(bool(c.deviation) for c in s.cells)) else "",
                    f"~ {n} cells under load" if (n := sum("~" in c.marks for c in s.cells)) else "",
                    f"{failed} failed or refused" if failed else ""]
@@ -193,7 +194,7 @@ def _glance(recs: list[dict], found: list[Setup]) -> Table:
                  "95% interval lies above 1. ≠ a library could not use the same parameters. One figure per row below")
 
 
-def build(recs: list[dict]) -> Overview:
+def build(recs: list[Record]) -> Overview:
     devs = Deviations()
     found = setups(recs, devs)
     return Overview(found, _glance(recs, found), devs.lines())
@@ -205,15 +206,15 @@ _MARKS = {"†": "† below the requested security", "≠": "≠ parameters diff
 def hover(cell: Cell, footnotes: dict[str, str], compared: bool = True) -> str:
     """What a reader sees on a point: the figure's number, how sure it is, and whose run it came from."""
     r = cell.rec
-    n = len(r.get("samples_ns") or [])
+    n = len(r.samples_ns)
     lines = [f"<b>{escape(cell.library)}</b> {escape(cell.op)}"]
     if compared:
         lines.append("the fastest" if cell.fastest else f"{cell.ratio:.2f}x the fastest"
                      + (f" [{cell.ci[0]:.2f}, {cell.ci[1]:.2f}]" if cell.ci else "") + f"; {cell.how}")
-    ci = r.get("ci95_ns")
-    lines += [f"median {fmt_time(r['median_ns'])}" + (f" [{fmt_time(ci[0])}, {fmt_time(ci[1])}]" if ci else " (no interval)")
-              + f", {n} samples" + (f" x {r['copies']} copies" if (r.get("copies") or 1) > 1 else ""),
-              escape(f"run {r.get('run_id', '?')}, job {r.get('job_key', '?')}")]
+    ci = r.ci95_ns
+    lines += [f"median {fmt_time(r.median_ns)}" + (f" [{fmt_time(ci[0])}, {fmt_time(ci[1])}]" if ci else " (no interval)")
+              + f", {n} samples" + (f" x {r.copies} copies" if (r.copies or 1) > 1 else ""),
+              escape(f"run {r.run_id}, job {r.job_key}")]
     lines += [_MARKS[m] for m in cell.marks]
     for mark in cell.deviation.strip().removeprefix(DEVIATION_MARK).split(","):
         if mark:

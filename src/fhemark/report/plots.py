@@ -7,20 +7,21 @@ import re
 from pathlib import Path
 
 from ..analyse.select import latest
+from ..store.record import Record
 from .overview import Overview, library_colours
 
 
-def _series(recs: list[dict], pattern: str) -> dict[str, list[tuple[int, float, float, float]]]:
+def _series(recs: list[Record], pattern: str) -> dict[str, list[tuple[int, float, float, float]]]:
     out: dict[str, list] = {}
     for r in latest(recs):
-        m = re.fullmatch(pattern, r["op"])
-        if not m or r["status"] != "ok" or r.get("median_ns") is None:
+        m = re.fullmatch(pattern, r.op)
+        if not m or r.status != "ok" or r.median_ns is None:
             continue
-        label = f"{r['library']} {r['scheme']} ({r.get('workload', {}).get('method', '')})"
+        label = f"{r.library} {r.scheme} ({(r.workload or {}).get('method', '')})"
         if m.lastindex and m.lastindex > 1:
             label += f", {m.group(2)}-bit"
-        lo, hi = r.get("ci95_ns") or (r["median_ns"], r["median_ns"])  # too few samples: no interval drawn
-        out.setdefault(label, []).append((int(m.group(1)), r["median_ns"] / 1e9, lo / 1e9, hi / 1e9))
+        lo, hi = r.ci95_ns or (r.median_ns, r.median_ns)  # too few samples: no interval drawn
+        out.setdefault(label, []).append((int(m.group(1)), r.median_ns / 1e9, lo / 1e9, hi / 1e9))
     return {k: sorted(v) for k, v in out.items()}
 
 
@@ -28,16 +29,16 @@ def _series(recs: list[dict], pattern: str) -> dict[str, list[tuple[int, float, 
 MAX_OP_FIGURES = 12
 
 
-def _by_setup(recs: list[dict]) -> dict[tuple[str, str], dict[str, dict[str, dict]]]:
+def _by_setup(recs: list[Record]) -> dict[tuple[str, str], dict[str, dict[str, Record]]]:
     """(scheme, params) -> op -> library -> record, for the single-operation results over all slots."""
-    out: dict[tuple[str, str], dict[str, dict[str, dict]]] = {}
+    out: dict[tuple[str, str], dict[str, dict[str, Record]]] = {}
     for r in latest(recs):
-        if (r["status"] != "ok" or r.get("median_ns") is None or r.get("vector_length") or r.get("workload")
-                or r["op"].startswith("pipeline_")):
+        if (r.status != "ok" or r.median_ns is None or r.vector_length or r.workload
+                or r.op.startswith("pipeline_")):
             continue
-        p = r["params"]
-        key = (r["scheme"], p.get("name") or f"N={p['N']}")
-        out.setdefault(key, {}).setdefault(r["op"], {})[r["library"]] = r
+        p = r.params
+        key = (r.scheme, p.get("name") or f"N={p['N']}")
+        out.setdefault(key, {}).setdefault(r.op, {})[r.library] = r
     return out
 
 
@@ -57,7 +58,7 @@ def _save(fig, out: Path, name: str) -> list[Path]:
     return written
 
 
-def _op_figures(recs: list[dict], out: Path) -> list[Path]:
+def _op_figures(recs: list[Record], out: Path) -> list[Path]:
     """Per scheme and parameter set: every operation's median (95% CI) per library, side by side."""
     groups = _by_setup(recs)
     if not groups or len(groups) > MAX_OP_FIGURES:
@@ -77,19 +78,19 @@ def _op_figures(recs: list[dict], out: Path) -> list[Path]:
                 if r is None:
                     continue
                 ys.append(j + i * height)
-                xs.append(r["median_ns"] / 1e6)
-                ci = r.get("ci95_ns") or (r["median_ns"], r["median_ns"])  # too few samples: no interval drawn
+                xs.append(r.median_ns / 1e6)
+                ci = r.ci95_ns or (r.median_ns, r.median_ns)  # too few samples: no interval drawn
                 lo.append(xs[-1] - ci[0] / 1e6)
                 hi.append(ci[1] / 1e6 - xs[-1])
             # Points, not bars: a bar on a log axis has no honest baseline and exaggerates differences.
             mine = [per[lib] for per in by_op.values() if lib in per]
-            marks = ("†" if any(r.get("insecure") for r in mine) else "") + \
-                    ("≠" if any(r.get("params_match") is False for r in mine) else "") + \
-                    ("‡" if any(r.get("deviations") for r in mine) else "")
+            marks = ("†" if any(r.insecure for r in mine) else "") + \
+                    ("≠" if any(r.params_match is False for r in mine) else "") + \
+                    ("‡" if any(r.deviations for r in mine) else "")
             ax.errorbar(xs, ys, xerr=[lo, hi], fmt="o", markersize=4, capsize=2,
                         label=f"{lib} {marks}" if marks else lib)
         # An op some library times differently is labelled ‡ (the tables' footnotes say how).
-        labels = [op + (" ‡" if any(r.get("deviations") for r in by_op[op].values()) else "") for op in ops]
+        labels = [op + (" ‡" if any(r.deviations for r in by_op[op].values()) else "") for op in ops]
         ax.set_yticks([j + height * (len(libs) - 1) / 2 for j in range(len(ops))], labels, fontsize=7)
         ax.set_ylim(len(ops) - 0.1, -0.3)
         ax.set_xscale("log")
@@ -143,7 +144,7 @@ def _ratio_figures(ov: Overview, out: Path) -> list[Path]:
     return written
 
 
-def write(recs: list[dict], out: Path, overview: Overview | None = None) -> list[Path]:
+def write(recs: list[Record], out: Path, overview: Overview | None = None) -> list[Path]:
     written = (_ratio_figures(overview, out) if overview is not None else []) + _op_figures(recs, out)
     figures = [("multiadd", r"multiadd_(\d+)x(\d+)", "number of integers n", "sum of n integers"),
                ("compare", r"compare_(\d+)", "bits per integer nb", "comparison of two nb-bit integers")]

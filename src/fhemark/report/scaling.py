@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from ..analyse.select import latest
 from ..model.catalog import CATALOG
+from ..store.record import Record
 from .formats import fmt_bytes, fmt_rate, fmt_time, throughput_text
 from .tables import DEVIATION_MARK, Deviations, Table, cell, params_name
 from .text import OVER_FACTOR, SERIAL_BELOW, parallelism_mark
@@ -24,61 +25,61 @@ def _op(op: str, length: int | None) -> str:
     return op + (f" / {length} values" if length else "")
 
 
-def _counted(r: dict) -> bool:
+def _counted(r: Record) -> bool:
     """Checked and ok, with a median: a failed or unchecked result says nothing about scaling."""
-    return (r["status"] == "ok" and r.get("check_passed") is not False and bool(r.get("median_ns"))
-            and "depth" not in r and r.get("mode") != "throughput")  # one of k at once: throughput_table
+    return (r.status == "ok" and r.check_passed is not False and bool(r.median_ns)
+            and r.depth is None and r.mode != "throughput")  # one of k at once: throughput_table
 
 
-def cases(recs: list[dict]) -> dict[Case, dict[int, dict]]:
+def cases(recs: list[Record]) -> dict[Case, dict[int, Record]]:
     """Per case, its record at each thread count (the newest where several runs measured one), for every
     (scheme, params, op, vector length) where some library was measured at two or more thread counts:
     the other libraries' records of such a setup come along, so one without a 1-thread record shows."""
-    out: dict[Case, dict[int, dict]] = {}
-    for r in sorted((r for r in latest(recs) if _counted(r)), key=lambda r: r.get("timestamp") or 0):
-        key = (r["library"], r["scheme"], params_name(r), r["op"], r.get("vector_length"))
-        out.setdefault(key, {})[int(r.get("threads") or 1)] = r
+    out: dict[Case, dict[int, Record]] = {}
+    for r in sorted((r for r in latest(recs) if _counted(r)), key=lambda r: r.timestamp or 0):
+        key = (r.library, r.scheme, params_name(r), r.op, r.vector_length)
+        out.setdefault(key, {})[int(r.threads or 1)] = r
     swept = {k[1:] for k, by_t in out.items() if len(by_t) > 1}
     order = list(CATALOG)
 
-    def sort_key(item: tuple[Case, dict]) -> tuple:
+    def sort_key(item: tuple[Case, dict[int, Record]]) -> tuple:
         (lib, scheme, params, op, length), by_t = item
-        n = next(iter(by_t.values()))["params"].get("N") or 0
+        n = next(iter(by_t.values())).params.get("N") or 0
         return (scheme, n, params, order.index(op) if op in order else len(order), op, length or 0, lib)
     return dict(sorted(((k, v) for k, v in out.items() if k[1:] in swept), key=sort_key))
 
 
-def speedup(base: dict | None, r: dict) -> tuple[float | None, tuple[float, float] | None]:
+def speedup(base: Record | None, r: Record) -> tuple[float | None, tuple[float, float] | None]:
     """Median at 1 thread / median at t, and the quotient of the two 95% intervals (different driver
     processes, not interleaved: an unpaired interval)."""
     if base is None:
         return None, None
-    a, b = base.get("ci95_ns"), r.get("ci95_ns")
+    a, b = base.ci95_ns, r.ci95_ns
     ci = (a[0] / b[1], a[1] / b[0]) if a and b and b[0] > 0 and b[1] > 0 else None
-    return base["median_ns"] / r["median_ns"], ci
+    return base.median_ns / r.median_ns, ci
 
 
-def note(r: dict, threads: int, base: dict | None) -> str:
+def note(r: Record, threads: int, base: Record | None) -> str:
     """What the thread count really did: ignored, about one core, more than asked; no 1-thread record."""
     notes = []
-    par = r.get("parallelism")
-    mark = parallelism_mark({**r, "threads": threads})
-    if threads > 1 and r.get("threads_honoured") is False:
+    par = r.parallelism
+    mark = parallelism_mark(r, threads)
+    if threads > 1 and r.threads_honoured is False:
         notes.append("1c ignores the setting: the library has no threads"
                      + (f" (parallelism {par:.2f})" if par is not None else ""))
     elif mark == "1c":
         notes.append(f"1c runs on about one core (parallelism {par:.2f} < {SERIAL_BELOW})")
     if mark == ">t":
         notes.append(f">t uses more than asked (parallelism {par:.2f} > {threads} x {OVER_FACTOR})")
-    used = r.get("threads_used")
-    if used is not None and used != threads and r.get("threads_honoured") is not False:
+    used = r.threads_used
+    if used is not None and used != threads and r.threads_honoured is not False:
         notes.append(f"the driver reports {used} thread(s)")
     if base is None:
         notes.append("no 1-thread record: no speed-up")
     return "; ".join(notes)
 
 
-def table(recs: list[dict]) -> Table | None:
+def table(recs: list[Record]) -> Table | None:
     """A row per case and thread count; None unless some case was measured at two or more counts."""
     found = cases(recs)
     if not found:
@@ -98,7 +99,7 @@ def table(recs: list[dict]) -> Table | None:
             else:
                 up = f"{s:.2f}x" + (f" [{ci[0]:.2f}, {ci[1]:.2f}]" if ci else " (no CI)")
                 eff = f"{s / t:.2f}"
-            par = r.get("parallelism")
+            par = r.parallelism
             rows.append([lib, scheme.upper(), params, _op(op, length), str(t), cell(r, devs), up, eff,
                          "-" if par is None else f"{par:.2f}", note(r, t, base)])
     return Table(TITLE, ["library", "scheme", "params", "op", "threads", "median [95% CI]", "speed-up [95% CI]",
@@ -115,26 +116,26 @@ def table(recs: list[dict]) -> Table | None:
 THROUGHPUT_TITLE = "Throughput at saturation: evaluations a second with k at once"
 
 
-def throughput_table(recs: list[dict]) -> Table | None:
+def throughput_table(recs: list[Record]) -> Table | None:
     """A row per throughput record: the rate at the best k beside the rate one at a time (k = 1) and
     the latency alone (the same case's latency record, where the run has one)."""
-    done = [r for r in latest(recs) if r.get("mode") == "throughput" and r["status"] == "ok"]
+    done = [r for r in latest(recs) if r.mode == "throughput" and r.status == "ok"]
     if not done:
         return None
-    alone = {(r["library"], r["scheme"], params_name(r), r["op"], r.get("vector_length"), r.get("threads")): r
+    alone = {(r.library, r.scheme, params_name(r), r.op, r.vector_length, r.threads): r
              for r in latest(recs) if _counted(r)}
     rows = []
-    for r in sorted(done, key=lambda r: (r["scheme"], r["params"].get("N") or 0, r["op"], r["library"])):
-        one = next((b for b in r.get("throughput_by_batch") or [] if b["batch"] == 1), None)
-        gain = r["throughput_per_s"] / one["throughput_per_s"] if one else None
-        lat = alone.get((r["library"], r["scheme"], params_name(r), r["op"], r.get("vector_length"), r.get("threads")))
-        par = r.get("throughput_parallelism")
-        rows.append([r["library"], r["scheme"].upper(), params_name(r), _op(r["op"], r.get("vector_length")),
-                     str(r.get("threads") or 1), throughput_text(r), fmt_rate(one["throughput_per_s"]) if one else "-",
+    for r in sorted(done, key=lambda r: (r.scheme, r.params.get("N") or 0, r.op, r.library)):
+        one = next((b for b in r.throughput_by_batch if b["batch"] == 1), None)
+        gain = r.throughput_per_s / one["throughput_per_s"] if one else None
+        lat = alone.get((r.library, r.scheme, params_name(r), r.op, r.vector_length, r.threads))
+        par = r.throughput_parallelism
+        rows.append([r.library, r.scheme.upper(), params_name(r), _op(r.op, r.vector_length),
+                     str(r.threads or 1), throughput_text(r), fmt_rate(one["throughput_per_s"]) if one else "-",
                      "-" if gain is None else f"{gain:.2f}x", "-" if par is None else f"{par:.2f}",
-                     f"{fmt_time(r['median_ns'])}" + (f" (alone {fmt_time(lat['median_ns'])})" if lat else ""),
-                     fmt_bytes(r.get("throughput_peak_rss_bytes"))])
-    cores = {r.get("throughput_cores") for r in done}
+                     f"{fmt_time(r.median_ns)}" + (f" (alone {fmt_time(lat.median_ns)})" if lat else ""),
+                     fmt_bytes(r.throughput_peak_rss_bytes)])
+    cores = {r.throughput_cores for r in done}
     return Table(THROUGHPUT_TITLE, ["library", "scheme", "params", "op", "threads each", "throughput [95% CI]",
                                     "k = 1", "gain", "cores busy", "time of one under load", "memory at k"], rows,
                  "k driver processes of the library ran the job at once, each with its own keys and inputs, every "
@@ -145,22 +146,22 @@ def throughput_table(recs: list[dict]) -> Table | None:
                  "processes; memory: peak resident memory of the k processes together", [])
 
 
-def _hover(r: dict, t: int, s: float, ci: tuple[float, float] | None, base: dict) -> str:
-    med = r.get("ci95_ns")
-    par = r.get("parallelism")
+def _hover(r: Record, t: int, s: float, ci: tuple[float, float] | None, base: Record) -> str:
+    med = r.ci95_ns
+    par = r.parallelism
     mark = note(r, t, base)
-    return (f"{r['library']} {r['scheme'].upper()} {params_name(r)} {_op(r['op'], r.get('vector_length'))}, {t} thread(s)<br>"
+    return (f"{r.library} {r.scheme.upper()} {params_name(r)} {_op(r.op, r.vector_length)}, {t} thread(s)<br>"
             f"speed-up {s:.2f}x" + (f" [{ci[0]:.2f}, {ci[1]:.2f}]" if ci else " (no interval)")
-            + f", efficiency {s / t:.2f}<br>{fmt_time(r['median_ns'])}"
+            + f", efficiency {s / t:.2f}<br>{fmt_time(r.median_ns)}"
             + (f" [{fmt_time(med[0])}, {fmt_time(med[1])}]" if med else " (no interval)")
             + f"<br>parallelism {'-' if par is None else f'{par:.2f}'}" + (f"<br>{mark}" if mark else "")
-            + f"<br>run {r.get('run_id')}")
+            + f"<br>run {r.run_id}")
 
 
-def figures(recs: list[dict]) -> list[dict]:
+def figures(recs: list[Record]) -> list[dict]:
     """Per scheme, parameter set and operation: a line per library (its speed-up over its own 1-thread
     median against the thread count) and the ideal y = x; log axes, so ideal scaling is a diagonal."""
-    setups: dict[tuple, dict[str, dict[int, dict]]] = {}
+    setups: dict[tuple, dict[str, dict[int, Record]]] = {}
     for (lib, scheme, params, op, length), by_t in cases(recs).items():
         setups.setdefault((scheme, params, op, length), {})[lib] = by_t
     figs = []

@@ -12,6 +12,7 @@ from html import escape
 from pathlib import Path
 
 from ..analyse.select import latest
+from ..store.record import Record
 from . import scaling
 from .formats import fmt_time
 
@@ -19,25 +20,25 @@ _PIPE = re.compile(r"pipeline_(\w+)/(\w+)")
 _STAGES = ("encode", "encrypt", "op", "decrypt", "decode")
 
 
-def _ok(recs: list[dict]) -> list[dict]:
-    return [r for r in latest(recs) if r["status"] == "ok" and r.get("median_ns")]
+def _ok(recs: list[Record]) -> list[Record]:
+    return [r for r in latest(recs) if r.status == "ok" and r.median_ns]
 
 
-def _hover(r: dict) -> str:
-    ci = r.get("ci95_ns")
-    return (f"{r['library']} {r['scheme'].upper()} {r['params'].get('name') or r['params'].get('N')} {r['op']}<br>"
-            f"{fmt_time(r['median_ns'])}" + (f" [{fmt_time(ci[0])}, {fmt_time(ci[1])}]" if ci else " (no interval)")
-            + f"<br>n = {len(r.get('samples_ns') or [])}, run {r.get('run_id')}")
+def _hover(r: Record) -> str:
+    ci = r.ci95_ns
+    return (f"{r.library} {r.scheme.upper()} {r.params.get('name') or r.params.get('N')} {r.op}<br>"
+            f"{fmt_time(r.median_ns)}" + (f" [{fmt_time(ci[0])}, {fmt_time(ci[1])}]" if ci else " (no interval)")
+            + f"<br>n = {len(r.samples_ns)}, run {r.run_id}")
 
 
-def _line(name: str, pts: list[tuple[float, dict]]) -> dict:
+def _line(name: str, pts: list[tuple[float, Record]]) -> dict:
     pts = sorted(pts, key=lambda p: p[0])
-    ci = [p[1].get("ci95_ns") or [p[1]["median_ns"]] * 2 for p in pts]
+    ci = [r.ci95_ns or [r.median_ns] * 2 for _, r in pts]
     return {"type": "scatter", "mode": "lines+markers", "name": name, "x": [x for x, _ in pts],
-            "y": [r["median_ns"] / 1e6 for _, r in pts], "hovertext": [_hover(r) for _, r in pts], "hoverinfo": "text",
+            "y": [r.median_ns / 1e6 for _, r in pts], "hovertext": [_hover(r) for _, r in pts], "hoverinfo": "text",
             "error_y": {"type": "data", "symmetric": False,
-                        "array": [(hi - r["median_ns"]) / 1e6 for (_, r), (_, hi) in zip(pts, ci)],
-                        "arrayminus": [(r["median_ns"] - lo) / 1e6 for (_, r), (lo, _) in zip(pts, ci)]}}
+                        "array": [(hi - r.median_ns) / 1e6 for (_, r), (_, hi) in zip(pts, ci)],
+                        "arrayminus": [(r.median_ns - lo) / 1e6 for (_, r), (lo, _) in zip(pts, ci)]}}
 
 
 def _fig(title: str, traces: list[dict], x_title: str, x_log: bool, barmode: str | None = None) -> dict:
@@ -49,58 +50,58 @@ def _fig(title: str, traces: list[dict], x_title: str, x_log: bool, barmode: str
     return {"data": traces, "layout": layout}
 
 
-def study1(recs: list[dict]) -> list[dict]:
+def study1(recs: list[Record]) -> list[dict]:
     """Per scheme and parameter set: one stacked bar per (library, pipeline), a segment per stage."""
     figs = []
-    by_setup: dict[tuple, dict[tuple, dict[str, dict]]] = {}
+    by_setup: dict[tuple, dict[tuple, dict[str, Record]]] = {}
     for r in _ok(recs):
-        m = _PIPE.fullmatch(r["op"])
+        m = _PIPE.fullmatch(r.op)
         if m and m.group(2) in _STAGES:
-            setup = (r["scheme"], r["params"].get("name") or r["params"]["N"])
-            by_setup.setdefault(setup, {}).setdefault((r["library"], m.group(1)), {})[m.group(2)] = r
+            setup = (r.scheme, r.params.get("name") or r.params["N"])
+            by_setup.setdefault(setup, {}).setdefault((r.library, m.group(1)), {})[m.group(2)] = r
     for (scheme, params), bars in sorted(by_setup.items(), key=str):
         xs = [f"{lib} {kind}" for lib, kind in sorted(bars)]
         traces = [{"type": "bar", "name": stage, "x": xs,
-                   "y": [(bars[k].get(stage) or {}).get("median_ns", 0) / 1e6 for k in sorted(bars)],
+                   "y": [(bars[k][stage].median_ns if stage in bars[k] else 0) / 1e6 for k in sorted(bars)],
                    "hovertext": [_hover(bars[k][stage]) if stage in bars[k] else "" for k in sorted(bars)],
                    "hoverinfo": "text"} for stage in _STAGES]
         figs.append(_fig(f"Study 1: time per stage, {scheme.upper()} {params}", traces, "library, pipeline", False, "stack"))
     return figs
 
 
-def study2(recs: list[dict]) -> list[dict]:
+def study2(recs: list[Record]) -> list[dict]:
     """Per operation: a line per library and scheme over N (single operations over every slot)."""
     by_op: dict[str, dict[str, list]] = {}
     for r in _ok(recs):
-        if r.get("vector_length") or r.get("workload") or "depth" in r or r["op"].startswith("pipeline_"):
+        if r.vector_length or r.workload or r.depth is not None or r.op.startswith("pipeline_"):
             continue
-        by_op.setdefault(r["op"], {}).setdefault(f"{r['library']} {r['scheme'].upper()}", []).append((r["params"]["N"], r))
+        by_op.setdefault(r.op, {}).setdefault(f"{r.library} {r.scheme.upper()}", []).append((r.params["N"], r))
     return [_fig(f"Study 2: {op} against N", [_line(n, pts) for n, pts in sorted(lines.items())], "N", True)
             for op, lines in sorted(by_op.items()) if any(len({x for x, _ in pts}) > 1 for pts in lines.values())]
 
 
-def study3(recs: list[dict]) -> list[dict]:
+def study3(recs: list[Record]) -> list[dict]:
     """Per operation: a line per library, scheme and parameter set over the vector length."""
     by_op: dict[str, dict[str, list]] = {}
     for r in _ok(recs):
-        if r.get("vector_length"):
-            name = f"{r['library']} {r['scheme'].upper()} {r['params'].get('name') or r['params']['N']}"
-            by_op.setdefault(r["op"], {}).setdefault(name, []).append((r["vector_length"], r))
+        if r.vector_length:
+            name = f"{r.library} {r.scheme.upper()} {r.params.get('name') or r.params['N']}"
+            by_op.setdefault(r.op, {}).setdefault(name, []).append((r.vector_length, r))
     return [_fig(f"Study 3: {op} against the vector length", [_line(n, pts) for n, pts in sorted(lines.items())],
                  "values encrypted", True) for op, lines in sorted(by_op.items())]
 
 
-def study4(recs: list[dict]) -> list[dict]:
+def study4(recs: list[Record]) -> list[dict]:
     """Time against the number of operands (multiadd_<n>x<bits>) and against the width (compare_<bits>)."""
     figs = []
     for pattern, title, x_title in ((r"multiadd_(\d+)x(\d+)", "Study 4: sum of n integers", "n (operands)"),
                                     (r"compare_(\d+)", "Study 4: comparison X < Y", "nb (bits)")):
         lines: dict[str, list] = {}
         for r in _ok(recs):
-            m = re.fullmatch(pattern, r["op"])
+            m = re.fullmatch(pattern, r.op)
             if m:
-                method = (r.get("workload") or {}).get("method", "")
-                name = f"{r['library']} {r['scheme']}" + (f" ({method})" if method else "") + \
+                method = (r.workload or {}).get("method", "")
+                name = f"{r.library} {r.scheme}" + (f" ({method})" if method else "") + \
                     (f", {m.group(2)}-bit" if m.lastindex and m.lastindex > 1 else "")
                 lines.setdefault(name, []).append((int(m.group(1)), r))
         if lines:
@@ -108,14 +109,14 @@ def study4(recs: list[dict]) -> list[dict]:
     return figs
 
 
-def applications(recs: list[dict]) -> list[dict]:
+def applications(recs: list[Record]) -> list[dict]:
     """Per application workload kind (dot, matvec, ...): a line per library, scheme and parameter set
     over the workload's size."""
     by_kind: dict[str, dict[str, list]] = {}
     for r in _ok(recs):
-        w = r.get("workload") or {}
+        w = r.workload or {}
         if "variant" in w and w.get("size"):
-            name = f"{r['library']} {r['scheme'].upper()} {r['params'].get('name') or r['params'].get('N')} ({w['variant']})"
+            name = f"{r.library} {r.scheme.upper()} {r.params.get('name') or r.params.get('N')} ({w['variant']})"
             by_kind.setdefault(w["workload"], {}).setdefault(name, []).append((w["size"], r))
     return [_fig(f"Application {kind}: latency against size", [_line(n, pts) for n, pts in sorted(lines.items())],
                  "size (values, matrix dimension, degree, records or bits)", True) for kind, lines in sorted(by_kind.items())]
@@ -131,7 +132,7 @@ _INTRO = {"threads": scaling.INTRO}
 _TABLES = {"threads": scaling.table}
 
 
-def write(recs: list[dict], out: Path) -> list[tuple[str, Path]]:
+def write(recs: list[Record], out: Path) -> list[tuple[str, Path]]:
     """The study pages the records call for: (title, path) for each, to link from the overview."""
     from .html import _SORT_JS, _STYLE, _table
     from .interactive import plotly_script

@@ -10,32 +10,34 @@ from rich.markup import escape
 from rich.table import Table as RichTable
 
 from ..analyse.select import contended, latest
+from ..store.record import Record
 from .formats import ci_text, fmt_time, op_order, throughput_text
 from .tables import Deviations, security_disagreements
 
 if TYPE_CHECKING:
     from ..advise.advisor import Need, Proposal
+    from ..advise.derived import Modelled
     from ..advise.recommend import Candidate, Workload
     from ..analyse.compare import Comparison
 
 
-def _cell(r: dict, devs: Deviations) -> str:
-    if r["status"] == "unsupported":
+def _cell(r: Record, devs: Deviations) -> str:
+    if r.status == "unsupported":
         return "[dim]unsupported[/]"
-    if r["status"] != "ok":
-        return f"[red]{r['status']}[/]"
-    dev = f" [magenta]{devs.mark(r).strip()}[/]" if r.get("deviations") else ""
-    if "depth" in r:
-        return f"depth {r['depth']}{dev}"
-    spread = f"±{r['rel_ci_half_width'] * 100:.0f}%" if r.get("rel_ci_half_width") is not None else \
+    if r.status != "ok":
+        return f"[red]{r.status}[/]"
+    dev = f" [magenta]{devs.mark(r).strip()}[/]" if r.deviations else ""
+    if r.depth is not None:
+        return f"depth {r.depth}{dev}"
+    spread = f"±{r.rel_ci_half_width * 100:.0f}%" if r.rel_ci_half_width is not None else \
         f"({ci_text(r)})"
-    head = throughput_text(r) if r.get("mode") == "throughput" else f"{fmt_time(r['median_ns'])} {spread}"
+    head = throughput_text(r) if r.mode == "throughput" else f"{fmt_time(r.median_ns)} {spread}"
     extra = []
-    if r.get("noise_budget_bits") is not None:
-        extra.append(f"{r['noise_budget_bits']:g}b")
-    if r.get("precision_bits") is not None:
-        extra.append(f"{r['precision_bits']:.0f}b prec")
-    mark = (" [yellow]†[/]" if r.get("insecure") else "") + (" [yellow]≠[/]" if r.get("params_match") is False else "")
+    if r.noise_budget_bits is not None:
+        extra.append(f"{r.noise_budget_bits:g}b")
+    if r.precision_bits is not None:
+        extra.append(f"{r.precision_bits:.0f}b prec")
+    mark = (" [yellow]†[/]" if r.insecure else "") + (" [yellow]≠[/]" if r.params_match is False else "")
     mark += " [yellow]~[/]" if contended(r) else ""
     par = parallelism_mark(r)
     mark += f" [cyan]{par}[/]" if par else ""
@@ -49,10 +51,10 @@ SERIAL_BELOW = 1.2   # at 2+ threads, less than this: the library ran on about o
 OVER_FACTOR = 1.15   # more than threads x this: it used more threads than asked
 
 
-def parallelism_mark(r: dict) -> str:
+def parallelism_mark(r: Record, threads: int | None = None) -> str:
     """'1c' where the library ran on about one core although asked for more; '>t' where it used more
-    threads than asked; '' otherwise (or unknown)."""
-    par, threads = r.get("parallelism"), r.get("threads") or 1
+    threads than asked; '' otherwise (or unknown). `threads`: the count asked, where not the record's."""
+    par, threads = r.parallelism, threads or r.threads or 1
     if par is None:
         return ""
     if threads > 1 and par < SERIAL_BELOW:
@@ -60,37 +62,37 @@ def parallelism_mark(r: dict) -> str:
     return ">t" if par > threads * OVER_FACTOR else ""
 
 
-def print_results(recs: list[dict], console: Console) -> None:
+def print_results(recs: list[Record], console: Console) -> None:
     recs = latest(recs)
-    libs = sorted({r["library"] for r in recs})
+    libs = sorted({r.library for r in recs})
     t = RichTable(title="fhemark: median ±95% CI half-width (noise budget bits | CKKS precision bits); "
                         "every result decrypted and checked", title_justify="left")
-    swept = len({r.get("threads") or 1 for r in recs}) > 1  # threads as an axis: a column of its own
+    swept = len({r.threads or 1 for r in recs}) > 1  # threads as an axis: a column of its own
     for col in ("scheme", "params", "op") + (("threads",) if swept else ()):
         t.add_column(col)
     for lib in libs:
         t.add_column(lib, justify="right")
-    rows: dict[tuple, dict[str, dict]] = {}
+    rows: dict[tuple, dict[str, Record]] = {}
     for r in recs:
-        p = r["params"]
-        op = r["op"] + (" (throughput)" if r.get("mode") == "throughput" else "")
-        key = (r["scheme"].upper(), p.get("name") or f"N={p['N']}", op) + ((str(r.get("threads") or 1),) if swept else ())
-        rows.setdefault(key, {})[r["library"]] = r
+        p = r.params
+        op = r.op + (" (throughput)" if r.mode == "throughput" else "")
+        key = (r.scheme.upper(), p.get("name") or f"N={p['N']}", op) + ((str(r.threads or 1),) if swept else ())
+        rows.setdefault(key, {})[r.library] = r
     devs = Deviations()
 
-    def row_order(item: tuple[tuple, dict]) -> tuple:
+    def row_order(item: tuple[tuple, dict[str, Record]]) -> tuple:
         (scheme, params, op, *threads), by_lib = item
         r = next(iter(by_lib.values()))
-        return scheme, r["params"].get("N") or 0, params, tuple(threads), op_order(r["op"]), op
+        return scheme, r.params.get("N") or 0, params, tuple(threads), op_order(r.op), op
     for key, by_lib in sorted(rows.items(), key=row_order):  # names are the user's text, not console markup
         t.add_row(*map(escape, key), *[_cell(by_lib[lib], devs) if lib in by_lib else "" for lib in libs])
     console.print(t)
     for note in devs.lines():
         console.print(f"[magenta]{note[0]}[/]{escape(note[1:])}", highlight=False)  # "[sk]" is text, not a style
-    if any(r.get("mode") == "throughput" for r in recs):
+    if any(r.mode == "throughput" for r in recs):
         console.print("(throughput): evaluations a second [95% CI] with k evaluations at once, k grown until the "
                       "host's cores were busy (throughput_by_batch in the export has every k)", highlight=False)
-    marks = {"†": any(r.get("insecure") for r in recs), "≠": any(r.get("params_match") is False for r in recs)}
+    marks = {"†": any(r.insecure for r in recs), "≠": any(r.params_match is False for r in recs)}
     if marks["†"]:
         console.print("† below the suite's security level (run with --allow-insecure)")
     if marks["≠"]:
@@ -146,14 +148,14 @@ def print_comparison(cmp: Comparison, base_id: str, new_id: str, console: Consol
         console.print(f"[yellow]different host (accepted with --other-host):[/] {d}")
 
 
-def _time(r: dict | None) -> str:
+def _time(r: Record | None) -> str:
     if r is None:
         return "-"
-    if r["status"] != "ok":
-        return r["status"]
-    if "depth" in r:
-        return f"depth {r['depth']}"
-    return fmt_time(r["median_ns"])
+    if r.status != "ok":
+        return r.status
+    if r.depth is not None:
+        return f"depth {r.depth}"
+    return fmt_time(r.median_ns)
 
 
 def print_recommendation(cands: list[Candidate], w: Workload, console: Console) -> None:
@@ -175,13 +177,13 @@ def print_recommendation(cands: list[Candidate], w: Workload, console: Console) 
                       ("depth", "right"), ("eval keys", "right")):
         t.add_column(col, justify=just)
     for i, c in enumerate(usable, 1):
-        noise, prec = c.worst("noise_budget_bits"), c.worst("precision_bits")
+        noise, prec = c.worst_noise_budget, c.worst_precision
         quality = f"{noise:g} bits" if noise is not None else f"{prec:.1f} bits prec" if prec is not None else "-"
-        sizes = c.evidence[0].get("sizes_bytes") or {}
+        sizes = c.evidence[0].sizes_bytes
         keys = sum(sizes.get(k) or 0 for k in ("relin_keys", "galois_keys", "server_key"))
-        depth = str(c.depth_rec["depth"]) if c.depth_rec and c.depth_rec["status"] == "ok" else "-"
+        depth = str(c.depth_rec.depth) if c.depth_rec and c.depth_rec.status == "ok" else "-"
         mark = "[green]*[/]" if c.within_best else ""
-        dev = "".join(devs.mark({"library": c.library, "deviations": {k: v}}) for k, v in sorted(c.deviations.items()))
+        dev = "".join(devs.mark_work(c.library, {k: v}) for k, v in sorted(c.deviations.items()))
         t.add_row(f"{i}{mark}", c.label + dev, f"{fmt_time(c.cost)} [{fmt_time(c.cost_ci[0])}, {fmt_time(c.cost_ci[1])}]",
                   str(c.copies), str(c.security_bits(w.security_table)), quality, depth,
                   f"{keys / 2**20:.1f} MiB" if keys else "-")
@@ -200,7 +202,7 @@ def print_recommendation(cands: list[Candidate], w: Workload, console: Console) 
     for c in usable:
         for op in c.modelled:
             console.print(f"{c.label}: {op} not measured: costed by the sum of its steps' single-operation medians "
-                          f"({_sources(c.by_op[op]['sources'])})", highlight=False, markup=False)
+                          f"({_sources(c.by_op[op])})", highlight=False, markup=False)
     for c in cands:
         if c.excluded:
             console.print(f"[dim]excluded:[/] {escape(c.label)}: {escape(c.excluded)}", highlight=False)
@@ -225,11 +227,10 @@ def print_recommendation(cands: list[Candidate], w: Workload, console: Console) 
                   + f". Evidence: runs {escape(', '.join(best.runs) or '-')}.", highlight=False)
 
 
-def _sources(srcs: list[dict]) -> str:
+def _sources(m: Modelled) -> str:
     """A modelled workload's evidence: the single ops it adds up, with their runs and jobs."""
-    ops = ", ".join(f"{s['count']} x {s['op']}" for s in srcs)
-    runs = ", ".join(sorted({s["run_id"] for s in srcs if s["run_id"]}))
-    return f"{ops}; runs {runs or '-'}; jobs {', '.join(s['job_key'] for s in srcs if s['job_key']) or '-'}"
+    ops = ", ".join(f"{s.count} x {s.op}" for s in m.sources)
+    return f"{ops}; runs {', '.join(m.run_ids) or '-'}; jobs {', '.join(j for j in m.job_keys if j) or '-'}"
 
 
 def _size(n: int | None) -> str:
@@ -247,15 +248,15 @@ def print_proposals(need: "Need", props: list["Proposal"], console: Console) -> 
         if p.spec is None:
             t.add_row(p.library, "-", "-", "-", "-", "-", "-", "-", "-", "-", "-", "-", str(len(p.rejected)))
             continue
-        ops = {r["op"]: r for r in p.records}
-        sizes = next((r.get("sizes_bytes") or {} for r in p.records if r.get("sizes_bytes")), {})
+        ops = {r.op: r for r in p.records}
+        sizes = next((r.sizes_bytes for r in p.records if r.sizes_bytes), {})
         margin = (f"{min(p.margin):+.1f} bits precision" if need.scheme == "ckks" else
                   f"{min(p.margin):g} bits noise budget") if p.margin else "-"
         tval = f"2^{p.spec['scale_bits']}" if "scale_bits" in p.spec else f"{p.spec['t_bits']} bits"
         keys = ", ".join(_size(sizes.get(k)) for k in ("public_key", "relin_keys", "galois_keys"))
         t.add_row(p.library, str(p.spec["N"]), "+".join(map(str, p.spec["q_bits"])), str(p.spec["p_bits"][0]), tval,
                   security_text(p.spec), ", ".join(map(str, p.depth)), margin,
-                  *(fmt_time(ops[o]["median_ns"]) if o in ops and ops[o].get("median_ns") else "-"
+                  *(fmt_time(ops[o].median_ns) if o in ops and ops[o].median_ns else "-"
                     for o in ("mul_relin", "rotate_1")),
                   keys, _size(sizes.get("ciphertext")), str(len(p.rejected)))
     console.print(t)

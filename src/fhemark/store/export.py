@@ -24,8 +24,9 @@ CSV_COLUMNS = _EARLIER + [f for f in FIELDS if f not in _EARLIER]
 
 
 def records(store: Store, run_id: str | None = None) -> list[dict]:
-    """The stored records, each stamped with the export's format_version."""
-    return [{**r, "format_version": FORMAT_VERSION} for r in store.records(run_id)]
+    """The stored records as the export writes them, each stamped with the export's format_version:
+    the fields each was stored with (a field it never had stays absent, one stored null stays null)."""
+    return [{**r.model_dump(exclude_unset=True), "format_version": FORMAT_VERSION} for r in store.records(run_id)]
 
 
 def finite(value: Any) -> Any:

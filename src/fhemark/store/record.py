@@ -1,7 +1,8 @@
 """The record: what a run stores for one measurement and the export carries (docs/export.md), as
-one type. Every record is validated against it when it is written (Store.add), so a field the
-contract does not name, or a status word no reader knows (a worker's "crash" for "crashed"), is a
-bug caught at once, not a record that silently slips past the readers that test for the word."""
+one type. A record is made as one where it is measured (`checked`), stored from it and read back as
+one (`stored`, Store.records), and every reader reads its fields by name: a field the contract does
+not name, or a status word no reader knows (a worker's "crash" for "crashed"), is a bug caught where
+the record is made, not a record that silently slips past the readers that test for the word."""
 
 from __future__ import annotations
 
@@ -130,17 +131,30 @@ def export_schema() -> dict:
     return schema
 
 
-def validated(record: dict[str, Any]) -> dict[str, Any]:
-    """The record as written, after checking it against the contract: a record that breaks it is a
-    bug in fhemark, raised as a ValueError that names the job and the field."""
+def checked(fields: dict[str, Any]) -> Record:
+    """The record `fields` describe, checked against the contract: a record that breaks it is a bug
+    in fhemark, raised as a ValueError that names the job and the field. Where a record is built, it
+    is built through here."""
     try:
-        Record.model_validate(record)
+        return Record.model_validate(fields)
     except ValidationError as exc:
         e = exc.errors()[0]
         where = ".".join(str(x) for x in e["loc"])
-        raise ValueError(f"record of job {record.get('job_key')} ({record.get('library')} {record.get('op')}) breaks "
+        raise ValueError(f"record of job {fields.get('job_key')} ({fields.get('library')} {fields.get('op')}) breaks "
                          f"the export contract (store/record.py): {where}: {e['msg']}") from None
-    return record
+
+
+# What earlier fhemark versions stored otherwise, as this contract words it: a store they wrote still
+# reads. A Dask worker's failed job said "crash" until 25 Nov 2026 (measure/cluster.py).
+_STATUS_WAS = {"crash": "crashed"}
+
+
+def stored(fields: dict[str, Any]) -> Record:
+    """A record as read back from a store: what an earlier version wrote otherwise brought up to the
+    contract first (`_STATUS_WAS`); a ValueError where it still breaks it."""
+    if fields.get("status") in _STATUS_WAS:
+        fields = {**fields, "status": _STATUS_WAS[fields["status"]]}
+    return checked(fields)
 
 
 if __name__ == "__main__":  # python -m fhemark.store.record > docs/export.schema.json

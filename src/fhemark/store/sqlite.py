@@ -13,10 +13,10 @@ import time
 import uuid
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Iterator
 
 from ..errors import StoreError, UserError
-from .record import validated
+from .record import Record, stored
 
 SCHEMA_VERSION = 2
 
@@ -321,27 +321,33 @@ class Store:
         return [{"run_id": a, "suite": b, "started": c, "finished": d, "results": n} for a, b, c, d, n in rows]
 
     # -- results -------------------------------------------------------------
-    def add(self, run_id: str, job_key: str, record: dict[str, Any]) -> None:
-        """Write one measurement at once: an interrupted run keeps everything before it."""
-        validated(record)
+    def add(self, run_id: str, job_key: str, record: Record) -> None:
+        """Write one measurement at once: an interrupted run keeps everything before it. The fields it
+        was made with are stored (one left out stays absent, as in the export)."""
         with self._sql("storing a result"):
             self.db.execute(
                 "INSERT INTO results (run_id, job_key, record, library, scheme, op, n, status, timestamp)"
                 " VALUES (?,?,?,?,?,?,?,?,?)",
-                (run_id, job_key, json.dumps(record), record["library"], record["scheme"], record["op"],
-                 (record.get("params") or {}).get("N"), record["status"], record["timestamp"]))
+                (run_id, job_key, json.dumps(record.model_dump(exclude_unset=True)), record.library, record.scheme,
+                 record.op, record.params.get("N"), record.status, record.timestamp))
             self.db.commit()
 
     def done_keys(self, run_id: str) -> set[str]:
         with self._sql("reading results"):
             return {r[0] for r in self.db.execute("SELECT DISTINCT job_key FROM results WHERE run_id=?", (run_id,))}
 
-    def records(self, run_id: str | None = None) -> Iterator[dict]:
-        q, args = "SELECT record FROM results", ()
+    def records(self, run_id: str | None = None) -> Iterator[Record]:
+        """The stored records, oldest first, as Records (`record.stored`: an earlier version's words
+        brought up to the contract)."""
+        q, args = "SELECT id, record FROM results", ()
         if run_id:
             q, args = q + " WHERE run_id=?", (run_id,)
         with self._sql("reading results"):
             cur = self.db.execute(q + " ORDER BY id", args)
             while rows := cur.fetchmany(256):
-                for (rec,) in rows:
-                    yield json.loads(rec)
+                for row_id, rec in rows:
+                    try:
+                        yield stored(json.loads(rec))
+                    except ValueError as exc:
+                        raise StoreError(f"{self.path}: result {row_id} does not read as a record: {exc}",
+                                         "export the store with the fhemark version that wrote it") from None
