@@ -797,7 +797,7 @@ def test_a_suite_name_that_is_a_path_stays_inside_report(fault_run, tmp_path, mo
     work = tmp_path / "work" / "a"
     work.mkdir(parents=True)
     monkeypatch.chdir(work)
-    r = cli("run", "--suite", path, "--db", tmp_path / "e.db", "--allow-insecure")
+    r = cli("run", "--suite", path, "--db", work / "e.db", "--allow-insecure")  # the report goes beside the store
     assert r.exit_code == 0, r.stdout + r.stderr
     assert (work / "report" / "escaped" / "report.md").exists()
     assert not (tmp_path / "escaped").exists() and not (tmp_path / "work" / "escaped").exists()
