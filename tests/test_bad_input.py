@@ -26,6 +26,7 @@ from typer.testing import CliRunner
 from fhemark import cli as cli_mod
 from fhemark.cli import application as cli_app
 from fhemark.cli import run as cli_run
+from fhemark.advise.recommend import load_workload
 from fhemark.plan.jobs import build, check_size
 from fhemark.plan.suites import Suite
 from fhemark.report import safe_name
@@ -283,6 +284,10 @@ PLAN_CASES = {
     "unknown_library": ("schemes: [bfv], params: [c8192]", ("cases[0].libraries", "nolib")),
     "unknown_operation": ("schemes: [bfv], params: [c8192], ops: [frobnicate]", ("cases[0].ops", "frobnicate",
                                                                                   "list ops")),
+    "sized_workload_without_its_size": ("schemes: [ckks], params: [c8192], ops: [dot]",
+                                        ("cases[0].ops", "'dot'", "dot_<n>", "dot_16")),
+    "sized_workload_with_a_size_it_does_not_take": ("schemes: [ckks], params: [c8192], ops: [poly_x]",
+                                                    ("cases[0].ops", "'poly_x'", "poly_<deg>", "poly_7")),
     "operation_not_offered_for_the_scheme": ("schemes: [bfv], params: [c8192], ops: [rescale]",
                                              ("cases[0].ops", "'rescale'", "not offered for bfv", "ckks")),
     "operation_not_applying_to_any_set": ("schemes: [bfv], params: [c8192], ops: [compare_8]",
@@ -579,6 +584,23 @@ def test_op_flag_with_zero_count(db):
     one_line(cli("recommend", "--op", "add=0", "--db", db), "ops.add")
 
 
+def test_op_flag_alone_counts_one_and_the_help_shows_the_form(db):
+    """`--op mul_relin` without a count is one per evaluation, as the option's placeholder says
+    (OP[=COUNT], no longer a bare <list[str]>); an `=` with no count after it is refused."""
+    assert load_workload(None, ["mul_relin", "add=3"], {}).ops == {"mul_relin": 1, "add": 3}
+    r = CliRunner().invoke(cli_mod.app, ["recommend", "--help"], env={"COLUMNS": "200"})
+    (line,) = [x for x in r.output.splitlines() if "--op " in x]
+    assert "OP[=COUNT]" in line and "OP alone counting 1" in line
+    one_line(cli("recommend", "--op", "mul_relin=", "--db", db), "'mul_relin='", "OP=COUNT", "--op mul_relin=10")
+
+
+@pytest.mark.parametrize("op, needles", [("dot", ("'dot'", "dot_<n>", "dot_16")),
+                                         ("poly_", ("'poly_'", "poly_<deg>", "poly_7")),
+                                         ("similarity_8", ("similarity_<records>x<dim>", "similarity_4x8"))])
+def test_op_flag_naming_a_sized_workload_without_its_size_is_told_the_form(db, op, needles):
+    one_line(cli("recommend", "--op", op, "--db", db), "ops", *needles)
+
+
 # -- driver manifests ---------------------------------------------------------------------------------
 
 def _home(tmp_path: Path, monkeypatch, manifests: dict[str, str]) -> Path:
@@ -798,7 +820,7 @@ def test_a_suite_name_that_is_a_path_stays_inside_report(fault_run, tmp_path, mo
     work = tmp_path / "work" / "a"
     work.mkdir(parents=True)
     monkeypatch.chdir(work)
-    r = cli("run", "--suite", path, "--db", tmp_path / "e.db", "--allow-insecure")
+    r = cli("run", "--suite", path, "--db", work / "e.db", "--allow-insecure")  # the report goes beside the store
     assert r.exit_code == 0, r.stdout + r.stderr
     assert (work / "report" / "escaped" / "report.md").exists()
     assert not (tmp_path / "escaped").exists() and not (tmp_path / "work" / "escaped").exists()

@@ -203,3 +203,30 @@ def test_version_and_an_empty_store_variable(tmp_path):
     r = subprocess.run([sys.executable, "-m", "fhemark.cli", "runs"], capture_output=True, text=True, cwd=tmp_path,
                        timeout=120, env={**os.environ, "FHEMARK_DB": ""})
     one_line_error(r, "FHEMARK_DB", "empty")
+
+
+def _command_paths(command, path=()):
+    yield path
+    for name, sub in getattr(command, "commands", {}).items():
+        yield from _command_paths(sub, (*path, name))
+
+
+def test_help_shows_flags_as_flags_and_values_with_their_placeholder():
+    """typer 0.29's rich help printed `<bool>` beside every flag (`--help <bool>`, `--resume
+    --no-resume <bool>`), as if it took a value: no command's help does; a value keeps its placeholder."""
+    import typer.main
+    from typer.testing import CliRunner
+
+    from fhemark.cli import app
+    paths = list(_command_paths(typer.main.get_command(app)))
+    assert ("run",) in paths and ("baseline", "save") in paths
+    for path in paths:
+        r = CliRunner().invoke(app, [*path, "--help"], env={"COLUMNS": "200"})
+        assert r.exit_code == 0 and "--help" in r.output, (path, r.output)
+        assert "<bool>" not in r.output, (path, r.output)
+    lines = {line.split()[1]: line for line in fhemark("run", "--help").stdout.splitlines()
+             if line.startswith("│ --")}
+    assert "<bool>" not in "".join(lines.values())
+    assert "<path>" in lines["--db"] and "<str>" in lines["--suite"]
+    assert "--no-resume" in lines["--resume"]
+    assert fhemark("--help").stdout.count("<bool>") == 0

@@ -106,3 +106,27 @@ def test_a_refused_cluster_leaves_no_run_behind(tmp_path):
                                  "--cluster", "udp://nowhere"])
     assert r.exit_code == 2 and "udp://nowhere" in r.output
     assert not db.exists() or Store(db).runs() == []
+
+
+@pytest.mark.parametrize("where", [[], ["--cluster", "local:1"]], ids=["here", "dask"])
+def test_the_report_goes_beside_the_store_and_the_last_line_says_where(tmp_path, monkeypatch, driver_pool, where):
+    """A run with --db elsewhere wrote its report into ./report/<suite> of the folder it was started
+    from: here and on Dask workers alike, it goes beside the store, and the run's last line names it."""
+    from typer.testing import CliRunner
+
+    from fhemark.cli import app
+    driver_pool("seal")
+    (tmp_path / "store").mkdir()
+    (tmp_path / "cwd").mkdir()
+    suite = tmp_path / "tiny.yaml"
+    suite.write_text("name: tiny\npolicy: {warmup: 0, min_samples: 2, max_samples: 2, budget_s: 0.05}\n"
+                     "cases:\n  - {libraries: [seal], schemes: [bfv], ops: [add],\n"
+                     "     params: [{N: 2048, q_bits: [36, 36], p_bits: [37], t: 12289}]}\n")
+    monkeypatch.chdir(tmp_path / "cwd")
+    r = CliRunner().invoke(app, ["run", "--suite", str(suite), "--db", str(tmp_path / "store" / "t.db"),
+                                 "--allow-insecure", "--no-build", *where], env={"COLUMNS": "200"})
+    assert r.exit_code == 0, r.output
+    report = tmp_path / "store" / "report" / "tiny"
+    assert (report / "report.md").is_file() and (report / "report.html").is_file()
+    assert list((tmp_path / "cwd").iterdir()) == []
+    assert str(report / "report.md") in r.stdout.strip().splitlines()[-1]

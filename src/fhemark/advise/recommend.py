@@ -28,7 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..analyse.select import latest
 from ..errors import UserError
-from ..model.catalog import known
+from ..model.catalog import known, unknown_op
 from ..model.params import NAME_PATTERN, SCHEMES_BITS, SCHEMES_RLWE
 from ..model.security import TABLES
 from ..plan.suites import field_error, read_mapping
@@ -68,8 +68,8 @@ def load_workload(path: Path | None, ops: list[str], overrides: dict) -> Workloa
         if not isinstance(data["ops"], dict):
             raise UserError(f"{where} field ops: a mapping OP: COUNT is needed", "write e.g. ops: {mul_relin: 10}")
         for item in ops:
-            name, _, count = item.partition("=")
-            if not name or (count and not count.isdigit()):
+            name, given, count = item.partition("=")
+            if not name or (given and not count.isdigit()):  # `mul_relin=` counted 1 as if no count were given
                 raise UserError(f"--op {item!r} is not OP or OP=COUNT", "e.g. --op mul_relin=10")
             data["ops"][name] = int(count or 1)
     data.update({k: v for k, v in overrides.items() if v is not None})
@@ -89,8 +89,8 @@ def load_workload(path: Path | None, ops: list[str], overrides: dict) -> Workloa
                             f"use one of {', '.join(SCHEMES_RLWE + SCHEMES_BITS)}")
     for op in w.ops:
         if not known(op) or op in ("depth_mul",):
-            raise UserError(f"{where} field ops: unknown operation {op!r}",
-                            "run `fhemark list ops` for the names (depth is asked with depth:, not as an op)")
+            raise unknown_op(op, f"{where} field ops", "run `fhemark list ops` for the names (depth is asked with "
+                                                       "depth:, not as an op)")
     return w
 
 

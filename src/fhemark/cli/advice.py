@@ -20,8 +20,9 @@ from .application import RUN_REF, app, console, err_console, fail, open_store, o
 
 @app.command("recommend")
 def recommend_cmd(workload: Optional[Path] = typer.Argument(None, help="workload YAML (ops: {mul_relin: 10, ...}, ...)"),
-                  op: list[str] = typer.Option(None, help="OP=COUNT per evaluation, OP alone counting 1 "
-                                                          "(repeatable; adds to the file's ops)"),
+                  op: list[str] = typer.Option(None, metavar="OP[=COUNT]",
+                                               help="an operation and how many per evaluation, OP alone counting 1 "
+                                                    "(repeatable; adds to the file's ops)"),
                   scheme: list[str] = typer.Option(None, help="only these schemes (repeatable)"),
                   min_security: Optional[int] = typer.Option(None, help="security bits required (default 128)"),
                   table: Optional[str] = typer.Option(None, help="security table: hestd2018 or guidelines2024"),

@@ -13,7 +13,7 @@ import typer
 from rich.console import Console
 from rich.text import Text
 from typer._click.exceptions import ClickException, NoArgsIsHelpError
-from typer.core import TyperGroup
+from typer.core import TyperGroup, TyperOption
 
 from ..errors import UserError
 from ..locations import default_db, settle_environment
@@ -26,6 +26,19 @@ INTERNAL_ERROR = 3
 def _say_error(line: str) -> None:
     """The one line bad input gets on stderr; user text is never read as console markup."""
     err_console.print(Text.assemble(("error:", "red"), " ", " ".join(line.split())), highlight=False, soft_wrap=True)
+
+
+_value_placeholder = TyperOption.display_type_rich
+
+
+def _no_placeholder_for_flags(self: TyperOption, ctx: Any) -> str | None:
+    """A flag takes no value, but typer 0.29's rich help prints its type beside it (`--help <bool>`,
+    `--resume --no-resume <bool>`), as if it took one (its plain help prints none). Flags show none;
+    options that take a value keep their placeholder (`--db <path>`)."""
+    return None if self.is_flag and not self.count else _value_placeholder(self, ctx)
+
+
+TyperOption.display_type_rich = _no_placeholder_for_flags  # type: ignore[method-assign]
 
 
 class _Commands(TyperGroup):

@@ -66,7 +66,8 @@ def run(suite: str = typer.Option("quick", help="built-in suite name or path to 
         allow_insecure: bool = typer.Option(False, help="run parameter sets below the suite's security level, marked"),
         library: list[str] = typer.Option(None, help="only these libraries (repeatable)"),
         full: bool = typer.Option(False, help="add the suite's full_cases (long sweeps: hours)"),
-        report: Path = typer.Option(None, help="report folder (default ./report/<suite>)"),
+        report: Path = typer.Option(None, help="report folder (default report/<suite> beside the store: "
+                                                "./report/<suite> for ./fhemark.db)"),
         yes: bool = typer.Option(False, "--yes", help=f"start a plan above {MAX_JOBS} jobs or "
                                                       f"{MAX_ESTIMATE_S / 3600:.0f} h without asking"),
         build_drivers: bool = typer.Option(True, "--build/--no-build",
@@ -96,9 +97,12 @@ def run(suite: str = typer.Option("quick", help="built-in suite name or path to 
     if build_drivers:  # the first run of a suite builds what it uses (TFHE-rs only when asked for)
         drivers_build.build_needed(s, err_console, library or None)
     plan = build(s, available(), allow_insecure, library or None, known=list(known))
-    out = report or Path("report") / report_files.safe_name(s.name)
+    # The report goes beside the store it reports, wherever the run measures (here or on Dask workers)
+    # and whatever folder it was started from.
+    store_path = db or default_db()
+    out = report or store_path.parent / "report" / report_files.safe_name(s.name)
     report_files.check_out(out)
-    store = Store(db or default_db())
+    store = Store(store_path)
     again = _again(suite, db, full, allow_insecure, library, report, yes, cluster_spec, workload, params)
     env = environment(s.threads, project_root())
     client = session.connect(cluster_spec)

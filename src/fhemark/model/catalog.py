@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
+from ..errors import UserError
 from .apps import app
 from .bitops import circuit, static_ops
 from .ops import RLWE_OPS, BenchOp
@@ -36,6 +37,24 @@ def known_builtin(name: str) -> bool:
 
 def known(name: str) -> bool:
     return known_builtin(name) or registered(name) is not None
+
+
+# The workloads whose name carries their size: the form, and one name that exists.
+SIZED = {"multiadd": ("multiadd_<n>x<bits>", "multiadd_4x8"), "compare": ("compare_<bits>", "compare_8"),
+         "dot": ("dot_<n>", "dot_16"), "matvec": ("matvec_<d>", "matvec_16"), "poly": ("poly_<deg>", "poly_7"),
+         "logreg": ("logreg_<n>", "logreg_16"), "tally": ("tally_<n>", "tally_16"), "mean": ("mean_<n>", "mean_16"),
+         "similarity": ("similarity_<records>x<dim>", "similarity_4x8"), "zmul": ("zmul_<bits>", "zmul_8")}
+
+
+def unknown_op(name: str, where: str, fix: str) -> UserError:
+    """The one line for an op name that names nothing. A sized workload's name without its size (`dot`,
+    `poly_`) or with one it does not take (`dot_3`) is told the form it is written in."""
+    family = SIZED.get(name.split("_")[0])
+    if family is None:
+        return UserError(f"{where}: unknown operation '{name}'", fix)
+    form, example = family
+    return UserError(f"{where}: unknown operation '{name}': the {name.split('_')[0]} workload is written with its size, "
+                     f"{form}", f"write e.g. {example}; `fhemark list ops` says which sizes exist")
 
 
 @lru_cache(maxsize=None)

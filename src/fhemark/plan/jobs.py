@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 
 from ..errors import UserError
-from ..model.catalog import BOOTSTRAP, DEPTH, INTO, MICRO, PIPELINES, known, lookup
+from ..model.catalog import BOOTSTRAP, DEPTH, INTO, MICRO, PIPELINES, SIZED, known, lookup, unknown_op
 from ..model.params import SCHEMES_BITS, SCHEMES_RLWE, ParamSet, resolve
 from ..model.security import Estimate, estimate
 from .suites import Policy, Suite, thread_counts
@@ -122,9 +122,8 @@ def _check_ops(case_ops, where: str) -> None:
             raise UserError(f"{where}.ops: '{name}' sums {int(m.group(1))} integers, more than {MAX_MULTIADD}",
                             f"use multiadd_<n>x<bits> with n from 2 to {MAX_MULTIADD}")
         if not known(name):
-            raise UserError(f"{where}.ops: unknown operation '{name}'",
-                            "run `fhemark list ops` for the names (workloads: multiadd_<n>x<bits>, compare_<bits>, "
-                            "dot_<n>, matvec_<d>, poly_<deg>, logreg_<n>, tally_<n>, mean_<n>, similarity_<r>x<d>, zmul_<bits>)")
+            raise unknown_op(name, f"{where}.ops", "run `fhemark list ops` for the names (workloads: "
+                                                   f"{', '.join(form for form, _ in SIZED.values())})")
 
 
 def _unplanned(name: str, schemes: list[str], where: str, tried: list[tuple[str, ParamSet]]) -> UserError:
