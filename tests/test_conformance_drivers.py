@@ -126,11 +126,13 @@ def padded(plain: Plain, v: np.ndarray) -> np.ndarray:
     return full
 
 
-def assert_values(plain: Plain, got: np.ndarray, want: np.ndarray, what: str) -> None:
+def assert_values(plain: Plain, got: np.ndarray, want: np.ndarray, what: str, key_switches: int = 1) -> None:
+    """Exact schemes: equal. CKKS: within 1e-3 per key switch on the way (each adds its error); a
+    wrong rotation or a missed slot moves a value by an input, uniform in [-1, 1]."""
     if plain.exact:
         assert np.array_equal(got.astype(np.uint64), want.astype(np.uint64)), what
     else:
-        assert np.max(np.abs(got - want)) < 1e-3, what
+        assert np.max(np.abs(got - want)) < 1e-3 * key_switches, what
 
 
 # -- capabilities ----------------------------------------------------------------------------------
@@ -415,7 +417,9 @@ def test_inner_sum_over_a_whole_row(driver_pool, library, scheme):
         want = np.repeat(x.reshape(2, row).sum(axis=1) % plain.t, row)
     else:
         want = np.full(plain.slots, x.sum())
-    assert_values(plain, out(result, "z"), want, f"inner_sum over all {row} slots of a row")
+    # log2(row) rotations: at the cases' small CKKS scale OpenFHE's whole-row sum read 1.1e-3 off once
+    assert_values(plain, out(result, "z"), want, f"inner_sum over all {row} slots of a row",
+                  key_switches=row.bit_length() - 1)
 
 
 @pytest.mark.parametrize("library", [lib for lib in LIBRARIES
