@@ -27,11 +27,11 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..analyse.select import latest
-from ..errors import UserError
+from ..errors import UserError, field_error
 from ..model.catalog import known, unknown_op
 from ..model.params import NAME_PATTERN, SCHEMES_BITS, SCHEMES_RLWE
 from ..model.security import TABLES
-from ..plan.suites import field_error, read_mapping
+from ..plan.suites import read_mapping
 from ..store.record import Record
 from .derived import Amortised, Modelled, Source
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from ..errors import UserError
+from ..errors import UserError, field_error
 from ..locations import cache_dir, project_root
 
 
@@ -75,9 +75,8 @@ def _manifest(path: Path) -> Manifest:
     try:
         m = ManifestFile.model_validate(data)
     except ValidationError as exc:
-        err = exc.errors()[0]
-        field = ".".join(str(x) for x in err["loc"]) or "(top level)"
-        raise UserError(f"{path}: driver manifest field '{field}': {err['msg']}", fix)
+        field, msg = field_error(exc)
+        raise UserError(f"{path}: driver manifest field '{field}': {msg}", fix)
     return Manifest(m.library, path.parent, tuple(_expand(a) for a in m.command), m.requires, tuple(m.toolchain),
                     tuple(m.build), tuple(m.schemes), m.build_estimate_s, m.wraps)
 

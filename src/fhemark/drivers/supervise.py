@@ -18,7 +18,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from ..errors import DriverError
+from ..errors import DriverError, field_error
 from .protocol import REQUESTS, RESULTS, Reply
 from .registry import Manifest
 
@@ -161,10 +161,8 @@ class Driver:
         try:
             msg = REQUESTS[kind](id=self._next_id, **fields).model_dump(mode="json", exclude_none=True)
         except ValidationError as exc:  # fhemark built it: an internal error, never sent
-            first = exc.errors()[0]
-            where = ".".join(map(str, first["loc"]))
-            raise DriverError("internal", f"a {kind} request that breaks the protocol, not sent: "
-                                          f"{where + ': ' if where else ''}{first['msg']}") from None
+            field, msg = field_error(exc, top=kind)
+            raise DriverError("internal", f"a {kind} request that breaks the protocol, not sent: {field}: {msg}") from None
         deadline = time.monotonic() + timeout_s
         self._send(json.dumps(msg) + "\n", kind, timeout_s, deadline)
         while True:

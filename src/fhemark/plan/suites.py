@@ -15,7 +15,7 @@ from typing import Annotated, Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
-from ..errors import UserError
+from ..errors import UserError, field_error
 from ..locations import project_root
 from ..model.security import TABLES
 
@@ -144,8 +144,9 @@ class Suite(BaseModel):
         try:
             return Policy(**{**self.policy.model_dump(), **case.policy})
         except ValidationError as exc:
-            raise UserError(f"{self.source or 'suite'}: field '{where}.policy.{_loc(exc.errors()[0])}': "
-                            f"{_msg(exc.errors()[0])}", "see the policy fields in docs/suites.md")
+            field, msg = field_error(exc, top="")
+            raise UserError(f"{self.source or 'suite'}: field '{where}.policy.{field}': {msg}",
+                            "see the policy fields in docs/suites.md")
 
 
 def builtin_dir() -> Path:
@@ -258,46 +259,6 @@ def read_mapping(path: Path, what: str, shape: str) -> dict:
 
 
 # -- suites --------------------------------------------------------------------------------------
-
-def _loc(err: dict) -> str:
-    out = ""
-    for x in err["loc"]:
-        if isinstance(x, int):
-            out += f"[{x}]"
-        elif "[" in x or "-" in x or x in ("str", "int", "float", "dict", "list"):
-            continue  # a union member's type, not a field
-        else:
-            out += f".{x}" if out else str(x)
-    return out
-
-
-def _msg(err: dict) -> str:
-    msg = err["msg"].removeprefix("Value error, ")
-    if "input" in err and err["type"] not in ("missing", "extra_forbidden", "value_error") \
-            and not isinstance(err["input"], (dict, list)):
-        value = repr(err["input"])
-        value = value if len(value) <= 60 else value[:56] + "...'"
-        return f"{value}: {msg}" if not msg.startswith(str(err["input"])) else msg
-    return "unknown field" if err["type"] == "extra_forbidden" else msg
-
-
-def _first(errors: list[dict]) -> dict:
-    """The most useful of pydantic's errors: an unknown field first (often a misspelt one, which then
-    also reads as a missing one); for a union (a list or 'all'), the list member's."""
-    for e in errors:
-        if e["type"] == "extra_forbidden":
-            return e
-    for e in errors:
-        if not any(isinstance(x, str) and x.startswith("literal[") for x in e["loc"]):
-            return e
-    return errors[0]
-
-
-def field_error(exc: ValidationError) -> tuple[str, str]:
-    """The field (dotted, with [i] indexes) and the message of the most useful validation error."""
-    err = _first(exc.errors())
-    return _loc(err) or "(top level)", _msg(err)
-
 
 def validation_line(path: Any, exc: ValidationError, fix: str) -> UserError:
     field, msg = field_error(exc)

@@ -10,6 +10,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from ..errors import field_error
+
 # "ok" and the protocol's error kinds (drivers/protocol.py ErrorValue; a test keeps them equal): the
 # only words a record's status may hold.
 Status = Literal["ok", "unsupported", "invalid_params", "insecure_params", "wrong_result", "timeout", "crashed",
@@ -138,10 +140,9 @@ def checked(fields: dict[str, Any]) -> Record:
     try:
         return Record.model_validate(fields)
     except ValidationError as exc:
-        e = exc.errors()[0]
-        where = ".".join(str(x) for x in e["loc"])
+        field, msg = field_error(exc, top="record")
         raise ValueError(f"record of job {fields.get('job_key')} ({fields.get('library')} {fields.get('op')}) breaks "
-                         f"the export contract (store/record.py): {where}: {e['msg']}") from None
+                         f"the export contract (store/record.py): {field}: {msg}") from None
 
 
 # What earlier fhemark versions stored otherwise, as this contract words it: a store they wrote still
