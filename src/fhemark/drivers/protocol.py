@@ -96,15 +96,16 @@ class Sample(BaseModel):
     scalars: dict[str, Any] = {}
 
 
-class CapabilitiesRequest(BaseModel):
+class _Request(BaseModel):
     v: Literal[2] = 2
     id: int
+
+
+class CapabilitiesRequest(_Request):
     type: Literal["capabilities"] = "capabilities"
 
 
-class SetupRequest(BaseModel):
-    v: Literal[2] = 2
-    id: int
+class SetupRequest(_Request):
     type: Literal["setup"] = "setup"
     setup_id: str
     scheme: str
@@ -114,9 +115,7 @@ class SetupRequest(BaseModel):
     allow_insecure: bool = False
 
 
-class RunRequest(BaseModel):
-    v: Literal[2] = 2
-    id: int
+class RunRequest(_Request):
     type: Literal["run"] = "run"
     setup_id: str
     program: Program
@@ -126,20 +125,21 @@ class RunRequest(BaseModel):
     def _no_sample_makes_a_region_read_itself(self) -> "RunRequest":
         """A value-naming attr given as a `$scalar` names a value per sample: it too must not be
         made in the step's own region."""
-        for region in self.program.timed:
-            inside = set(region.steps)
-            for st in (st for st in self.program.steps if st.out in inside):
-                refs = [v[1:] for k, v in st.attrs.items() if k in VALUE_ATTRS and isinstance(v, str) and v[:1] == "$"]
-                for ref in refs:
-                    if any(smp.scalars.get(ref) in inside for smp in self.samples):
-                        raise ValueError(f"timed region '{region.name}': step '{st.out}' reads a value made in "
-                                         f"the same region through ${ref}")
+        region_of = {n: r.name for r in self.program.timed for n in r.steps}
+        for st in self.program.steps:
+            if st.out not in region_of:
+                continue
+            for k, v in st.attrs.items():
+                if k not in VALUE_ATTRS or not isinstance(v, str) or v[:1] != "$":
+                    continue
+                named = (smp.scalars.get(v[1:]) for smp in self.samples)
+                if any(isinstance(n, str) and region_of.get(n) == region_of[st.out] for n in named):
+                    raise ValueError(f"timed region '{region_of[st.out]}': step '{st.out}' reads a value made in "
+                                     f"the same region through {v}")
         return self
 
 
-class ShutdownRequest(BaseModel):
-    v: Literal[2] = 2
-    id: int
+class ShutdownRequest(_Request):
     type: Literal["shutdown"] = "shutdown"
 
 

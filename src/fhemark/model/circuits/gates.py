@@ -26,11 +26,9 @@ def gathered(out: str, wires: list[int], where: dict[int, tuple[str, int]]) -> d
     return step(out, "gather", *sources, bits=[[sources.index(where[w][0]), where[w][1]] for w in wires])
 
 
-def gate_program(net: Netlist, key: str | None = None) -> Program:
-    """Input: `x`, the netlist's n_inputs bits. Output: `z`, the output wires' bits in order.
-    `key` names a keygen result to use instead of the setup's keys."""
-    kw = {"key": key} if key else {}
-    steps = [step("cx", "encrypt_sk", "x", **kw)]
+def gate_program(net: Netlist) -> Program:
+    """Input: `x`, the netlist's n_inputs bits. Output: `z`, the output wires' bits in order."""
+    steps = [step("cx", "encrypt_sk", "x")]
     where: dict[int, tuple[str, int]] = {i: ("cx", i) for i in range(net.n_inputs)}
     depth = dict.fromkeys(range(net.n_inputs), 0)
     levels: dict[int, dict[str, list[tuple]]] = {}
@@ -42,7 +40,7 @@ def gate_program(net: Netlist, key: str | None = None) -> Program:
         depth[out] = 1 + max(depth[a] for a in args)
         levels.setdefault(depth[out], {}).setdefault(name, []).append((out, *args))
     if any(g[0] == "const" for g in net.gates):
-        steps.append(step("constants", "trivial", bits=list(CONSTANTS), **kw))
+        steps.append(step("constants", "trivial", bits=list(CONSTANTS)))
     timed, regions = [], {}
     for d in sorted(levels):
         region = []
@@ -50,11 +48,11 @@ def gate_program(net: Netlist, key: str | None = None) -> Program:
             value = f"d{d}_{name}"
             operands = [f"{value}_{j}" for j in range(len(gates[0]) - 1)]
             steps += [gathered(o, [g[1 + j] for g in gates], where) for j, o in enumerate(operands)]
-            region.append(step(value, name, *operands, **kw))
+            region.append(step(value, name, *operands))
             where.update({g[0]: (value, i) for i, g in enumerate(gates)})
         steps += region
         timed.append(f"depth{d}")
         regions[f"depth{d}"] = [s["out"] for s in region]
-    steps += [gathered("cz", list(net.outputs), where), step("z", "decrypt", "cz", **kw)]
+    steps += [gathered("cz", list(net.outputs), where), step("z", "decrypt", "cz")]
     return Program(steps, timed, sizes=["cz"], regions=regions)
 

@@ -26,13 +26,6 @@ class Netlist:
     gates: tuple[tuple, ...]  # (name, out, *args) in evaluation order
     outputs: tuple[int, ...]
 
-    def wire(self) -> dict:
-        return {"n_inputs": self.n_inputs, "gates": [list(g) for g in self.gates], "outputs": list(self.outputs)}
-
-    @classmethod
-    def from_wire(cls, d: dict) -> Netlist:
-        return cls(d["n_inputs"], tuple(tuple(g) for g in d["gates"]), tuple(d["outputs"]))
-
     def evaluate(self, inputs: np.ndarray) -> np.ndarray:
         """inputs: (n_inputs, L) bits for L independent instances -> (len(outputs), L)."""
         w: dict[int, np.ndarray] = {i: np.asarray(inputs[i], dtype=np.uint8) for i in range(self.n_inputs)}
