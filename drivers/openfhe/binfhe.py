@@ -296,11 +296,14 @@ class BoolProgram:
             self.note("trivial: OpenFHE EvalConstant (noiseless), made outside every timed region")
             return (lambda: cts), (lambda cts: Bits(cts, key))
         if op == "gather":
-            try:
-                cts = [self._bits(args[a], op).cts[p] if min(a, p) >= 0 else [][0] for a, p in attrs.get("bits")]
-            except (TypeError, ValueError, IndexError) as e:
-                raise Failure("internal", "gather needs bits = [[argument, position], ...] within its "
-                                          "arguments (%s)" % e)
+            picks = attrs.get("bits")
+            arrays = [self._bits(x, op).cts for x in args]
+            if not isinstance(picks, list) or not all(
+                    isinstance(pk, list) and len(pk) == 2 and all(type(i) is int for i in pk)
+                    and 0 <= pk[0] < len(arrays) and 0 <= pk[1] < len(arrays[pk[0]]) for pk in picks):
+                raise Failure("internal", "gather needs bits = [[argument, position], ...] within its arguments, "
+                                          "got %r" % (picks,))
+            cts = [arrays[a][p] for a, p in picks]
             return (lambda: cts), (lambda cts: Bits(cts, key))
         raise Failure("unsupported", "op %r" % op)
 

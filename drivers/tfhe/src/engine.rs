@@ -307,9 +307,10 @@ struct Step {
     op: Op,
     args: Vec<String>,
     attrs: Map<String, Value>,
-    /// `gather`: (argument, position) of every bit it picks; `trivial`: (bit, 0) per constant.
-    /// Parsed once per request.
+    /// `gather`: (argument, position) of every bit it picks, parsed once per request.
     picks: Vec<(usize, usize)>,
+    /// `trivial`: the constant bits it makes, parsed once per request.
+    constants: Vec<bool>,
 }
 
 /// Ops that run on a server key (everything but key generation and the
@@ -392,12 +393,9 @@ fn parse_program(scheme: Scheme, program: &Value) -> DResult<Program> {
             Some(Value::Object(m)) => m.clone(),
             Some(_) => return Err(internal(format!("step {i}: attrs must be an object"))),
         };
-        let picks = match op {
-            Op::Gather => parse_picks(&attrs, args.len(), i)?,
-            Op::Trivial => parse_constants(&attrs, i)?,
-            _ => vec![],
-        };
-        steps.push(Step { out, op_name, op, args, attrs, picks });
+        let picks = if op == Op::Gather { parse_picks(&attrs, args.len(), i)? } else { vec![] };
+        let constants = if op == Op::Trivial { parse_constants(&attrs, i)? } else { vec![] };
+        steps.push(Step { out, op_name, op, args, attrs, picks, constants });
     }
     let regions = parse_regions(program.get("timed"), &steps)?;
     if scheme == Scheme::Int {
@@ -429,11 +427,11 @@ fn parse_picks(attrs: &Map<String, Value>, nargs: usize, i: usize) -> DResult<Ve
 }
 
 /// A trivial's `bits`: the constants 0 or 1 it makes.
-fn parse_constants(attrs: &Map<String, Value>, i: usize) -> DResult<Vec<(usize, usize)>> {
+fn parse_constants(attrs: &Map<String, Value>, i: usize) -> DResult<Vec<bool>> {
     let bad = || internal(format!("step {i}: trivial needs attr bits = [0 or 1, ...]"));
     let list = attrs.get("bits").and_then(Value::as_array).ok_or_else(bad)?;
     list.iter()
-        .map(|b| b.as_u64().filter(|&b| b <= 1).map(|b| (b as usize, 0)).ok_or_else(bad))
+        .map(|b| b.as_u64().filter(|&b| b <= 1).map(|b| b == 1).ok_or_else(bad))
         .collect()
 }
 
@@ -1037,7 +1035,7 @@ enum Call<'a> {
     Gate(&'a BoolSk, GateKind, &'a [BoolCt], &'a [BoolCt]),
     Mux(&'a BoolSk, [&'a [BoolCt]; 3]),
     Gather(Vec<&'a BoolCt>),
-    Trivial(&'a BoolSk, Vec<bool>),
+    Trivial(&'a BoolSk, &'a [bool]),
     Pbs(&'a ShortSk, &'a LookupTableOwned, &'a [ShortCt]),
     ShortAdd(&'a ShortSk, &'a [ShortCt], &'a [ShortCt]),
     ShortMul(&'a ShortSk, &'a [ShortCt], &'a [ShortCt]),
@@ -1062,7 +1060,7 @@ fn short_sk<'a>(keys: &'a Keys, what: &str) -> DResult<&'a ShortSk> {
 /// operands, values and keys.
 fn bind<'a>(
     ctx: &Ctx,
-    st: &Step,
+    st: &'a Step,
     env: &'a Env,
     inputs: &'a Env,
     keys: &'a Keys,
@@ -1150,7 +1148,7 @@ fn bind<'a>(
         ),
         Op::Trivial => {
             nargs(&args, 0, what)?;
-            Call::Trivial(bool_sk(keys, what)?, st.picks.iter().map(|&(b, _)| b == 1).collect())
+            Call::Trivial(bool_sk(keys, what)?, &st.constants)
         }
         Op::Pbs => {
             nargs(&args, 1, what)?;
@@ -1240,7 +1238,7 @@ impl Call<'_> {
                 Val::Bool(map1(par, &idx, |&i| sk.mux(&s[i], &a[i], &b[i])))
             }
             Call::Gather(ref picked) => Val::Bool(picked.iter().map(|&c| c.clone()).collect()),
-            Call::Trivial(sk, ref bits) => Val::Bool(bits.iter().map(|&b| sk.trivial_encrypt(b)).collect()),
+            Call::Trivial(sk, bits) => Val::Bool(bits.iter().map(|&b| sk.trivial_encrypt(b)).collect()),
             Call::Pbs(sk, lut, a) => Val::Short(map1(par, a, |x| sk.apply_lookup_table(x, lut))),
             Call::ShortAdd(sk, a, b) => Val::Short(map2(par, a, b, |x, y| sk.add(x, y))),
             Call::ShortMul(sk, a, b) => Val::Short(map2(par, a, b, |x, y| sk.mul(x, y))),

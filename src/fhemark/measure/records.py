@@ -20,7 +20,7 @@ from ..plan.jobs import Group, Job
 from ..plan.suites import Suite
 from ..stats import summarize
 from ..store.record import Record, checked
-from .sampler import Outcome, Prepared
+from .sampler import Outcome, Prepared, total
 
 
 @dataclass(frozen=True)
@@ -130,7 +130,7 @@ def _fields(job: Job, op: BenchOp, prep: Prepared | DriverError, out: Outcome | 
                  "samples_ns": [s["chain"] for s in out.samples], "median_ns": None, "ci95_ns": None}]
     if op.stages is None:  # one timed region, or several that make one operation (their sum)
         return [_timed({**shared, "deviations": deviations(program.timed)}, job.op, op.title,
-                       [sum(s.values()) for s in out.samples], [sum(s.values()) for s in out.warmup], out)]
+                       [total(s) for s in out.samples], [total(s) for s in out.warmup], out)]
     recs = []
     for stage, regions in {**op.stages, "total": tuple(program.timed)}.items():
         regions = [x for x in regions if x in program.timed]  # e.g. no rescale outside CKKS

@@ -128,7 +128,7 @@ def measure_slice(drv: Driver, job: Job, op: BenchOp, prep: Prepared, out: Outco
         # sample of a round read 4-10% slow in median, 34-51% at the 90th percentile (quick suite).
         batch(1, out.copies)
     if not out.copies:  # calibrated once, in the first process, and kept for the whole job
-        t_op = float(np.median([_total(w) for w in warm]))
+        t_op = float(np.median([total(w) for w in warm]))
         out.copies = copies_for(job, op, base, t_op)
     k = out.copies
     min_n, max_n = math.ceil(pol.min_samples / rounds), math.ceil(pol.max_samples / rounds)
@@ -139,7 +139,7 @@ def measure_slice(drv: Driver, job: Job, op: BenchOp, prep: Prepared, out: Outco
     while True:
         n = len(out.samples) - n0
         if n >= min_n:
-            summary = summarize([_total(x) for x in out.samples], out.process, out.round)
+            summary = summarize([total(x) for x in out.samples], out.process, out.round)
             met = summary.rel_ci_half_width is not None and summary.rel_ci_half_width <= pol.target_rel_ci
             out.met_target = out.met_target + 1 if met else 0
             if out.met_target >= 2:
@@ -201,9 +201,9 @@ def absorb(job: Job, op: BenchOp, prep: Prepared, program: Program, draws: list,
         # The CPU clock is read outside the wall clock, through the driver's own language
         # (a Python call, a system call): microseconds that only a region of a millisecond
         # or more makes negligible (TenSEAL's 8 us encode regions read 1.5-2.7 "threads").
-        if smp.cpu_ns and set(smp.cpu_ns) == set(smp.ns) and sum(smp.ns.values()) >= PARALLELISM_MIN_NS:
-            out.cpu_ns += sum(smp.cpu_ns.values())
-            out.cpu_wall_ns += sum(smp.ns.values())
+        if smp.cpu_ns and set(smp.cpu_ns) == set(smp.ns) and total(smp.ns) >= PARALLELISM_MIN_NS:
+            out.cpu_ns += total(smp.cpu_ns)
+            out.cpu_wall_ns += total(smp.ns)
     out.noise += [res.noise_budget_bits[n] for n in program.noise if n in res.noise_budget_bits]
     out.sizes.update({base_name(n): v for n, v in res.sizes_bytes.items()})
     out.levels.update({base_name(n): v for n, v in res.levels.items()})
@@ -239,7 +239,7 @@ def probe_depth(drv: Driver, job: Job, op: BenchOp, prep: Prepared, out: Outcome
                 reprepare()
             break
         out.depth = k
-        out.samples = [{"chain": float(sum(res.samples[0].ns.values()))}]
+        out.samples = [{"chain": total(res.samples[0].ns)}]
         out.noise_by_depth += [res.noise_budget_bits.get(n) for n in program.noise if n in res.noise_budget_bits]
         out.overhead_ns.append(res.overhead_ns)
     else:
@@ -258,9 +258,10 @@ def inputs(op: BenchOp, prep: Prepared, job: Job, rng: np.random.Generator) -> d
 
 def _cheap(out: Outcome) -> bool:
     """A sample short enough that cold caches show in it (slower ones warm themselves up)."""
-    return float(np.median([_total(x) for x in out.samples or out.warmup])) * out.copies < WARM_ROUND_NS
+    return float(np.median([total(x) for x in out.samples or out.warmup])) * out.copies < WARM_ROUND_NS
 
-def _total(sample: dict[str, int]) -> float:
+def total(sample: dict[str, float]) -> float:
+    """A sample's time: its timed regions summed (a pipeline's stages, a circuit's depths)."""
     return float(sum(sample.values()))
 
 def check_copy(job: Job, op: BenchOp, plain: Plain, vecs: dict, scalars: dict, outputs: dict[str, Vector],

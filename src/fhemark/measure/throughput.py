@@ -29,7 +29,7 @@ from ..model.ops import BenchOp
 from ..plan.jobs import Job
 from ..plan.suites import host_cores
 from ..stats import summarize
-from .sampler import Outcome, Prepared, absorb, copies_for, draw, run_checked
+from .sampler import Outcome, Prepared, absorb, copies_for, draw, run_checked, total
 
 if TYPE_CHECKING:
     from .runner import Runner
@@ -58,7 +58,7 @@ class Level:
         self.wall_ns = self.wall_ns or [0.0] * self.batch
 
     def times(self) -> list[float]:
-        return [float(sum(s.values())) for s in self.samples]
+        return [total(s) for s in self.samples]
 
     def finish(self, pool: list[Driver]) -> Level:
         """Its windows are done: the rate and its interval, once, and the k processes' memory."""
@@ -128,7 +128,7 @@ def _calibrate(job: Job, op: BenchOp, prep: Prepared, drv: Driver, out: Outcome)
     rng = np.random.default_rng([job.policy.seed, int(job.input_key, 16) % 2**32, 0])
     program = op.build(job.scheme, prep.plain)
     (warm, _), out.wall_per_sample = run_checked(drv, job, op, prep, program, draw(job, op, prep, rng, 1, 1), out)
-    out.copies = copies_for(job, op, program, float(sum(warm[0].values())))
+    out.copies = copies_for(job, op, program, total(warm[0]))
 
 
 def _level(job: Job, op: BenchOp, prep: Prepared, pool: list[Driver], out: Outcome,
