@@ -99,7 +99,8 @@ def run(req):
                 ns[region["name"]] = 1000 * len(batch) + int(np.random.randint(0, 50))
             i += len(batch)
         samples.append({"ns": ns, "outputs": {o: out(vals[o]) for o in prog["outputs"]}})
-    return {"samples": samples, "overhead_ns": 10}
+    warm = sum(bool(st.get("discard")) for st in prog["steps"])
+    return {"samples": samples, "overhead_ns": 10, **({"notes": [f"{warm} warm-up step(s)"]} if warm else {})}
 
 
 for line in sys.stdin:

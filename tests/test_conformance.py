@@ -16,6 +16,7 @@ import pytest
 from fhemark.drivers import conformance
 from fhemark.drivers.protocol import RunResult, Sample, Vector
 from fhemark.drivers.registry import manifests
+from fhemark.model.ops import Program
 from fhemark.locations import project_root
 
 CASES = conformance.load()
@@ -175,6 +176,39 @@ def test_driver_conforms(driver_pool, library, case, secure):
     setup_id, setup = setup_of(driver, case, secure)
     result = driver.request("run", setup_id=setup_id, program=case["program"], samples=request_samples(case))
     assert len(result["samples"]) == len(samples_of(case))
+    for i, (want, got) in enumerate(zip(samples_of(case), result["samples"])):
+        check_outputs(case, want["expected"], got["outputs"], f"sample {i}: " if i else "")
+        assert set(got["ns"]) == {r["name"] for r in case["program"]["timed"]}
+    check_facts(library, case, secure, result, setup)
+
+
+def _warmed(program: dict) -> dict:
+    """The case's program as `inputs: hot` sends it: every timed region warmed up first."""
+    names = [r["name"] for r in program["timed"]]
+    return Program(program["steps"], names, program["outputs"], program["noise"], program["sizes"],
+                   program["levels"], {r["name"]: r["steps"] for r in program["timed"]}).warmed().wire()
+
+
+def _warm_pairs() -> list:
+    """Every case with a write-into step (its warm-up must leave the operands as they were), and
+    each driver's first case of each scheme."""
+    firsts = {}
+    for lib, case, secure in PAIRS:
+        firsts.setdefault((lib, case["scheme"]), (lib, case, secure))
+    into = [p for p in PAIRS if any(st["op"].endswith("_into") for st in p[1]["program"]["steps"])]
+    chosen = {(lib, case["name"], secure): (lib, case, secure) for lib, case, secure in [*firsts.values(), *into]}
+    return [_pair(*p) for p in chosen.values()]
+
+
+@pytest.mark.parametrize("library,case,secure", _warm_pairs())
+def test_a_warmed_up_program_decrypts_the_same(driver_pool, library, case, secure):
+    """inputs: hot sends each timed region's steps once more just before it, untimed and discarded
+    (PROTOCOL.md "discard"): the values, times per region and facts stay those of the case."""
+    driver = driver_pool(library)
+    setup_id, setup = setup_of(driver, case, secure)
+    program = _warmed(case["program"])
+    assert any(st.get("discard") for st in program["steps"])
+    result = driver.request("run", setup_id=setup_id, program=program, samples=request_samples(case))
     for i, (want, got) in enumerate(zip(samples_of(case), result["samples"])):
         check_outputs(case, want["expected"], got["outputs"], f"sample {i}: " if i else "")
         assert set(got["ns"]) == {r["name"] for r in case["program"]["timed"]}

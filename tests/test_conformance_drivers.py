@@ -266,6 +266,22 @@ def test_a_region_reading_itself_through_a_scalar_is_not_sent():
                 RunRequest(**request)
 
 
+def test_a_warm_up_is_untimed_and_nothing_reads_it():
+    """Program.warmed (inputs: hot) puts an untimed, discarded twin of each timed step just before
+    its region; a `_into` step's twin allocates, so the operands keep their values. A discarded
+    step that is timed or read is refused before anything is sent."""
+    from fhemark.model.ops import RLWE_OPS
+    warmed = RLWE_OPS["add_into"].program("bfv").warmed().wire()
+    ops = [(st["op"], st["out"], bool(st.get("discard"))) for st in warmed["steps"]]
+    at = ops.index(("add_into", "cz", False))
+    assert ops[at - 1] == ("add", "warm:cz", True) and warmed["steps"][at - 1]["args"] == warmed["steps"][at]["args"]
+    base = [step("cx", "encrypt_sk", "x"), {**step("w", "add", "cx", "cx"), "discard": True}]
+    for steps, timed, outputs in ((base + [step("m", "add", "w", "cx")], [region("m")], []),
+                                  (base, [region("w")], []), (base, [], ["w"])):
+        with pytest.raises(ValueError, match="discarded but timed or read"):
+            RunRequest(id=1, setup_id="s", program=program(steps, timed, outputs), samples=[])
+
+
 @pytest.mark.parametrize("library", LIBRARIES)
 def test_timed_region_rules_are_checked_before_anything_runs(driver_pool, library):
     """The orchestrator checks a program's regions once, for every driver (protocol.Program), and

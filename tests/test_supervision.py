@@ -30,7 +30,7 @@ def fake_registry(monkeypatch):
 
 def test_every_failure_is_recorded_with_its_kind_and_the_run_goes_on(fake_registry, tmp_path):
     suite = Suite(name="faults", policy={"warmup": 1, "min_samples": 3, "max_samples": 3, "timeout_s": 3,
-                                         "memory_limit_mb": 400},
+                                         "memory_limit_mb": 400, "inputs": "cold"},
                   cases=[{"schemes": ["bfv"], "params": [{"N": 2048, "q_bits": [36, 36], "p_bits": [37], "t": T}],
                           "ops": ["add", "sub", "mul", "square", "mul_plain", "add_plain", "mul_relin",
                                   "mul_scalar", "square_relin", "keygen_galois_list", "keygen_galois_all"]}])
@@ -63,6 +63,24 @@ def test_every_failure_is_recorded_with_its_kind_and_the_run_goes_on(fake_regist
 
 
 T = 12289
+
+
+def test_inputs_hot_warms_each_region_and_cold_makes_copies_and_records_say_which(fake_registry, tmp_path):
+    """The policy's input state reaches the driver and every record: hot (the default) times one
+    copy per region after a warm-up of the same call; cold times copies on operands made before."""
+    states = {}
+    for inputs in ("hot", "cold", None):
+        policy = {"warmup": 1, "min_samples": 3, "max_samples": 3} | ({"inputs": inputs} if inputs else {})
+        suite = Suite(name="states", policy=policy,
+                      cases=[{"schemes": ["bfv"], "params": [{"N": 2048, "q_bits": [36, 36], "p_bits": [37], "t": T}],
+                              "ops": ["add"]}])
+        store = Store(tmp_path / f"{inputs}.db")
+        run_id = store.start_run("states", "h", True, {}, {})
+        Runner(build(suite, ["fake"], allow_insecure=True), store, run_id, {"threads": 1}).execute()
+        (rec,) = store.records(run_id)
+        states[inputs] = (rec.status, rec.input_state, rec.copies > 1, "1 warm-up step(s)" in rec.notes)
+    assert states == {"hot": ("ok", "hot", False, True), "cold": ("ok", "cold", True, False),
+                      None: ("ok", "hot", False, True)}
 
 
 def test_ctrl_c_during_a_hung_job_stops_at_once_and_keeps_what_was_measured(fake_registry, tmp_path):

@@ -81,7 +81,7 @@ from concrete.fhe.compilation.configuration import SecurityLevel  # noqa: E402  
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "python_shared"))
 from jsonl_driver import PROTOCOL, Failure, run_samples, serve  # noqa: E402
 
-DRIVER_VERSION = "0.2.0"
+DRIVER_VERSION = "0.3.0"
 CONCRETE_VERSION = metadata.version("concrete-python")
 SCHEME = "tfhe_int"
 CHUNK_BITS = 2

@@ -14,7 +14,7 @@ import (
 	"strconv"
 )
 
-const driverVersion = "0.6.0"
+const driverVersion = "0.7.0"
 
 func main() {
 	log.SetOutput(os.Stderr)

@@ -90,6 +90,8 @@ type step struct {
 	Op    string         `json:"op"`
 	Args  []string       `json:"args"`
 	Attrs map[string]any `json:"attrs"`
+	// Discard: an untimed step nothing reads (a warm-up); its result is dropped.
+	Discard bool `json:"discard"`
 }
 
 type sampleIn struct {

@@ -308,7 +308,9 @@ func (x *execState) runSteps(steps []step, collect bool) (ns, cpu int64, err err
 		return 0, 0, stepErr(st, err)
 	}
 	for k := range steps {
-		x.env[steps[k].Out] = outs[k]
+		if !steps[k].Discard {
+			x.env[steps[k].Out] = outs[k]
+		}
 	}
 	for _, f := range x.post {
 		f()

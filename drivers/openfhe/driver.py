@@ -12,7 +12,7 @@ import os
 import sys
 from functools import partial
 
-DRIVER_VERSION = "0.6.0"
+DRIVER_VERSION = "0.7.0"
 
 # OpenMP reads OMP_NUM_THREADS when the runtime starts: set it before any import that loads a
 # threaded library (numpy's OpenBLAS starts its own pool by it too, even through jsonl_driver).

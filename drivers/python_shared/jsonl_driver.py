@@ -104,8 +104,8 @@ def run_steps(steps: list, regions: dict, prepare: Callable, vals: dict, arm: Ca
     """One sample: the steps in program order, each value kept in vals under its step's out.
     prepare(step) -> (call, post, ...): the library call(s) to make, with every untimed part done,
     and post(result) -> the value kept (None: the result itself); more items are the driver's own.
-    A step outside every region runs untimed; at a region every step is prepared first, then its
-    calls are timed together (time_region). arm(region name or None, prepared) runs between the
+    A step outside every region runs untimed (a `discard` one is freed at once); at a region every
+    step is prepared first, then its calls are timed together (time_region). arm(region name or None, prepared) runs between the
     preparation and the clock and may return an undo, called right after the calls (TenSEAL's
     context flags). -> ({region: ns}, {region: cpu_ns})."""
     ns: dict[str, int] = {}
@@ -122,7 +122,9 @@ def run_steps(steps: list, regions: dict, prepare: Callable, vals: dict, arm: Ca
         if undo:
             undo()
         for st, p, out in zip(steps[i:end], prepared, outs):
-            vals[st["out"]] = p[1](out) if p[1] else out
+            if not st.get("discard"):
+                vals[st["out"]] = p[1](out) if p[1] else out
+        del outs, prepared, out  # a discarded result is freed here, before the next region
         i = end
     return ns, cpu
 

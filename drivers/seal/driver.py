@@ -20,7 +20,7 @@ import seal
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "python_shared"))
 from jsonl_driver import PROTOCOL, Failure, array_out, run_samples, serve  # noqa: E402
 
-DRIVER_VERSION = "0.6.0"
+DRIVER_VERSION = "0.7.0"
 SCHEMES = {"bfv": seal.scheme_type.bfv, "bgv": seal.scheme_type.bgv, "ckks": seal.scheme_type.ckks}
 COMMON = ["encode", "decode", "encrypt_pk", "encrypt_sk", "decrypt", "add", "sub", "add_plain", "mul",
           "mul_relin", "square_relin", "mul_plain", "mul_scalar", "square", "relinearize", "keygen_secret", "keygen_public",

@@ -38,7 +38,7 @@ from jsonl_driver import PROTOCOL, Failure, array_out, run_samples, serve  # noq
 import routines  # noqa: E402  (this folder: TenSEAL's sum, dot, polyval for native variants)
 
 C = ts._ts_cpp
-DRIVER_VERSION = "0.3.0"
+DRIVER_VERSION = "0.4.0"
 
 
 def _threads_wanted() -> int:

@@ -311,6 +311,8 @@ struct Step {
     picks: Vec<(usize, usize)>,
     /// `trivial`: the constant bits it makes, parsed once per request.
     constants: Vec<bool>,
+    /// An untimed step nothing reads (a warm-up): its result is dropped at once.
+    discard: bool,
 }
 
 /// Ops that run on a server key (everything but key generation and the
@@ -395,7 +397,8 @@ fn parse_program(scheme: Scheme, program: &Value) -> DResult<Program> {
         };
         let picks = if op == Op::Gather { parse_picks(&attrs, args.len(), i)? } else { vec![] };
         let constants = if op == Op::Trivial { parse_constants(&attrs, i)? } else { vec![] };
-        steps.push(Step { out, op_name, op, args, attrs, picks, constants });
+        let discard = s.get("discard").and_then(Value::as_bool).unwrap_or(false);
+        steps.push(Step { out, op_name, op, args, attrs, picks, constants, discard });
     }
     let regions = parse_regions(program.get("timed"), &steps)?;
     if scheme == Scheme::Int {
@@ -852,7 +855,9 @@ impl Driver {
                     }
                 }
                 for (st, v) in group.iter().zip(vals) {
-                    env.insert(st.out.clone(), v);
+                    if !st.discard {
+                        env.insert(st.out.clone(), v);
+                    }
                 }
                 i += len;
             }

@@ -36,6 +36,8 @@ class Step(BaseModel):
     op: str
     args: list[str] = []
     attrs: dict[str, Any] = {}
+    # Run untimed and dropped right after: nothing reads it (a warm-up before a timed region).
+    discard: bool = False
 
 
 class Region(BaseModel):
@@ -84,11 +86,19 @@ class Program(BaseModel):
             inside = set(region.steps)
             for i in idx:
                 st = self.steps[i]
-                reads = set(st.args) | {v for k, v in st.attrs.items() if k in VALUE_ATTRS and isinstance(v, str)}
+                reads = self._reads(st)
                 if reads & inside:
                     raise ValueError(f"timed region '{region.name}': step '{st.out}' reads {sorted(reads & inside)} "
                                      "made in the same region")
+        dropped = {st.out for st in self.steps if st.discard}
+        kept = {n for st in self.steps for n in self._reads(st)} | set(self.outputs + self.noise + self.sizes + self.levels)
+        if dropped & (kept | set(owner)):
+            raise ValueError(f"steps {sorted(dropped & (kept | set(owner)))} are discarded but timed or read")
         return self
+
+    @staticmethod
+    def _reads(st: Step) -> set[str]:
+        return set(st.args) | {v for k, v in st.attrs.items() if k in VALUE_ATTRS and isinstance(v, str)}
 
 
 class Sample(BaseModel):

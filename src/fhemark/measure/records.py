@@ -104,6 +104,7 @@ def _fields(job: Job, op: BenchOp, prep: Prepared | DriverError, out: Outcome | 
         "parallelism": out.cpu_ns / out.cpu_wall_ns if out.cpu_wall_ns > 0 else None,
         "driver_overhead_ns": float(np.median(out.overhead_ns)) if out.overhead_ns else None,
         "copies": out.copies, "iters": out.copies,  # iters: the export contract's older name
+        "input_state": out.input_state or None,
         "stop_reason": out.stop_reason, "target_rel_ci": job.policy.target_rel_ci,
         "budget_s": job.policy.budget_s, "elapsed_s": out.elapsed_s, "notes": sorted(out.notes),
         "setup_s": prep.setup_s,

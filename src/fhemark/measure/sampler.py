@@ -71,6 +71,9 @@ class Outcome:
     noise_by_depth: list[float] = field(default_factory=list)
     precision_before: list[float] = field(default_factory=list)  # of the input, where the program outputs "z0"
     throughput: dict | None = None  # throughput mode: the rate at the best k and how it was found
+    # "hot": every timed region warmed up just before it (Program.warmed), one copy per region;
+    # "cold": copies on operands all made before the region. Decided at calibration ("": not yet).
+    input_state: str = ""
 
 
 def copies_for(job: Job, op: BenchOp, program: Program, t_op: float) -> int:
@@ -105,6 +108,8 @@ def measure_slice(drv: Driver, job: Job, op: BenchOp, prep: Prepared, out: Outco
         nonlocal facts_due
         facts, facts_due = facts_due, False
         program = base.replicate(k) if facts else replace(base.replicate(k), noise=[], sizes=[], levels=[])
+        if (out.input_state or pol.inputs) == "hot":
+            program = program.warmed()
         got, wall = run_checked(drv, job, op, prep, program, draw(job, op, prep, rng, count, k), out)
         if not facts or not out.wall_per_sample:  # batches are sized from the cost of a copy alone
             out.wall_per_sample = wall / (count * k)
@@ -129,7 +134,9 @@ def measure_slice(drv: Driver, job: Job, op: BenchOp, prep: Prepared, out: Outco
         batch(1, out.copies)
     if not out.copies:  # calibrated once, in the first process, and kept for the whole job
         t_op = float(np.median([total(w) for w in warm]))
-        out.copies = copies_for(job, op, base, t_op)
+        # An op slower than a warm round makes its own caches hot; warming it would double its cost.
+        out.input_state = "hot" if pol.inputs == "hot" and t_op < WARM_ROUND_NS else "cold"
+        out.copies = 1 if out.input_state == "hot" else copies_for(job, op, base, t_op)
     k = out.copies
     min_n, max_n = math.ceil(pol.min_samples / rounds), math.ceil(pol.max_samples / rounds)
     # The budget binds for slow operations once the rounds together hold enough samples for an

@@ -129,6 +129,7 @@ def _calibrate(job: Job, op: BenchOp, prep: Prepared, drv: Driver, out: Outcome)
     program = op.build(job.scheme, prep.plain)
     (warm, _), out.wall_per_sample = run_checked(drv, job, op, prep, program, draw(job, op, prep, rng, 1, 1), out)
     out.copies = copies_for(job, op, program, total(warm[0]))
+    out.input_state = "cold"  # k processes at once: copies on operands made before the region
 
 
 def _level(job: Job, op: BenchOp, prep: Prepared, pool: list[Driver], out: Outcome,

@@ -105,6 +105,23 @@ class Program:
                        last(self.sizes), last(self.levels), {self.timed[0]: [ren(timed["out"], i) for i in range(k)]})
 
 
+    def warmed(self) -> "Program":
+        """Each timed region's steps first run once untimed, on the same operands, their results
+        discarded (PROTOCOL.md "discard"): the operands were just read, the library's code just
+        ran and its allocator holds the memory of a result just freed, as one turn of a loop over
+        one operand set leaves them (inputs: hot). A `_into` step warms up through its allocating
+        twin, so its operands keep their values."""
+        by_out = {st["out"]: st for st in self.steps}
+        first = {self.region(r)[0]: self.region(r) for r in self.timed}
+        steps = []
+        for st in self.steps:
+            for name in first.get(st["out"], ()):
+                warm = by_out[name]
+                steps.append({**warm, "out": f"warm:{name}", "op": warm["op"].removesuffix("_into"), "discard": True})
+            steps.append(st)
+        return replace(self, steps=steps)
+
+
 def base_name(name: str) -> str:
     """`cz.3` -> `cz`: what a replicated program's value is called in the single-copy program."""
     head, dot, tail = name.rpartition(".")

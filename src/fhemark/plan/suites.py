@@ -39,6 +39,10 @@ class Policy(BaseModel):
     budget_s: float = Field(2.0, gt=0, le=WEEK_S)   # or when this much wall time is spent on the job
     min_sample_us: float = Field(50.0, ge=0, le=1e7)  # faster ops: several copies per sample, each on fresh inputs
     max_iters: int = Field(32, ge=1, le=4096)        # at most this many copies in one timed region
+    # hot: fresh operands per sample, each timed region warmed up by the same calls just before it
+    # (as a pipeline's previous step, or a library's own benchmark loop, leaves them); cold: copies
+    # of the op on operands all made before the region (README "Input state").
+    inputs: Literal["hot", "cold"] = "hot"
     # Driver processes the samples are spread over (fresh process, fresh keys each, in rounds that
     # interleave libraries): their spread goes into the interval, as a second run would see it.
     processes: int = Field(1, ge=1, le=20)
