@@ -34,6 +34,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import fidelity_run
+
 ROOT = Path(__file__).resolve().parents[1]
 DRIVER_DIR = ROOT / "drivers" / "lattigo"
 LATTIGO_MODULE = "github.com/tuneinsight/lattigo/v6"
@@ -294,29 +296,9 @@ def fhemark_params(scheme: str) -> dict:
 
 def run_fhemark(scheme: str, ops: list[str], threads: int, policy: dict, db: Path, env: dict,
                 between_jobs) -> dict[str, dict]:
-    from fhemark.measure.runner import Runner
-    from fhemark.plan.jobs import build
-    from fhemark.plan.suites import Suite
-    from fhemark.store.sqlite import Store
-
-    suite = Suite(name=f"fidelity_lattigo_{scheme}", threads=threads, policy=policy,
-                  cases=[{"libraries": ["lattigo"], "schemes": [scheme], "ops": ops,
-                          "params": [fhemark_params(scheme)]}])
-    plan = build(suite, ["lattigo"], allow_insecure=False)  # 390-bit QP at N=2^14: 128-bit secure
-    store = Store(db)
-    run_id = store.start_run(suite.name, "fidelity", False, env, plan.to_json())
-
-    def progress(job, recs):
-        r = recs[0]
-        extra = f"{r.median_ns / 1e3:.1f} us" if r.median_ns else f"{r.status}: {r.error}"
-        print(f"  fhemark lattigo {scheme} {job.op}: {extra}", flush=True)
-        between_jobs(job)
-
-    Runner(plan, store, run_id, env, on_record=progress).execute()
-    store.finish_run(run_id)
-    recs = {r.op: r.model_dump(exclude_unset=True) for r in store.records(run_id)}  # as the export writes them
-    store.close()
-    return recs
+    # 390-bit QP at N=2^14: 128-bit secure
+    return fidelity_run.run_fhemark("lattigo", scheme, fhemark_params(scheme), ops, threads, policy, db, env,
+                                    between_jobs, f"fidelity_lattigo_{scheme}")
 
 
 def measure_scheme(scheme: str, ms: list[Match], q: list[int], p: list[int], args, policy: dict, db: Path,
@@ -426,6 +408,8 @@ def main() -> int:
                     help="GOMAXPROCS for both sides: go test -cpu N and the fhemark suite's threads (default 1)")
     ap.add_argument("--budget-s", type=float, default=2.0, help="fhemark policy budget_s per job (default 2.0)")
     ap.add_argument("--schemes", default="ckks,bgv,bfv", help="comma-separated subset of ckks,bgv,bfv")
+    ap.add_argument("--inputs", choices=("hot", "cold"), default="hot",
+                    help="fhemark's input state (policy inputs; default hot, the state of Lattigo's own loop)")
     args = ap.parse_args()
 
     sys.path.insert(0, str(ROOT / "src"))
@@ -446,7 +430,7 @@ def main() -> int:
     log_q, log_p = sum(math.log2(x) for x in q), sum(math.log2(x) for x in p)
     env = environment(args.threads, project_root())
     load_before = env.get("load_average")
-    policy = {"budget_s": args.budget_s}
+    policy = {"budget_s": args.budget_s, "inputs": args.inputs}
     commands: list[str] = []
     go: dict[tuple[str, str], dict] = {}
     fm: dict[str, dict[str, dict]] = {}
@@ -496,6 +480,10 @@ def main() -> int:
           f"fhemark), each the mean of -benchtime {args.benchtime}; fhemark: median of samples, bootstrap 95% CI")
     print()
     print_table(rows)
+    print(f"\nfhemark ({args.inputs} inputs) / Lattigo: "
+          + fidelity_run.within([r["ratio_fhemark_over_lattigo"] for r in rows if r["preallocated_output"]])
+          + " (preallocated output, as Lattigo's benchmarks); allocating: "
+          + fidelity_run.within([r["ratio_fhemark_over_lattigo"] for r in rows if not r["preallocated_output"]]))
     drift = [(r["lattigo_benchmark"], r["lattigo_ns_per_op_before"], r["lattigo_ns_per_op_after"])
              for r in rows if r["preallocated_output"]]
     noisy = [d for d in drift if abs(d[2] / d[1] - 1) > 0.10]

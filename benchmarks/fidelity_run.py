@@ -1,0 +1,42 @@
+"""What the fidelity benchmarks share: one fhemark run of one library's jobs through the Python
+API (Suite, plan.build, Runner, a store of the caller's), with a callback after every job so the
+reference can run back to back with it, and the within-5% share that the issue's goal reads."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Callable
+
+
+def run_fhemark(library: str, scheme: str, params: dict | str, ops: list[str], threads: int, policy: dict, db: Path,
+                env: dict, between_jobs: Callable, name: str) -> dict[str, dict]:
+    """{op: record as the export writes it}; between_jobs(job) runs after each job's record is stored."""
+    from fhemark.measure.runner import Runner
+    from fhemark.plan.jobs import build
+    from fhemark.plan.suites import Suite
+    from fhemark.store.sqlite import Store
+
+    suite = Suite(name=name, threads=threads, policy=policy,
+                  cases=[{"libraries": [library], "schemes": [scheme], "ops": ops, "params": [params]}])
+    plan = build(suite, [library], allow_insecure=False)
+    store = Store(db)
+    run_id = store.start_run(suite.name, "fidelity", False, env, plan.to_json())
+
+    def progress(job, recs):
+        r = recs[0]
+        extra = f"{r.median_ns / 1e3:.1f} us" if r.median_ns else f"{r.status}: {r.error}"
+        print(f"  fhemark {library} {scheme} {job.op} ({policy.get('inputs', 'hot')}): {extra}", flush=True)
+        between_jobs(job)
+
+    Runner(plan, store, run_id, env, on_record=progress).execute()
+    store.finish_run(run_id)
+    recs = {r.op: r.model_dump(exclude_unset=True) for r in store.records(run_id)}
+    store.close()
+    return recs
+
+
+def within(ratios: list[float | None], tolerance: float = 0.05) -> str:
+    """'k of n cells (p%) within ±5%': the share the fidelity goal is stated in."""
+    got = [r for r in ratios if r]
+    k = sum(abs(r - 1) <= tolerance for r in got)
+    return f"{k} of {len(got)} cells ({100 * k / max(len(got), 1):.0f}%) within ±{100 * tolerance:.0f}%"
