@@ -496,8 +496,7 @@ var capabilitiesJSON []byte
 
 // staticCaps is capabilities.json, the driver's static facts (PROTOCOL.md
 // "capabilities"): per scheme the deviations from the canonical boundaries (an
-// `_into` form deviates as its base op), and build notes. capabilities adds
-// what is computed: ops from the op table, versions, threads, limits.
+// `_into` form deviates as its base op), and build notes.
 var staticCaps = func() (caps map[string]any) {
 	if err := json.Unmarshal(capabilitiesJSON, &caps); err != nil {
 		panic("capabilities.json: " + err.Error())
@@ -505,10 +504,17 @@ var staticCaps = func() (caps map[string]any) {
 	return caps
 }()
 
-// checkCapabilities refuses, at start-up, a capabilities.json that names a
-// scheme, or a deviation for an op, that the op table lacks.
+// checkCapabilities refuses, at start-up, a capabilities.json that lacks a
+// scheme of the op table, or names a scheme, or a deviation for an op, that
+// the op table lacks.
 func checkCapabilities() error {
-	for scheme, facts := range staticCaps["schemes"].(map[string]any) {
+	schemes := staticCaps["schemes"].(map[string]any)
+	for _, scheme := range strings.Fields(all) {
+		if schemes[scheme] == nil {
+			return fmt.Errorf("capabilities.json: no scheme %s", scheme)
+		}
+	}
+	for scheme, facts := range schemes {
 		ops := opsFor(scheme)
 		if len(ops) == 0 {
 			return fmt.Errorf("capabilities.json: scheme %s, which the op table lacks", scheme)
@@ -523,29 +529,11 @@ func checkCapabilities() error {
 	return nil
 }
 
-// merged is a capabilities reply: the static facts with the computed ones,
-// objects merged key by key.
-func merged(static, facts map[string]any) map[string]any {
-	out := maps.Clone(static)
-	for k, v := range facts {
-		a, aok := out[k].(map[string]any)
-		b, bok := v.(map[string]any)
-		if aok && bok {
-			out[k] = merged(a, b)
-		} else {
-			out[k] = v
-		}
-	}
-	return out
-}
-
+// buildFacts is capabilities.json's build notes with the computed ones.
 func buildFacts() map[string]any {
-	facts := map[string]any{
-		"go_version": runtime.Version(),
-		"goos":       runtime.GOOS,
-		"goarch":     runtime.GOARCH,
-		"gomaxprocs": runtime.GOMAXPROCS(0),
-	}
+	facts := maps.Clone(staticCaps["build"].(map[string]any))
+	facts["go_version"], facts["goos"], facts["goarch"] = runtime.Version(), runtime.GOOS, runtime.GOARCH
+	facts["gomaxprocs"] = runtime.GOMAXPROCS(0)
 	if bi, ok := debug.ReadBuildInfo(); ok {
 		for _, s := range bi.Settings {
 			switch s.Key {
@@ -557,23 +545,23 @@ func buildFacts() map[string]any {
 	return facts
 }
 
+// capabilities is capabilities.json with the computed facts added.
 func (d *driver) capabilities() map[string]any {
 	limits := map[string]any{
 		"log_n_min": latticeLogNMin, "log_n_max": latticeLogNMax,
 		"max_prime_bits": maxQPrimeBits, "max_p_prime_bits": maxPPrimeBits,
 	}
-	return merged(staticCaps, map[string]any{
-		"protocol":        protocolVersion,
-		"library_version": libraryVersion(),
-		"driver_version":  driverVersion,
-		"build":           buildFacts(),
-		"threads":         runtime.GOMAXPROCS(0),
-		"schemes": map[string]any{
-			"bfv":  map[string]any{"ops": opsFor("bfv"), "limits": limits},
-			"bgv":  map[string]any{"ops": opsFor("bgv"), "limits": limits},
-			"ckks": map[string]any{"ops": opsFor("ckks"), "limits": limits, "presets": map[string]any{bootstrapPreset: bootstrapPresetDoc}},
-		},
-	})
+	schemes := map[string]any{}
+	for name, facts := range staticCaps["schemes"].(map[string]any) {
+		sc := maps.Clone(facts.(map[string]any))
+		sc["ops"], sc["limits"] = opsFor(name), limits
+		schemes[name] = sc
+	}
+	schemes["ckks"].(map[string]any)["presets"] = map[string]any{bootstrapPreset: bootstrapPresetDoc}
+	caps := maps.Clone(staticCaps)
+	maps.Copy(caps, map[string]any{"protocol": protocolVersion, "library_version": libraryVersion(),
+		"driver_version": driverVersion, "build": buildFacts(), "threads": runtime.GOMAXPROCS(0), "schemes": schemes})
+	return caps
 }
 
 func describeKeyKind(v *value) string {
