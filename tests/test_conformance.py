@@ -3,7 +3,8 @@ expected values (exact for BFV/BGV, within the tolerance for CKKS), including
 cases with several copies of an op in one timed region, where every copy is
 checked. Which cases a driver must pass is read from its checked-in capability
 snapshot (protocol/capabilities/<library>.json), not from what it says today,
-so a driver that stops offering an operation fails here instead of skipping. Besides the decrypted
+so a driver that stops offering an operation fails here instead of skipping; its deviation texts
+are read from the driver's own capabilities.json, which its reply must serve. Besides the decrypted
 values, every run's reported facts are checked (sizes, levels, noise budgets, composition notes).
 Driver behaviour that is no case (error replies, refused parameters, region rules, new keys) is in
 test_conformance_drivers.py."""
@@ -53,13 +54,25 @@ def test_cases_file_is_generated_from_the_catalog():
         "protocol/conformance/cases-secure.json is stale: run python -m fhemark.drivers.conformance"
 
 
+def unserved(facts, reply, at: str = "") -> list[str]:
+    """Where a capabilities reply lacks one of the static facts, or words it otherwise."""
+    if isinstance(facts, dict) and isinstance(reply, dict):
+        return [where for k, v in facts.items() for where in unserved(v, reply.get(k), f"{at}.{k}")]
+    return [] if facts == reply else [at]
+
+
 @pytest.mark.parametrize("library", LIBRARIES)
 def test_capabilities_match_the_checked_in_snapshot(driver_pool, library):
-    """Losing (or silently gaining) an op or a declared deviation is a visible change."""
+    """Losing (or silently gaining) an op is a visible change; the reply serves every static fact of the
+    driver's capabilities.json, and declares exactly the deviations written there."""
     caps = driver_pool(library).request("capabilities")
     live = conformance.capability_snapshot(caps)
     assert live == snapshot(library), (f"{library} capabilities differ from protocol/capabilities/{library}.json; "
                                        f"if intended: python -m fhemark.drivers.conformance --snapshot {library}")
+    facts = conformance.static_facts(library)
+    assert not unserved(facts, caps), f"{library}'s reply differs from its capabilities.json at {unserved(facts, caps)}"
+    for scheme, sc in caps["schemes"].items():
+        assert sc.get("deviations", {}) == facts["schemes"][scheme].get("deviations", {}), scheme
 
 
 SETUPS: dict[tuple[int, str], dict] = {}  # (driver, setup_id) -> the setup's result

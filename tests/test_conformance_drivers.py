@@ -9,13 +9,16 @@ These checks replace the drivers' former smoke tests (drivers/<lib>/smoke_test.p
 smoke_bits.py), which nothing ran. Small, insecure rings where the library allows them; no timings
 are checked."""
 
+import importlib.util
 import json
 
 import numpy as np
 import pytest
 
+from fhemark.drivers.conformance import static_facts
 from fhemark.drivers.protocol import RunRequest, Sample, Vector
 from fhemark.errors import DriverError
+from fhemark.locations import project_root
 from fhemark.model.semantics import Plain
 from test_conformance import CASES, LIBRARIES, SECURE, check_outputs, request_samples, samples_of, setup_of, snapshot
 
@@ -139,8 +142,27 @@ def assert_values(plain: Plain, got: np.ndarray, want: np.ndarray, what: str, ke
 
 @pytest.mark.parametrize("library", LIBRARIES)
 def test_deviations_name_listed_ops(library):
+    """The driver's capabilities.json against the ops it promises (the driver also refuses, at start-up,
+    a file naming an op its table lacks); no build needed."""
+    facts = static_facts(library)["schemes"]
+    assert set(facts) == set(snapshot(library)["schemes"])
     for scheme, caps in snapshot(library)["schemes"].items():
-        assert set(caps["deviations"]) <= set(caps["ops"]), (scheme, set(caps["deviations"]) - set(caps["ops"]))
+        dev = facts[scheme].get("deviations", {})
+        assert set(dev) <= set(caps["ops"]), (scheme, set(dev) - set(caps["ops"]))
+
+
+def test_a_python_driver_refuses_a_capabilities_file_naming_what_its_op_table_lacks(tmp_path):
+    spec = importlib.util.spec_from_file_location("jsonl_driver", project_root() / "drivers/python_shared/jsonl_driver.py")
+    shared = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(shared)
+    (tmp_path / "capabilities.json").write_text(json.dumps({"library": "x", "schemes": {"bfv": {"deviations": {
+        "mul": "also relinearizes"}}}}))
+    with pytest.raises(SystemExit, match="mul"):
+        shared.static_capabilities(tmp_path, {"bfv": ["add"]})
+    with pytest.raises(SystemExit, match="ckks"):
+        shared.static_capabilities(tmp_path, {"bfv": ["mul"], "ckks": ["mul"]})
+    caps = shared.merged(shared.static_capabilities(tmp_path, {"bfv": ["add", "mul"]}), {"schemes": {"bfv": {"limits": {}}}})
+    assert caps["schemes"]["bfv"] == {"ops": ["add", "mul"], "deviations": {"mul": "also relinearizes"}, "limits": {}}
 
 
 @pytest.mark.parametrize("library", [lib for lib in LIBRARIES if schemes_of(lib, BITS)])

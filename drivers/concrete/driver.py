@@ -79,7 +79,7 @@ from concrete.compiler import Value as RawValue  # noqa: E402
 from concrete.fhe.compilation.configuration import SecurityLevel  # noqa: E402  (not re-exported by fhe)
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "python_shared"))
-from jsonl_driver import PROTOCOL, Failure, run_samples, serve  # noqa: E402
+from jsonl_driver import Failure, merged, run_samples, serve, static_capabilities  # noqa: E402
 
 DRIVER_VERSION = "0.3.0"
 CONCRETE_VERSION = metadata.version("concrete-python")
@@ -109,12 +109,8 @@ PRESETS = {
 }
 DEFAULT_PRESET = "RADIX2_GLOBAL_PERROR_1E-5"
 
-DEVIATIONS = {
-    "keygen": ("Concrete's Keys.generate for the setup's compiled module: every secret key, bootstrapping key and "
-               "keyswitching key its optimizer assigned to the module's functions (the addition and the comparisons "
-               "may sit in different parameter partitions, each with its own keys; `effective` lists them), not one "
-               "parameter set's client + server key"),
-}
+# Static facts (the deviation from PROTOCOL.md's canonical boundaries, build notes): capabilities.json.
+CAPABILITIES = static_capabilities(Path(__file__).resolve().parent, {SCHEME: OPS})
 NOT_APPLICABLE = "noise and levels: not applicable (every table lookup bootstraps; Concrete exposes no noise budget)"
 
 
@@ -490,36 +486,23 @@ def capabilities() -> dict:
     # More: OpenMP's own count, read back, when it is certainly the runtime the compiled loops use.
     threads = 1 if THREADS == 1 else (omp_max if omp_max is not None else THREADS)
     honoured = True if THREADS == 1 or omp_max is not None else None
-    return {"protocol": PROTOCOL, "library": "concrete", "library_version": CONCRETE_VERSION,
-            "driver_version": DRIVER_VERSION, "extensions": ["bits"],
-            "build": {"binding": f"concrete-python {CONCRETE_VERSION} (PyPI manylinux wheel, installed without its torch "
-                                 f"dependency); compiled functions called through concrete.compiler's ServerCircuit.call, "
-                                 f"encryption/decryption through ClientCircuit.prepare_input/process_output",
-                      "torch": ("stand-in module (torch not installed: " + TORCH_MESSAGE + ")") if TORCH_STUBBED
-                      else "installed",
-                      "python": platform.python_version(), "numpy": np.__version__,
-                      "encoding": f"tfhe_int: an integer of `bits` bits is a tensor of bits/{CHUNK_BITS} chunks of "
-                                  f"{CHUNK_BITS} bits (little-endian); sums wrap modulo 2^bits (top carry dropped)",
-                      "parallelism": (f"loop_parallelize={THREADS > 1} (OpenMP, OMP_NUM_THREADS="
-                                      f"{os.environ.get('OMP_NUM_THREADS')}; {', '.join(libs) or 'no libomp mapped'}: "
-                                      f"omp_get_max_threads() {omp_max}), dataflow_parallelize=False, "
-                                      f"auto_parallelize=False"),
-                      "compile": "one fhe.module per width and preset, compiled at setup (once per process); "
-                                 "parameters chosen by Concrete's optimizer, reported in setup's effective",
-                      "sizes": "Concrete's own serialization: ciphertext = fhe.Value.serialize() of one integer (all "
-                               "its chunks); server_key (and a keygen result in `sizes`) = the server keyset serialized "
-                               "(bootstrapping + keyswitching keys, standard domain; serialized once per compiled module, "
-                               "its length fixed by the parameters); client_key = the secret keys, and "
-                               "server_key_in_memory = the keys as the runtime holds them, both from Concrete's "
-                               "compilation feedback",
-                      "security": "Concrete's optimizer targets 128 bits (SecurityLevel.SECURITY_128_BITS); "
-                                  "allow_insecure is ignored",
-                      "timing": "time.perf_counter_ns around a region's prepared calls, Python's cyclic gc off; "
-                                "cpu_ns: time.process_time_ns inside the same pair of clock reads"},
-            "threads": threads, "threads_honoured": honoured,
-            "schemes": {SCHEME: {"ops": list(OPS), "deviations": DEVIATIONS,
-                                 "limits": {"bits": list(WIDTHS), "presets": ["default", *PRESETS],
-                                            "default_preset": DEFAULT_PRESET, "block_bits": CHUNK_BITS}}}}
+    return merged(CAPABILITIES, {
+        "library_version": CONCRETE_VERSION, "driver_version": DRIVER_VERSION,
+        "build": {"binding": f"concrete-python {CONCRETE_VERSION} (PyPI manylinux wheel, installed without its torch "
+                             f"dependency); compiled functions called through concrete.compiler's ServerCircuit.call, "
+                             f"encryption/decryption through ClientCircuit.prepare_input/process_output",
+                  "torch": ("stand-in module (torch not installed: " + TORCH_MESSAGE + ")") if TORCH_STUBBED
+                  else "installed",
+                  "python": platform.python_version(), "numpy": np.__version__,
+                  "encoding": f"tfhe_int: an integer of `bits` bits is a tensor of bits/{CHUNK_BITS} chunks of "
+                              f"{CHUNK_BITS} bits (little-endian); sums wrap modulo 2^bits (top carry dropped)",
+                  "parallelism": (f"loop_parallelize={THREADS > 1} (OpenMP, OMP_NUM_THREADS="
+                                  f"{os.environ.get('OMP_NUM_THREADS')}; {', '.join(libs) or 'no libomp mapped'}: "
+                                  f"omp_get_max_threads() {omp_max}), dataflow_parallelize=False, "
+                                  f"auto_parallelize=False")},
+        "threads": threads, "threads_honoured": honoured,
+        "schemes": {SCHEME: {"limits": {"bits": list(WIDTHS), "presets": ["default", *PRESETS],
+                                        "default_preset": DEFAULT_PRESET, "block_bits": CHUNK_BITS}}}})
 
 
 if __name__ == "__main__":

@@ -1,11 +1,15 @@
 package main
 
 import (
+	_ "embed"
+	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"math/bits"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -487,19 +491,49 @@ func libraryVersion() string {
 	return "v6.2.0"
 }
 
-func buildFacts() map[string]any {
-	facts := map[string]any{
-		"binding":        "native Go (no binding)",
-		"go_version":     runtime.Version(),
-		"goos":           runtime.GOOS,
-		"goarch":         runtime.GOARCH,
-		"gomaxprocs":     runtime.GOMAXPROCS(0),
-		"compression":    "none",
-		"serialization":  "Lattigo MarshalBinary/BinarySize: uncompressed, 8 bytes per coefficient per RNS limb, no seed compression",
-		"timer":          "Go time.Now/time.Since (monotonic clock); cpu_ns from getrusage(RUSAGE_SELF) user + system, read inside the same clock pair; runtime.GC() once a sample, before its first timed region and outside it, so the driver's untimed garbage is not collected inside a region",
-		"allocation":     "base ops time Lattigo's allocating variants (output allocated inside the timed region); <op>_into variants write into an output allocated before it",
-		"security_check": "Lattigo has no built-in security check; allow_insecure has no effect",
+//go:embed capabilities.json
+var capabilitiesJSON []byte
+
+// staticCaps is capabilities.json, the driver's static facts (PROTOCOL.md
+// "capabilities"): per scheme the deviations from the canonical boundaries (an
+// `_into` form deviates as its base op), and build notes.
+var staticCaps = func() (caps map[string]any) {
+	if err := json.Unmarshal(capabilitiesJSON, &caps); err != nil {
+		panic("capabilities.json: " + err.Error())
 	}
+	return caps
+}()
+
+// checkCapabilities refuses, at start-up, a capabilities.json that lacks a
+// scheme of the op table, or names a scheme, or a deviation for an op, that
+// the op table lacks.
+func checkCapabilities() error {
+	schemes := staticCaps["schemes"].(map[string]any)
+	for _, scheme := range strings.Fields(all) {
+		if schemes[scheme] == nil {
+			return fmt.Errorf("capabilities.json: no scheme %s", scheme)
+		}
+	}
+	for scheme, facts := range schemes {
+		ops := opsFor(scheme)
+		if len(ops) == 0 {
+			return fmt.Errorf("capabilities.json: scheme %s, which the op table lacks", scheme)
+		}
+		dev, _ := facts.(map[string]any)["deviations"].(map[string]any)
+		for op := range dev {
+			if !slices.Contains(ops, op) {
+				return fmt.Errorf("capabilities.json: %s deviation for %s, an op the op table lacks", scheme, op)
+			}
+		}
+	}
+	return nil
+}
+
+// buildFacts is capabilities.json's build notes with the computed ones.
+func buildFacts() map[string]any {
+	facts := maps.Clone(staticCaps["build"].(map[string]any))
+	facts["go_version"], facts["goos"], facts["goarch"] = runtime.Version(), runtime.GOOS, runtime.GOARCH
+	facts["gomaxprocs"] = runtime.GOMAXPROCS(0)
 	if bi, ok := debug.ReadBuildInfo(); ok {
 		for _, s := range bi.Settings {
 			switch s.Key {
@@ -511,75 +545,23 @@ func buildFacts() map[string]any {
 	return facts
 }
 
-// deviationsFor lists the ops whose timed work differs from PROTOCOL.md's
-// canonical boundaries (section "What each primitive times"), with one line
-// each; an `_into` form deviates as its base op. Lattigo's BFV/BGV plaintext
-// lives in R_Q: bgv.Encoder.Encode lifts it there (times t^-1 mod Q, NTT) and
-// bgv.Encoder.Decode takes it back to Z_t (times t, centre, reduce mod t), so
-// encode and decode hold work that SEAL does in encrypt and decrypt (OpenFHE: decrypt).
-// CKKS matches the canonical boundaries (its encode already ends in R_Q).
-func deviationsFor(scheme string) map[string]string {
-	if scheme != "bfv" && scheme != "bgv" {
-		return nil
-	}
-	scaling, rounding := "multiplies it by t^-1 mod Q (Lattigo's stand-in for the Delta scaling)", "the BFV scale-and-round by t/Q"
-	if scheme == "bgv" {
-		scaling, rounding = "multiplies it by t^-1 mod Q", "the BGV reduction mod t"
-	}
-	dev := map[string]string{
-		"encode": "bgv.Encoder.Encode also lifts the plaintext to R_Q, " + scaling +
-			" and applies the NTT over Q: work SEAL does inside encrypt (OpenFHE, like Lattigo, in encode)",
-		"encrypt_pk": "rlwe.Encryptor.Encrypt only adds the encoded plaintext, already in R_Q in NTT form, to an encryption of zero: " +
-			"the lift to R_Q, t^-1 scaling and NTT are timed in encode",
-		"decrypt": "rlwe.Decryptor.Decrypt stops at c0 + c1*s in R_Q (NTT form): " + rounding + " is timed in decode",
-		"decode": "bgv.Encoder.Decode also does " + rounding +
-			" (inverse NTT over Q, multiply by t, centre, reduce mod t) before decoding the slots: work SEAL and OpenFHE do inside decrypt",
-	}
-	dev["encrypt_sk"] = dev["encrypt_pk"]
-	for _, op := range []string{"encode", "encrypt_pk", "encrypt_sk", "decrypt", "decode"} {
-		dev[op+"_into"] = dev[op]
-	}
-	return dev
-}
-
-// threadsHonoured is capabilities.threads_honoured: false. FHEMARK_THREADS sets
-// GOMAXPROCS (applyThreads), but Lattigo v6.2.0 runs every evaluator, encoder,
-// encryptor and key-generator call on the calling goroutine: in its module the
-// only goroutines outside examples and tests are in utils/bignum's Remez
-// (minimax_approximation.go, the offline search for a minimax polynomial's
-// coefficients, which this driver never calls); ring, core/rlwe, schemes and
-// circuits (bootstrapping, lintrans, polynomial) start none and have no
-// GOMAXPROCS/NumCPU. An evaluator holds its own scratch buffers and is not for
-// concurrent use (rlwe.Evaluator.WithKey's doc), so parallelism is the caller's:
-// one evaluator per goroutine. So a higher thread count only lets the Go
-// runtime (the collector's mark workers) use the extra cores, never makes an op
-// faster: CKKS mul_relin and rotate at N = 16384 read cpu_ns / ns = 1.00 at
-// GOMAXPROCS 1 and 2 alike, and the same wall time (2026-11-25, 8 samples each).
-const threadsHonoured = false
-
+// capabilities is capabilities.json with the computed facts added.
 func (d *driver) capabilities() map[string]any {
-	limitsBGV := map[string]any{
+	limits := map[string]any{
 		"log_n_min": latticeLogNMin, "log_n_max": latticeLogNMax,
 		"max_prime_bits": maxQPrimeBits, "max_p_prime_bits": maxPPrimeBits,
 	}
-	limitsCKKS := map[string]any{
-		"log_n_min": latticeLogNMin, "log_n_max": latticeLogNMax,
-		"max_prime_bits": maxQPrimeBits, "max_p_prime_bits": maxPPrimeBits,
+	schemes := map[string]any{}
+	for name, facts := range staticCaps["schemes"].(map[string]any) {
+		sc := maps.Clone(facts.(map[string]any))
+		sc["ops"], sc["limits"] = opsFor(name), limits
+		schemes[name] = sc
 	}
-	return map[string]any{
-		"protocol":         protocolVersion,
-		"library":          "lattigo",
-		"library_version":  libraryVersion(),
-		"driver_version":   driverVersion,
-		"build":            buildFacts(),
-		"threads":          runtime.GOMAXPROCS(0),
-		"threads_honoured": threadsHonoured,
-		"schemes": map[string]any{
-			"bfv":  map[string]any{"ops": opsFor("bfv"), "limits": limitsBGV, "deviations": deviationsFor("bfv")},
-			"bgv":  map[string]any{"ops": opsFor("bgv"), "limits": limitsBGV, "deviations": deviationsFor("bgv")},
-			"ckks": map[string]any{"ops": opsFor("ckks"), "limits": limitsCKKS, "presets": map[string]any{bootstrapPreset: bootstrapPresetDoc}},
-		},
-	}
+	schemes["ckks"].(map[string]any)["presets"] = map[string]any{bootstrapPreset: bootstrapPresetDoc}
+	caps := maps.Clone(staticCaps)
+	maps.Copy(caps, map[string]any{"protocol": protocolVersion, "library_version": libraryVersion(),
+		"driver_version": driverVersion, "build": buildFacts(), "threads": runtime.GOMAXPROCS(0), "schemes": schemes})
+	return caps
 }
 
 func describeKeyKind(v *value) string {

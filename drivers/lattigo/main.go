@@ -21,6 +21,9 @@ func main() {
 	log.SetFlags(0)
 	log.SetPrefix("fhemark-lattigo: ")
 
+	if err := checkCapabilities(); err != nil {
+		log.Fatal(err)
+	}
 	applyThreads() // before newDriver and before any request: no Lattigo context exists yet
 
 	d := newDriver()
@@ -33,8 +36,9 @@ func main() {
 // applyThreads sets GOMAXPROCS from FHEMARK_THREADS (default 1), the number of
 // OS threads that run Go code at once; capabilities report it as `threads`. It
 // runs first in main, before any context, key or evaluator exists. Lattigo's
-// evaluators make every call on the calling goroutine (threadsHonoured), so more
-// than 1 only lets Go's runtime (the collector's mark workers) run beside them.
+// evaluators make every call on the calling goroutine (threads_honoured is
+// false in capabilities.json; README.md, Timing), so more than 1 only lets
+// Go's runtime (the collector's mark workers) run beside them.
 func applyThreads() {
 	n := 1
 	if s := os.Getenv("FHEMARK_THREADS"); s != "" {

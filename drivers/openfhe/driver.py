@@ -27,7 +27,8 @@ import numpy as np  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path[:0] = [HERE, os.path.join(HERE, "..", "python_shared")]
-from jsonl_driver import PROTOCOL, Failure, binding_call_ns, regions_of, run_samples, serve, vec_out  # noqa: E402
+from jsonl_driver import (Failure, binding_call_ns, merged, regions_of, run_samples, serve,  # noqa: E402
+                          static_capabilities, vec_out)
 
 try:
     import openfhe as ofhe  # noqa: E402
@@ -125,37 +126,9 @@ OPS = {
 for _scheme in SCHEMES:
     OPS[_scheme] = OPS[_scheme] + [op + "_into" for op in INTO[_scheme]] + routines.OPS[_scheme]
 
-# What differs from PROTOCOL.md's canonical boundaries (capabilities.schemes.<s>.deviations),
-# checked against OpenFHE 1.6.1 and openfhe-python 1.6.1.0.
-_NUMPY_IN = "the binding copies the numpy array into a std::vector inside the call"
-_INT_ENCODE = ("MakePackedPlaintext also lifts the Z_t polynomial into every RNS limb of Q and NTTs it "
-               "(work the canonical boundary puts in encrypt); " + _NUMPY_IN)
-_COMMON_DEV = {
-    "decrypt": "OpenFHE's Decrypt also decodes (CryptoContext::Decrypt calls Plaintext::Decode: BFV/BGV "
-               "NTT over Z_t, CKKS FFT); the binding has no decrypt without decoding",
-    "decode": "no decoding work: Decrypt already decoded (an encoded plaintext keeps its input values); "
-              "times only copying the stored values into a new numpy array (GetPackedValueArray)",
-    "keygen_secret": "OpenFHE's KeyGen makes the public key together with the secret key "
-                     "(no call makes a secret key alone)",
-    "keygen_public": "MultipartyKeyGen([sk]), the only call that makes a public key for an existing secret "
-                     "key: also copies s into the new key pair",
-    "square": "EvalMultNoRelin(ct, ct), the general product: the binding's only squaring call "
-              "(EvalSquare) relinearizes",
-}
-_BFV_ENCRYPT = ("the plaintext arrives lifted to Q and NTT'd by MakePackedPlaintext (timed in encode); "
-                "Encrypt inverse-NTTs it back before scaling by Q/t")
-_BGV_ENCRYPT = ("no lift or NTT of the plaintext: MakePackedPlaintext did both (timed in encode); Encrypt "
-                "adds it to an encryption of zero")
-DEVIATIONS = {
-    "bfv": dict(_COMMON_DEV, encode=_INT_ENCODE, encrypt_pk=_BFV_ENCRYPT, encrypt_sk=_BFV_ENCRYPT),
-    "bgv": dict(_COMMON_DEV, encode=_INT_ENCODE, encrypt_pk=_BGV_ENCRYPT, encrypt_sk=_BGV_ENCRYPT),
-    "ckks": dict(_COMMON_DEV, encode=_NUMPY_IN,
-                 decode="no decoding work: Decrypt already decoded (an encoded plaintext keeps its input "
-                        "values); times only copying the stored values into a new numpy array "
-                        "(GetRealPackedValueArray)"),
-}
-for _scheme in SCHEMES:
-    DEVIATIONS[_scheme].update(routines.DEVIATIONS.get(_scheme, {}))
+# Static facts (limits, deviations from PROTOCOL.md's canonical boundaries checked against OpenFHE 1.6.1
+# and openfhe-python 1.6.1.0, build notes): capabilities.json.
+CAPABILITIES = static_capabilities(HERE, {**OPS, "tfhe_bool": binfhe.OPS})
 
 
 # --------------------------------------------------------------------------
@@ -658,51 +631,15 @@ def capabilities():
     lib, binding, pkg = library_version()
     threads, honoured = real_threads()
     copies = gomp_copies()
-    build = {
-        "binding": "openfhe-python %s (PyPI openfhe %s)" % (binding, pkg),
-        "python": sys.version.split()[0],
-        "native_int_bits": int(ofhe.get_native_int()) if hasattr(ofhe, "get_native_int") else None,
-        "hexl": "no (PyPI wheel)",
-        "openmp": "libgomp %s: FHEMARK_THREADS as OMP_NUM_THREADS before import and omp_set_num_threads (ctypes); "
-                  "threads = omp_get_max_threads() read back" % (", ".join(copies) or "(none mapped)"),
-        "compression": "none",
-        "serialization": "cereal SERBINARY (Serialize)",
-        "plaintext_size": "in-memory N x limbs x 8 bytes (OpenFHE cannot serialize plaintexts)",
-        "key_switching": "HYBRID",
-        "ckks_scaling": "FIXEDMANUAL",
-        "bgv_scaling": "FIXEDMANUAL",
-        "binding_call_ns": binding_call_ns(ofhe.CCParamsBFVRNS().GetRingDim),
-        "binfhe": "BinFHEContext.GenerateBinFHEContext(paramset, method); gates EvalBinGate/EvalNOT; "
-                  "sizes via SerializeToFile(BINARY)",
-        "timing": "time.perf_counter_ns around a region's prepared binding calls (functools.partial, one "
-                  "after the other, gc off); overhead_ns is an empty region, binding_call_ns a region with "
-                  "one trivial binding call (the per-op floor); cpu_ns: time.process_time_ns (every thread, "
-                  "OpenMP's workers included) inside the same pair of clock reads",
-        "into": "<op>_into: OpenFHE's in-place call on a copy of the first operand made before the region",
-        "routines": "inner_sum: EvalSum; inner_product: EvalInnerProduct; linear_transform: baby-step giant-step "
-                    "by the driver (EvalFastRotationPrecompute/EvalFastRotation baby steps, EvalRotate giant steps, "
-                    "EvalMult by pre-rotated plaintext diagonals); poly_eval (CKKS): EvalPoly",
-    }
-    limits = {"log_n_min": 1, "log_n_max": 17, "max_prime_bits": 60}
-    ckks_limits = {"log_n_min": 1, "log_n_max": 17, "max_prime_bits": 60,
-                   "max_scale_bits": 59, "min_scale_bits": 14,
-                   "presets": [ckksboot.PRESET], "bootstrap_preset_secure_n": ckksboot.SECURE_N}
-    return {
-        "protocol": PROTOCOL,
-        "library": "openfhe",
-        "library_version": lib,
-        "driver_version": DRIVER_VERSION,
-        "build": build,
-        "threads": threads,
-        "threads_honoured": honoured,
-        "schemes": {
-            "bfv": {"ops": OPS["bfv"], "limits": limits, "deviations": DEVIATIONS["bfv"]},
-            "bgv": {"ops": OPS["bgv"], "limits": limits, "deviations": DEVIATIONS["bgv"]},
-            "ckks": {"ops": OPS["ckks"], "limits": ckks_limits, "deviations": DEVIATIONS["ckks"]},
-            "tfhe_bool": {"ops": binfhe.OPS, "limits": binfhe.limits()},
-        },
-        "extensions": ["bits"],
-    }
+    return merged(CAPABILITIES, {
+        "library_version": lib, "driver_version": DRIVER_VERSION, "threads": threads, "threads_honoured": honoured,
+        "build": {"binding": "openfhe-python %s (PyPI openfhe %s)" % (binding, pkg), "python": sys.version.split()[0],
+                  "native_int_bits": int(ofhe.get_native_int()) if hasattr(ofhe, "get_native_int") else None,
+                  "openmp": "libgomp %s: FHEMARK_THREADS as OMP_NUM_THREADS before import and omp_set_num_threads "
+                            "(ctypes); threads = omp_get_max_threads() read back" % (", ".join(copies) or "(none mapped)"),
+                  "binding_call_ns": binding_call_ns(ofhe.CCParamsBFVRNS().GetRingDim)},
+        "schemes": {"ckks": {"limits": {"presets": [ckksboot.PRESET], "bootstrap_preset_secure_n": ckksboot.SECURE_N}},
+                    "tfhe_bool": {"limits": binfhe.limits()}}})
 
 
 def unexpected(exc):

@@ -46,13 +46,6 @@ WHY_NOT = {
     "poly_eval": "OpenFHE's polynomial evaluator (EvalPoly, EvalPolyLinear, EvalPolyPS, EvalChebyshevSeries) "
                  "is CKKS only",
 }
-# What the timed work of a routine adds to the protocol's boundary (capabilities deviations).
-DEVIATIONS = {
-    "ckks": {
-        "poly_eval": "the binding converts the d+1 coefficients from a Python list into the std::vector<double> "
-                     "that EvalPoly takes inside the timed call (pybind11; the driver cannot build it before)",
-    },
-}
 
 
 def list_attr(attrs, op, key):

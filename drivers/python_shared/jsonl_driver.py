@@ -13,6 +13,7 @@ import statistics
 import sys
 import time
 import traceback
+from pathlib import Path
 from typing import Callable
 
 import numpy as np
@@ -152,6 +153,29 @@ def run_samples(program: dict, samples: list, prepare: Callable, output: Callabl
 
 def array_out(vals: dict, name: str) -> dict:
     return vec_out(np.asarray(vals[name]))
+
+
+def static_capabilities(folder: str | Path, ops: dict[str, list[str]]) -> dict:
+    """The driver's capabilities.json (its static facts, PROTOCOL.md "capabilities") with each scheme's
+    ops from the driver's own op table. Read at start-up: a file whose schemes are not the table's, or
+    that names a deviation for an op the table lacks, stops the driver with the reason."""
+    path = Path(folder) / "capabilities.json"
+    caps = json.loads(path.read_text())
+    if set(caps["schemes"]) != set(ops):
+        sys.exit(f"{path}: schemes {sorted(caps['schemes'])}, but the driver's op table has {sorted(ops)}")
+    for scheme, facts in caps["schemes"].items():
+        if set(facts.get("deviations", {})) - set(ops[scheme]):
+            sys.exit(f"{path}: {scheme} deviations for ops the driver does not offer: "
+                     f"{sorted(set(facts['deviations']) - set(ops[scheme]))}")
+    return {"protocol": PROTOCOL, **caps, "schemes": {s: {"ops": list(ops[s]), **caps["schemes"][s]} for s in ops}}
+
+
+def merged(static: dict, facts: dict) -> dict:
+    """A capabilities reply: the static facts with the ones the driver computes, objects merged key by key."""
+    out = dict(static)
+    for k, v in facts.items():
+        out[k] = merged(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
+    return out
 
 
 def serve(capabilities: Callable[[], dict], setup: Callable, handle_run: Callable[[object, dict], dict],

@@ -18,7 +18,7 @@ import numpy as np
 import seal
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "python_shared"))
-from jsonl_driver import PROTOCOL, Failure, array_out, run_samples, serve  # noqa: E402
+from jsonl_driver import Failure, array_out, merged, run_samples, serve, static_capabilities  # noqa: E402
 
 DRIVER_VERSION = "0.7.0"
 SCHEMES = {"bfv": seal.scheme_type.bfv, "bgv": seal.scheme_type.bgv, "ckks": seal.scheme_type.ckks}
@@ -39,15 +39,8 @@ OPS = {"bfv": COMMON + ["mod_switch", "rotate_rows", "rotate_columns", "encode_c
 for _scheme, _ops in OPS.items():
     _ops += [f"{op}_into" for op in INTO + (["rescale", "rotate", "conjugate"] if _scheme == "ckks" else
                                             ["rotate_rows", "rotate_columns"])]
-# What differs from PROTOCOL.md's canonical boundaries (shown under every table cell of the op).
-_MUL_SCALAR = ("SEAL has no scalar multiply: multiply_plain by a constant plaintext made outside the timed "
-               "region (BFV/BGV: a degree-0 polynomial; CKKS: the scalar encoded in every slot)")
-_DEVIATIONS = {
-    "encode": "seal-python copies the numpy array into a std::vector inside the call (one pass over N values)",
-    "decode": "seal-python copies the decoded std::vector into a new numpy array inside the call",
-    "mul_scalar": _MUL_SCALAR, "mul_scalar_into": _MUL_SCALAR,
-}
-DEVIATIONS = {scheme: dict(_DEVIATIONS) for scheme in OPS}
+# Static facts (limits, deviations from PROTOCOL.md's canonical boundaries, build notes): capabilities.json.
+CAPABILITIES = static_capabilities(Path(__file__).resolve().parent, OPS)
 
 
 
@@ -374,20 +367,11 @@ def size_of(obj) -> int:
 
 
 def capabilities() -> dict:
-    limits = {"log_n_min": 10, "log_n_max": 15, "max_prime_bits": 60, "special_primes": 1}
-    return {"protocol": PROTOCOL, "library": "seal", "library_version": getattr(seal, "__version__", "unknown"),
-            "driver_version": DRIVER_VERSION,
-            "build": {"binding": "seal-python (PyPI wheel)", "python": platform.python_version(),
-                      "numpy": np.__version__,
-                      "compression_modes": sorted(seal.compr_mode_type.__members__),
-                      "sizes": "uncompressed serialization",
-                      "timing": "time.perf_counter_ns around a region's prepared calls, Python's cyclic gc off; "
-                                "cpu_ns: time.process_time_ns inside the same pair of clock reads",
-                      "threads": "SEAL has no thread setting: FHEMARK_THREADS is not used, every call runs on the "
-                                 "calling thread"},
-            # SEAL's evaluator is single-threaded and has no thread count to set, whatever FHEMARK_THREADS says.
-            "threads": 1, "threads_honoured": False,
-            "schemes": {k: {"ops": v, "limits": limits, "deviations": DEVIATIONS[k]} for k, v in OPS.items()}}
+    # SEAL's evaluator is single-threaded and has no thread count to set, whatever FHEMARK_THREADS says.
+    return merged(CAPABILITIES, {"library_version": getattr(seal, "__version__", "unknown"),
+                                 "driver_version": DRIVER_VERSION,
+                                 "build": {"python": platform.python_version(), "numpy": np.__version__,
+                                           "compression_modes": sorted(seal.compr_mode_type.__members__)}})
 
 
 

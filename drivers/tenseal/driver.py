@@ -33,7 +33,7 @@ import tenseal as ts
 import tenseal.sealapi as sa  # TenSEAL's bundled SEAL API: registers seal::Modulus (primes read back), SEAL's parameter check
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "python_shared"))
-from jsonl_driver import PROTOCOL, Failure, array_out, run_samples, serve  # noqa: E402
+from jsonl_driver import Failure, array_out, merged, run_samples, serve, static_capabilities  # noqa: E402
 
 import routines  # noqa: E402  (this folder: TenSEAL's sum, dot, polyval for native variants)
 
@@ -65,80 +65,13 @@ OPS = {scheme: COMMON + [f"{op}_into" for op in into] + routines.OPS[scheme] for
 # Multiplications whose relinearization is TenSEAL's context flag auto_relin: op -> the flag's value.
 RELIN = {"mul": False, "mul_relin": True, "square": False, "square_relin": True}
 
-# What differs from PROTOCOL.md's canonical boundaries (shown under every table cell of the op).
-_ENCODE = ("no encoding work: TenSEAL has no encode-only call (ckks_vector/bfv_vector encode inside encrypt, "
-           "add_plain/mul_plain encode their operand inside the op); the region holds no library call, only the "
-           "hand-over of the padded values as the Python list TenSEAL's calls take")
-_DECODE = "no decoding work: TenSEAL's decrypt already decoded the slots into a Python list; the region holds no library call"
-_DECRYPT = ("also decodes: TenSEAL's decrypt is one call: it builds a seal::Decryptor from the secret key (a copy of s) on "
-            "every call, Decryptor::decrypt, {decoder}::decode, copies the slots into a new std::vector, and pybind11 "
-            "converts that into a Python list")
-_ENCRYPT = ("also encodes: TenSEAL's {cls}(context, values) ({ctor}) is one call: pybind11 converts the Python list "
-            "into a std::vector<{ctype}>, then {encoder}::encode{scale}, then Encryptor::{how}")
-_PLAIN_OP = ("also encodes the plain operand: TenSEAL's {op} takes values, not a plaintext: pybind11 converts the Python "
-             "list into a std::vector<{ctype}>, TenSEAL copies it into a PlainTensor, {encoder}::encode{scale}, then "
-             "Evaluator::{seal_op}{where}")
-_MUL_SCALAR = {
-    "ckks": ("TenSEAL's scalar product mul_plain(double) encodes the scalar inside the call (CKKSEncoder::encode of "
-             "one double at the vector's scale: a constant plaintext), then Evaluator::multiply_plain{where}"),
-    "bfv": ("TenSEAL's scalar product mul_plain(int) encodes the scalar inside the call (the scalar repeated into every "
-            "slot, BatchEncoder::encode), then Evaluator::multiply_plain{where}"),
-}
-_SQUARE_BFV = ("TenSEAL's BFVVector binding has no square: mul(x, x), the general product (Evaluator::multiply on a "
-               "copy, not Evaluator::square){relin}")
-_INTO_BFV = ("BFVVector's in-place op copies the second operand first (other->copy()): a ciphertext is allocated and "
-             "copied inside the region")
-_KEYGEN_SECRET = ("TenSEAL makes a secret key only with a whole context: TenSEALContext.new(..., ENCRYPTION_TYPE."
-                  f"SYMMETRIC, n_threads={N_THREADS}) also builds the SEALContext (NTT tables and RNS precomputation for "
-                  "every level), the Evaluator and encoder factory, "
-                  # the wording of one thread is the checked-in capability snapshot's (protocol/capabilities)
-                  + ("a one-thread pool" if N_THREADS == 1 else f"a pool of {N_THREADS} threads (started in the call)")
-                  + ", an Encryptor and a Decryptor, and the relinearization keys")
-_KEYGEN = ("TenSEALContext.generate_{what}_keys(): also constructs a seal::KeyGenerator from the context's secret key "
-           "and copies the new keys into the context (make_shared<{cls}>){extra}")
-
-
-def _deviations(scheme: str) -> dict[str, str]:
-    ckks = scheme == "ckks"
-    ctype, encoder = ("double", "CKKSEncoder") if ckks else ("int64_t", "BatchEncoder")
-    scale = " at the context's global scale" if ckks else ""
-    vscale = " at the vector's scale" if ckks else ""
-    cls, ctor = ("CKKSVector", "ts.ckks_vector") if ckks else ("BFVVector", "ts.bfv_vector")
-    norescale = " (auto_rescale off: not rescaled)" if ckks else ""
-    dev = {
-        "encode": _ENCODE, "decode": _DECODE,
-        "decrypt": _DECRYPT.format(decoder=encoder),
-        "encrypt_pk": _ENCRYPT.format(cls=cls, ctor=ctor, ctype=ctype, encoder=encoder, scale=scale,
-                                      how="encrypt with the public key"),
-        "encrypt_sk": _ENCRYPT.format(cls=cls, ctor=ctor, ctype=ctype, encoder=encoder, scale=scale,
-                                      how="encrypt_symmetric with the secret key (a context of ENCRYPTION_TYPE."
-                                          "SYMMETRIC holding the setup's secret key)"),
-        "keygen_secret": _KEYGEN_SECRET,
-        "keygen_relin": _KEYGEN.format(what="relin", cls="RelinKeys", extra=""),
-        "keygen_galois": _KEYGEN.format(what="galois", cls="GaloisKeys",
-                                        extra="; SEAL's default set only (steps \"pow2\"): the call takes no steps"),
-    }
-    for into in ("", "_into"):
-        where = " in place on the first operand" if into else " on a copy of the ciphertext"
-        dev["add_plain" + into] = _PLAIN_OP.format(op="add_plain" + ("_" if into else ""), ctype=ctype,
-                                                   encoder=encoder, scale=vscale, seal_op="add_plain_inplace",
-                                                   where=where)
-        dev["mul_plain" + into] = _PLAIN_OP.format(op="mul_plain" + ("_" if into else ""), ctype=ctype,
-                                                   encoder=encoder, scale=vscale, seal_op="multiply_plain_inplace",
-                                                   where=where + norescale)
-        dev["mul_scalar" + into] = _MUL_SCALAR[scheme].format(where=where + norescale)
-    if not ckks:
-        dev["square"] = _SQUARE_BFV.format(relin="")
-        dev["square_relin"] = _SQUARE_BFV.format(relin=", then relinearized (auto_relin on)")
-        for op in ("add", "sub", "mul", "mul_relin"):
-            dev[op + "_into"] = _INTO_BFV
-        dev["square_into"] = _SQUARE_BFV.format(relin="").replace("mul(x, x)", "mul_(x) in place") + "; " + _INTO_BFV
-        dev["square_relin_into"] = (_SQUARE_BFV.format(relin=", then relinearized (auto_relin on)")
-                                    .replace("mul(x, x)", "mul_(x) in place") + "; " + _INTO_BFV)
-    return dev
-
-
-DEVIATIONS = {scheme: {**_deviations(scheme), **routines.DEVIATIONS.get(scheme, {})} for scheme in OPS}
+# Static facts (limits, deviations from PROTOCOL.md's canonical boundaries, build notes): capabilities.json,
+# worded for one thread; keygen_secret's names the thread pool it starts.
+CAPABILITIES = static_capabilities(Path(__file__).resolve().parent, OPS)
+if N_THREADS != 1:
+    for _dev in (sc["deviations"] for sc in CAPABILITIES["schemes"].values()):
+        _dev["keygen_secret"] = (_dev["keygen_secret"].replace("n_threads=1)", f"n_threads={N_THREADS})")
+                                 .replace("a one-thread pool", f"a pool of {N_THREADS} threads (started in the call)"))
 
 
 
@@ -510,30 +443,21 @@ def seal_facts() -> dict:
 
 
 def capabilities() -> dict:
-    limits = {"log_n_min": 10, "log_n_max": 15, "max_prime_bits": 60, "special_primes": 1, "insecure": False}
     facts = seal_facts()
-    return {"protocol": PROTOCOL, "library": "tenseal", "library_version": ts.__version__,
-            "driver_version": DRIVER_VERSION,
-            "build": {"binding": f"tenseal {ts.__version__} (PyPI manylinux wheel; its pybind11 module _tenseal_cpp "
-                                 f"called directly, not the tenseal.tensors Python wrappers)",
-                      "seal": facts["seal"], "python": platform.python_version(), "numpy": np.__version__,
-                      "n_threads": (f"{N_THREADS} (FHEMARK_THREADS) for every context: TenSEAL's thread pool, which "
-                                    f"only splits multi-ciphertext work (matmul_plain, CKKSTensor); every op here is one "
-                                    f"ciphertext, run on the calling thread"),
-                      "compression": facts["compression"],
-                      "sizes": f"TenSEAL's serialize() (protobuf around SEAL's save, SEAL's default compression: "
-                               f"{facts['compression']}; TenSEAL offers no uncompressed form); key sizes: the context "
-                               f"serialized with the key minus without it",
-                      "auto_flags": "auto_rescale off everywhere; auto_relin on only for mul_relin/square_relin, "
-                                    "set before the clock; auto_mod_switch as TenSEAL sets it",
-                      "security": "TenSEAL always builds its SEALContext with SEAL's 128-bit check (tc128): "
-                                  "allow_insecure cannot lift it",
-                      "timing": "time.perf_counter_ns around a region's prepared calls, Python's cyclic gc off; "
-                                "cpu_ns: time.process_time_ns inside the same pair of clock reads"},
-            # TenSEAL takes the count (its pool has N_THREADS threads, checked: the process gains that many); SEAL's
-            # evaluator under it is single-threaded, so the ops offered here do not spread (see build.n_threads).
-            "threads": N_THREADS, "threads_honoured": True,
-            "schemes": {k: {"ops": v, "limits": limits, "deviations": DEVIATIONS[k]} for k, v in OPS.items()}}
+    # TenSEAL takes the count (its pool has N_THREADS threads, checked: the process gains that many); SEAL's
+    # evaluator under it is single-threaded, so the ops offered here do not spread (see build.n_threads).
+    return merged(CAPABILITIES, {
+        "library_version": ts.__version__, "driver_version": DRIVER_VERSION, "threads": N_THREADS,
+        "build": {"binding": f"tenseal {ts.__version__} (PyPI manylinux wheel; its pybind11 module _tenseal_cpp "
+                             f"called directly, not the tenseal.tensors Python wrappers)",
+                  "seal": facts["seal"], "python": platform.python_version(), "numpy": np.__version__,
+                  "n_threads": (f"{N_THREADS} (FHEMARK_THREADS) for every context: TenSEAL's thread pool, which "
+                                f"only splits multi-ciphertext work (matmul_plain, CKKSTensor); every op here is one "
+                                f"ciphertext, run on the calling thread"),
+                  "compression": facts["compression"],
+                  "sizes": f"TenSEAL's serialize() (protobuf around SEAL's save, SEAL's default compression: "
+                           f"{facts['compression']}; TenSEAL offers no uncompressed form); key sizes: the context "
+                           f"serialized with the key minus without it"}})
 
 
 

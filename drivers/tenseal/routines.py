@@ -27,14 +27,6 @@ WHY_NOT = {
     "linear_transform": "TenSEAL has no linear transformation by diagonals: its matmul/mm multiply a vector by a "
                         "whole plaintext matrix of the vector's size (replicate, mask, sum per output)",
 }
-DEVIATIONS = {
-    "ckks": {
-        "poly_eval": "TenSEAL's polyval encrypts the constant term with the public key inside the call, computes every "
-                     "term c_i x^i on its own (no shared partial products) and rescales after every product "
-                     "(auto_rescale, resetting the scale to the context's); pybind11 converts the coefficients from a "
-                     "Python list into a std::vector<double> inside the call",
-    },
-}
 
 
 def _varint(n: int) -> bytes:

@@ -45,6 +45,14 @@ impl Scheme {
         }
     }
 
+    fn ops(self) -> &'static [&'static str] {
+        match self {
+            Scheme::Bool => &BOOL_OPS,
+            Scheme::Short => &SHORT_OPS,
+            Scheme::Int => &INT_OPS,
+        }
+    }
+
     fn parse(s: &str) -> DResult<Scheme> {
         Ok(match s {
             "tfhe_bool" => Scheme::Bool,
@@ -69,6 +77,25 @@ pub const INT_OPS: [&str; 12] = [
     "int_lt", "int_eq", "int_min", "int_max",
 ];
 
+/// The static facts of the capabilities reply (PROTOCOL.md): per scheme its deviations from the
+/// canonical boundaries (none: no op's timed work differs) and static limits, build notes.
+pub const CAPABILITIES: &str = include_str!("../capabilities.json");
+
+/// capabilities.json (`text`), refused (main checks it at start-up) where it names a scheme, or a
+/// deviation for an op, that the op tables lack.
+pub fn static_capabilities(text: &str) -> Result<Value, String> {
+    let caps: Value = serde_json::from_str(text).map_err(|e| format!("capabilities.json: {e}"))?;
+    for (name, facts) in caps["schemes"].as_object().into_iter().flatten() {
+        let ops = Scheme::parse(name).map_err(|e| format!("capabilities.json: {}", e.message))?.ops();
+        for op in facts["deviations"].as_object().into_iter().flat_map(|d| d.keys()) {
+            if !ops.contains(&op.as_str()) {
+                return Err(format!("capabilities.json: {name} deviation for {op}, an op the op tables lack"));
+            }
+        }
+    }
+    Ok(caps)
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Op {
     Keygen,
@@ -92,12 +119,7 @@ enum Op {
 }
 
 fn parse_op(scheme: Scheme, name: &str) -> DResult<Op> {
-    let ok = match scheme {
-        Scheme::Bool => BOOL_OPS.contains(&name),
-        Scheme::Short => SHORT_OPS.contains(&name),
-        Scheme::Int => INT_OPS.contains(&name),
-    };
-    if !ok {
+    if !scheme.ops().contains(&name) {
         return Err(unsupported(format!("op '{name}' for scheme {} in the tfhe-rs driver", scheme.name())));
     }
     Ok(match name {
@@ -673,7 +695,6 @@ impl Driver {
     fn capabilities(&self) -> Value {
         let shortint_names: Vec<&str> = presets::shortint_presets().iter().map(|p| p.0).collect();
         let bool_names: Vec<&str> = presets::BOOL_PRESETS.iter().map(|p| p.0).collect();
-        let rustc = option_env!("FHEMARK_RUSTC_VERSION").unwrap_or("unknown");
         #[cfg(target_arch = "x86_64")]
         let cpu = json!({
             "avx2": std::is_x86_feature_detected!("avx2"),
@@ -682,36 +703,26 @@ impl Driver {
         });
         #[cfg(not(target_arch = "x86_64"))]
         let cpu = json!({});
-        // No op's timed work differs from its canonical boundary (PROTOCOL.md,
-        // PROTOCOL-bits.md): `deviations` is empty on purpose.
-        json!({
-            "protocol": 2,
-            "extensions": ["bits"],
-            "library": "tfhe-rs",
-            "library_version": crate::TFHE_VERSION,
-            "driver_version": crate::DRIVER_VERSION,
-            "build": {
-                "binding": format!("tfhe crate ={} (Rust, crates.io)", crate::TFHE_VERSION),
-                "features": "boolean,shortint,integer + default (avx512, dispatched at run time)",
-                "rustc": rustc,
-                "profile": "release",
-                "cpu_features_detected": cpu,
-                "compression": "sizes are bincode 1.3.3 (serde) serializations; uncompressed unless the key name says compressed (TFHE-rs seeded compression)",
-                "parallelism": "rayon global pool of `threads` (FHEMARK_THREADS, built at start-up before any key); gate/shortint arrays are split over the pool when threads > 1",
-                "cpu_clock": "cpu_ns: clock_gettime(CLOCK_PROCESS_CPUTIME_ID), read just outside the two Instant reads of each region",
-                "tfhe_int_config": "ConfigBuilder::with_custom_parameters(preset).use_dedicated_oprf_key(false): keys hold no OPRF bootstrapping key (the integer ops do not use it)",
-            },
-            "threads": self.threads,
-            "threads_honoured": true,
-            "schemes": {
-                "tfhe_bool": {"ops": BOOL_OPS, "deviations": {},
-                              "limits": {"presets": bool_names, "default_preset": presets::BOOL_DEFAULT}},
-                "tfhe_shortint": {"ops": SHORT_OPS, "deviations": {},
-                                  "limits": {"presets": shortint_names, "default_preset": presets::SHORTINT_DEFAULT}},
-                "tfhe_int": {"ops": INT_OPS, "deviations": {},
-                             "limits": {"bits": [8, 16, 32, 64], "presets": shortint_names, "default_preset": presets::SHORTINT_DEFAULT}},
-            }
-        })
+        // The static facts, with what is computed here added (serde_json's IndexMut inserts).
+        let mut caps = static_capabilities(CAPABILITIES).expect("capabilities.json is checked at start-up");
+        caps["protocol"] = json!(2);
+        caps["library_version"] = json!(crate::TFHE_VERSION);
+        caps["driver_version"] = json!(crate::DRIVER_VERSION);
+        caps["threads"] = json!(self.threads);
+        caps["build"]["binding"] = json!(format!("tfhe crate ={} (Rust, crates.io)", crate::TFHE_VERSION));
+        caps["build"]["rustc"] = json!(option_env!("FHEMARK_RUSTC_VERSION").unwrap_or("unknown"));
+        caps["build"]["cpu_features_detected"] = cpu;
+        for (scheme, presets, default) in [
+            (Scheme::Bool, &bool_names, presets::BOOL_DEFAULT),
+            (Scheme::Short, &shortint_names, presets::SHORTINT_DEFAULT),
+            (Scheme::Int, &shortint_names, presets::SHORTINT_DEFAULT),
+        ] {
+            let facts = &mut caps["schemes"][scheme.name()];
+            facts["ops"] = json!(scheme.ops());
+            facts["limits"]["presets"] = json!(presets);
+            facts["limits"]["default_preset"] = json!(default);
+        }
+        caps
     }
 
     fn setup(&mut self, req: &Value) -> DResult<Value> {
@@ -1357,6 +1368,17 @@ mod tests {
         for s in ["tfhe_bool", "tfhe_shortint", "tfhe_int"] {
             assert_eq!(caps["schemes"][s]["deviations"], json!({}));
         }
+    }
+
+    #[test]
+    fn capabilities_file_is_checked_against_the_op_tables() {
+        let caps = static_capabilities(CAPABILITIES).unwrap();
+        let mut bad = caps.clone();
+        bad["schemes"]["tfhe_int"]["deviations"]["frobnicate"] = json!("no such op");
+        assert!(static_capabilities(&bad.to_string()).unwrap_err().contains("frobnicate"));
+        let mut bad = caps;
+        bad["schemes"]["tfhe_ckks"] = json!({});
+        assert!(static_capabilities(&bad.to_string()).unwrap_err().contains("tfhe_ckks"));
     }
 
     /// Tests that do key generation and homomorphic work hold this lock, so

@@ -42,6 +42,10 @@ fn one_line(s: &str) -> String {
 fn main() {
     // The rayon global pool is sized from FHEMARK_THREADS (protocol default 1)
     // before any key or ciphertext exists; TFHE-rs uses no other threads on CPU.
+    if let Err(e) = engine::static_capabilities(engine::CAPABILITIES) {
+        eprintln!("fhemark-tfhe: {e}");
+        std::process::exit(2);
+    }
     let threads = threads_from_env();
     if let Err(e) = rayon::ThreadPoolBuilder::new().num_threads(threads).build_global() {
         eprintln!("fhemark-tfhe: could not build the rayon pool: {e}");

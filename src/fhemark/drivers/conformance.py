@@ -256,11 +256,21 @@ def load(secure: bool = False) -> dict:
 
 
 def capability_snapshot(caps: dict) -> dict:
-    """What a driver promises, in the form checked in under protocol/capabilities/."""
+    """What a driver promises, in the form checked in under protocol/capabilities/: per scheme its ops
+    (the cases it must pass) and whether it can run insecure parameters. Its deviation texts have
+    one home, the driver's own capabilities.json (static_facts), which its reply must serve."""
     return {"protocol": caps["protocol"], "library": caps["library"],
-            "schemes": {name: {"ops": sorted(sc["ops"]), "deviations": dict(sorted(sc.get("deviations", {}).items())),
+            "schemes": {name: {"ops": sorted(sc["ops"]),
                                **({"insecure_params": False} if sc.get("limits", {}).get("insecure") is False else {})}
                         for name, sc in sorted(caps["schemes"].items())}}
+
+
+def static_facts(library: str) -> dict:
+    """The driver's capabilities.json: the static facts of its capabilities reply (PROTOCOL.md), its
+    deviation texts among them; the driver adds its ops and what it computes."""
+    from .registry import manifests
+
+    return json.loads((manifests()[library].folder / "capabilities.json").read_text())
 
 
 def write_snapshot(library: str) -> Path:
