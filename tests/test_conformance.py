@@ -148,7 +148,7 @@ SAME_TYPE = {"encrypt_sk", "and", "or", "xor", "nand", "nor", "xnor", "not", "mu
 def check_facts(library: str, case: dict, secure: bool, result: dict, setup: dict) -> None:
     """What a run reports besides the outputs (PROTOCOL.md `run` result, PROTOCOL-bits.md): a size
     for every value in `sizes`, levels for every ciphertext in `levels`, noise budgets for BFV/BGV
-    only, nothing of either for the bit schemes."""
+    only (below log2 Q), nothing of either for the bit schemes."""
     program, scheme = case["program"], case["scheme"]
     result = RunResult.model_validate(result).model_dump()  # absent facts as empty
     made_by = {st["out"]: st["op"] for st in program["steps"]}
@@ -179,6 +179,9 @@ def check_facts(library: str, case: dict, secure: bool, result: dict, setup: dic
     else:
         assert set(noise) <= set(program["noise"]), noise
         assert all(b > 0 for b in noise.values()), f"noise budget spent: {noise}"
+        # the orchestrator's own budget (model/noise.py) where the driver sent raw decryptions
+        assert all(b < setup["effective"]["log_q"] for b in noise.values()), (noise, setup["effective"]["log_q"])
+        assert not result["raw_decryptions"], "raw decryptions are the client's to turn into budgets"
         missing = [n for n in program["noise"] if n not in noise and made_by[n] not in THREE_COMPONENTS]
         assert not missing, f"no noise budget for {missing}"
 
