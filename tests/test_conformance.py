@@ -136,9 +136,6 @@ def expected_levels(program: dict, top: int) -> dict[str, int]:
     return {n: top - below[n] for n in program["levels"] if below.get(n) is not None}
 
 
-# Products whose 3-component result a driver may leave without a noise budget (OpenFHE's cannot be
-# measured reliably; the driver says so in notes).
-THREE_COMPONENTS = {"mul", "square", "mul_into", "square_into"}
 # Bit-scheme ops whose result is an array of the scheme's fresh ciphertexts (comparisons give
 # encrypted booleans, a different type).
 SAME_TYPE = {"encrypt_sk", "and", "or", "xor", "nand", "nor", "xnor", "not", "mux", "gather", "short_add", "short_mul",
@@ -182,7 +179,7 @@ def check_facts(library: str, case: dict, secure: bool, result: dict, setup: dic
         # the orchestrator's own budget (model/noise.py) where the driver sent raw decryptions
         assert all(b < setup["effective"]["log_q"] for b in noise.values()), (noise, setup["effective"]["log_q"])
         assert not result["raw_decryptions"], "raw decryptions are the client's to turn into budgets"
-        missing = [n for n in program["noise"] if n not in noise and made_by[n] not in THREE_COMPONENTS]
+        missing = [n for n in program["noise"] if n not in noise]
         assert not missing, f"no noise budget for {missing}"
 
 

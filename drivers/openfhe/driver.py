@@ -554,12 +554,6 @@ def handle_run(s, req):
             sk = SECRET_KEYS.get(ct.GetKeyTag()) if isinstance(ct, ofhe.Ciphertext) else None
             if sk is None:
                 continue
-            if s.scheme == "bfv" and ct.NumberCiphertextElements() > 2:
-                # Measured 0 bits on correctly decrypting BFV products before
-                # relinearization: the raw decryption of OpenFHE's 3-element BFV
-                # ciphertext is not yet understood here, so no figure is given.
-                notes.append("noise budget of 3-element BFV ciphertexts omitted (not measured reliably)")
-                continue
             raw[name] = noise_mod.raw_decryption(ct, sk, s.roots, s.scheme, s.t)
         result["raw_decryptions"] = raw
         notes.append("noise budget computed by fhemark from the raw decryption the driver reads from the "

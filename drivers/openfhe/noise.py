@@ -68,16 +68,30 @@ def _to_coeffs(a, psi, q):
     return a * pow(n, -1, q) % q * _powers(pow(psi, -1, q), n, q) % q
 
 
+def _to_evals(a, psi, q):
+    """The inverse of _to_coeffs (its stages in reverse): OpenFHE's evaluation form of coefficients."""
+    n, m, w = len(a), len(a), psi * psi % q
+    a = a * _powers(psi, n, q) % q
+    while m >= 2:
+        tw = _powers(pow(w, n // m, q), m // 2, q)
+        a = a.reshape(-1, m)
+        u, v = a[:, :m // 2], a[:, m // 2:]
+        a = np.concatenate([(u + v) % q, (u - v) * tw % q], axis=1).reshape(-1)
+        m //= 2
+    return a
+
+
 def raw_decryption(ct, sk, roots, scheme, t):
     """[c0 + c1 s + ...]_Q in coefficient form, per prime, for the orchestrator's noise budget
     (PROTOCOL.md "Raw decryptions"): BFV holds Delta*m + v ("msb"), BGV m + t*e ("lsb")."""
-    elems = [_limbs(p) for p in json.loads(_ofhe.Serialize(ct, _ofhe.JSON))["value0"]["ptr_wrapper"]["data"]["v"]]
+    polys = json.loads(_ofhe.Serialize(ct, _ofhe.JSON))["value0"]["ptr_wrapper"]["data"]["v"]
+    elems = [(p["f"] == 1, _limbs(p)) for p in polys]  # format 0: evaluation, 1: coefficients (BFV products)
     sk_l = dict(_limbs(_find(json.loads(_ofhe.Serialize(sk, _ofhe.JSON)), "s")))
-    primes, residues = [m for m, _ in elems[0]], []
+    primes, residues = [m for m, _ in elems[0][1]], []
     for li, q in enumerate(primes):
-        acc, spow = elems[0][li][1] % q, 1
-        for e in elems[1:]:
+        acc, spow = 0, 1
+        for coeffs, e in elems:
+            acc = (acc + (_to_evals(e[li][1], roots[q], q) if coeffs else e[li][1]) * spow) % q
             spow = spow * sk_l[q] % q
-            acc = (acc + e[li][1] * spow) % q
         residues.append(base64.b64encode(_to_coeffs(acc, roots[q], q).astype("<u8").tobytes()).decode())
     return {"form": "msb" if scheme == "bfv" else "lsb", "t": int(t), "primes": primes, "residues": residues}
