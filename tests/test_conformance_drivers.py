@@ -365,6 +365,20 @@ def test_the_noise_budget_shrinks_with_a_product(driver_pool, library, scheme):
     assert noise["c0"] > noise["c1"] > 0 and noise[last] > 0, noise
 
 
+@pytest.mark.parametrize("library,scheme", pairs(("bfv", "bgv")))
+def test_a_fresh_encryption_has_the_budget_of_its_noise(driver_pool, library, scheme):
+    """One definition (SEAL's, computed by the orchestrator where the library has none), so one
+    prediction for every library: a fresh secret-key encryption's noise is the Gaussian error e
+    (sigma 3.2; its largest of N coefficients about 4 sigma), so ||t*e|| leaves log2(Q/t) -
+    log2(4 sigma) - 1 bits, give or take 2."""
+    driver, setup_id, result, plain = setup(driver_pool, library, scheme)
+    eff = result["effective"]
+    res = run(driver, setup_id, program([step("px", "encode", "x"), step("c", "encrypt_sk", "px")], noise=["c"]),
+              inputs(plain, np.random.default_rng(7), "x"))
+    want = eff["log_q"] - np.log2(eff["t"]) - np.log2(4 * 3.2) - 1
+    assert abs(res["noise_budget_bits"]["c"] - want) <= 2, (res["noise_budget_bits"], want)
+
+
 @pytest.mark.parametrize("library,scheme", pairs(RLWE))
 def test_a_product_without_relinearization_is_larger(driver_pool, library, scheme):
     """mul and square leave 3 components, mul_relin and square_relin 2: the sizes say which was done."""

@@ -326,8 +326,9 @@ func TestRegionCopies(t *testing.T) {
 					}
 				}
 			}
-			if nb := r["noise_budget_bits"].(map[string]any); len(nb) != 1 || nb["cz.3"].(int) <= 0 {
-				t.Errorf("%s %s: noise %v", scheme, op, nb)
+			if raw := r["raw_decryptions"].(map[string]any); len(raw) != 1 ||
+				len(raw["cz.3"].(map[string]any)["residues"].([]string)) != c.params.MaxLevel()+1 {
+				t.Errorf("%s %s: raw decryptions %v", scheme, op, raw)
 			}
 			if lv := r["levels"].(map[string]any); lv["cz.0"] != c.params.MaxLevel() {
 				t.Errorf("%s %s: levels %v", scheme, op, lv)

@@ -198,19 +198,15 @@ func (d *driver) run(req *request) (any, error) {
 	}
 	if last != nil {
 		if c.isBGVFamily() {
-			nb := map[string]any{}
+			raw := map[string]any{}
 			for _, name := range prog.Noise {
 				v, ok := last.env[name]
 				if !ok || v.kind != "ct" {
 					return nil, newErr(errInternal, "noise %q is not a ciphertext (got %s)", name, describeKeyKind(v))
 				}
-				b, err := c.noiseBudget(v)
-				if err != nil {
-					return nil, err
-				}
-				nb[name] = b
+				raw[name] = c.rawDecryption(v)
 			}
-			res["noise_budget_bits"] = nb
+			res["raw_decryptions"] = raw
 		}
 		sizes := map[string]any{}
 		for _, name := range prog.Sizes {

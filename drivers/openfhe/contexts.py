@@ -2,7 +2,6 @@
 mapped to CCParams (HYBRID key switching with the driver's dnum), the BFV depth walk, and what
 the library really built (effective parameters, sizes). The CKKS bootstrapping preset
 (ckksboot.py) makes its own context and finishes it here, as a Setup."""
-import json
 import math
 import re
 import sys
@@ -50,9 +49,7 @@ class Key:
 
 def q_primes(cc):
     """Ciphertext primes of a context, level 0 first, from its JSON."""
-    d = json.loads(ofhe.Serialize(cc, ofhe.JSON))
-    towers = noise_mod._find(noise_mod._find(d, "elp"), "p")
-    return [int(noise_mod._find(tw, "value0")["cm"]["v"]) for tw in towers]
+    return list(noise_mod.context_roots(cc))
 
 
 _MOD_RE = re.compile(r'"m"\s*:\s*\{\s*"v"\s*:\s*(\d+)')
@@ -79,7 +76,7 @@ class Setup:
         self.N = cc.GetRingDimension()
         self.slots = self.N if scheme in ("bfv", "bgv") else self.N // 2
         self.M = 2 * self.N
-        self.roots = None  # for noise budgets, read once
+        self.roots = None  # for raw decryptions, read once
         self.auto_cache = {}
         tag = kp.secretKey.GetKeyTag()
         self.sk = Key("secret", kp.secretKey, tag, pair=kp)

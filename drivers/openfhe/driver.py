@@ -547,29 +547,17 @@ def handle_run(s, req):
     notes = prog.notes
     # facts about the last sample's values
     if program.get("noise") and s.scheme in ("bfv", "bgv"):
-        nb = {}
-        if s.roots is None:
-            s.roots = noise_mod.context_roots(s.cc)
+        s.roots = s.roots or noise_mod.context_roots(s.cc)
+        raw = {}
         for name in program["noise"]:
             ct = env.get(name)
-            if ct is None or not isinstance(ct, ofhe.Ciphertext):
-                continue
-            sk = SECRET_KEYS.get(ct.GetKeyTag())
+            sk = SECRET_KEYS.get(ct.GetKeyTag()) if isinstance(ct, ofhe.Ciphertext) else None
             if sk is None:
                 continue
-            if s.scheme == "bfv" and ct.NumberCiphertextElements() > 2:
-                # Measured 0 bits on correctly decrypting BFV products before
-                # relinearization: the raw decryption of OpenFHE's 3-element BFV
-                # ciphertext is not yet understood here, so no figure is given.
-                notes.append("noise budget of 3-element BFV ciphertexts omitted (not measured reliably)")
-                continue
-            try:
-                nb[name] = int(noise_mod.noise_budget_bits(ct, sk, s.roots, s.scheme, s.t))
-            except Exception as e:
-                log("noise measurement failed:", e)
-        result["noise_budget_bits"] = nb
-        notes.append("noise budget computed by the driver from serialized ciphertext and secret key "
-                     "(OpenFHE has no noise-budget call): bitlen(Q) - bitlen(||noise||) - 1, as SEAL")
+            raw[name] = noise_mod.raw_decryption(ct, sk, s.roots, s.scheme, s.t)
+        result["raw_decryptions"] = raw
+        notes.append("noise budget computed by fhemark from the raw decryption the driver reads from the "
+                     "serialized ciphertext and secret key (OpenFHE has no noise-budget call)")
     if program.get("sizes"):
         sizes = {name: value_size(s, env[name] if name in env else prog.val(env, name)
                                   if name in ("sk", "pk", "rlk", "gk") else None) for name in program["sizes"]}

@@ -1,20 +1,17 @@
-"""Noise budget of BFV/BGV ciphertexts for OpenFHE, which has no such call.
+"""Raw decryption of BFV/BGV ciphertexts for OpenFHE, which has no noise-budget call: the
+orchestrator computes the budget from it (fhemark.model.noise, PROTOCOL.md "Raw decryptions").
 
 OpenFHE's Python binding gives no access to polynomial coefficients, but its
 JSON serialization of a ciphertext and of a secret key holds every RNS limb
 (in evaluation/NTT form) together with the limb's modulus, and the crypto
 context's JSON holds each modulus' primitive 2N-th root of unity.  From those
-this module computes w = c0 + c1*s (+ c2*s^2 ...) in evaluation form, takes it
-back to coefficients with an inverse negacyclic NTT (OpenFHE's bit-reversed
-order), joins the limbs with the CRT and measures, as SEAL does:
-
-  BFV: ||[t*w]_Q||_inf     (t*Delta*m cancels mod Q; what remains is the noise)
-  BGV: ||[w]_Q||_inf       (w = m + t*e)
-  budget = bitlen(Q) - bitlen(norm) - 1   (0 when decryption is about to fail)
+this module computes w = c0 + c1*s (+ c2*s^2 ...) in evaluation form and takes it
+back to coefficients with an inverse negacyclic NTT, limb by limb.
 
 Pure Python integers on numpy object arrays: slow (tenths of a second per
 ciphertext at N = 2^14), used only outside timed regions, on the last sample.
 """
+import base64
 import json
 
 import numpy as np
@@ -40,124 +37,61 @@ def _find(obj, key):
 
 
 def context_roots(cc):
-    """{prime: 2N-th root of unity} for every ciphertext prime of a context."""
-    d = json.loads(_ofhe.Serialize(cc, _ofhe.JSON))
-    elp = _find(d, "elp")
-    towers = _find(elp, "p")
-    roots = {}
-    for tw in towers:
-        v = _find(tw, "value0")
-        roots[int(v["cm"]["v"])] = int(v["ru"]["v"])
-    return roots
+    """{prime: 2N-th root of unity} for every ciphertext prime of a context, level 0 first."""
+    towers = _find(_find(json.loads(_ofhe.Serialize(cc, _ofhe.JSON)), "elp"), "p")
+    return {int(v["cm"]["v"]): int(v["ru"]["v"]) for v in (_find(tw, "value0") for tw in towers)}
 
 
 def _limbs(dcrt_json):
     """[(modulus, np.array(object) of values)] for one serialized DCRTPoly."""
-    out = []
-    for tower in dcrt_json["v"]:
-        data = tower["v"]["ptr_wrapper"]["data"]
-        out.append((int(data["m"]["v"]), np.array(data["v"], dtype=object)))
+    data = [tower["v"]["ptr_wrapper"]["data"] for tower in dcrt_json["v"]]
+    return [(int(d["m"]["v"]), np.array(d["v"], dtype=object)) for d in data]
+
+
+def _powers(w, n, q):
+    out, cur = np.empty(n, dtype=object), 1
+    for i in range(n):
+        out[i], cur = cur, cur * w % q
     return out
 
 
-def _ct_elements(ct):
-    d = json.loads(_ofhe.Serialize(ct, _ofhe.JSON))
-    data = d["value0"]["ptr_wrapper"]["data"]
-    polys = data["v"]
-    return [_limbs(p) for p in polys]
-
-
-def _sk_limbs(sk):
-    d = json.loads(_ofhe.Serialize(sk, _ofhe.JSON))
-    s = _find(d, "s")
-    return dict(_limbs(s))
-
-
-_BITREV = {}
-
-
-def _bitrev(n):
-    if n not in _BITREV:
-        bits = n.bit_length() - 1
-        r = np.zeros(n, dtype=np.int64)
-        for i in range(n):
-            r[i] = int(format(i, "0%db" % bits)[::-1], 2) if bits else 0
-        _BITREV[n] = r
-    return _BITREV[n]
-
-
-def _inv_dft(vals, w, q):
-    """Inverse of A[k] = sum_i b_i w^(i k) (length n, power of two), mod q."""
-    n = len(vals)
-    winv = pow(w, q - 2, q)
-    a = vals[_bitrev(n)].copy()
-    m = 2
+def _to_coeffs(a, psi, q):
+    """Negacyclic inverse NTT of OpenFHE's evaluation form, A[j] = a(psi^(2*brv(j)+1)): the
+    bit-reversed order is the one an iterative inverse DFT (w = psi^2) takes as its input."""
+    n, m, winv = len(a), 2, pow(psi * psi, -1, q)
     while m <= n:
-        wm = pow(winv, n // m, q)
-        half = m // 2
-        tw = np.empty(half, dtype=object)
-        cur = 1
-        for j in range(half):
-            tw[j] = cur
-            cur = cur * wm % q
+        tw = _powers(pow(winv, n // m, q), m // 2, q)
         a = a.reshape(-1, m)
-        u = a[:, :half]
-        v = (a[:, half:] * tw) % q
+        u, v = a[:, :m // 2], a[:, m // 2:] * tw % q
         a = np.concatenate([(u + v) % q, (u - v) % q], axis=1).reshape(-1)
         m *= 2
-    ninv = pow(n, q - 2, q)
-    return (a * ninv) % q
+    return a * pow(n, -1, q) % q * _powers(pow(psi, -1, q), n, q) % q
 
 
-def _to_coeffs(evals, psi, q):
-    """Negacyclic inverse NTT of OpenFHE's evaluation form (bit-reversed order)."""
-    n = len(evals)
-    # OpenFHE stores A[j] = a(psi^(2*brv(j)+1)); reorder to natural DFT order.
-    b_nat = np.empty(n, dtype=object)
-    b_nat[_bitrev(n)] = evals
-    b = _inv_dft(b_nat, psi * psi % q, q)
-    psi_inv = pow(psi, q - 2, q)
-    pw = np.empty(n, dtype=object)
-    cur = 1
-    for i in range(n):
-        pw[i] = cur
-        cur = cur * psi_inv % q
-    return (b * pw) % q
+def _to_evals(a, psi, q):
+    """The inverse of _to_coeffs (its stages in reverse): OpenFHE's evaluation form of coefficients."""
+    n, m, w = len(a), len(a), psi * psi % q
+    a = a * _powers(psi, n, q) % q
+    while m >= 2:
+        tw = _powers(pow(w, n // m, q), m // 2, q)
+        a = a.reshape(-1, m)
+        u, v = a[:, :m // 2], a[:, m // 2:]
+        a = np.concatenate([(u + v) % q, (u - v) * tw % q], axis=1).reshape(-1)
+        m //= 2
+    return a
 
 
-def decrypt_raw(ct, sk, roots):
-    """Coefficients of [c0 + c1 s + ...]_Q centered, and Q."""
-    elems = _ct_elements(ct)
-    sk_l = _sk_limbs(sk)
-    moduli = [m for m, _ in elems[0]]
-    coeffs = []
-    for li, q in enumerate(moduli):
-        s = sk_l[q]
-        acc = elems[0][li][1] % q
-        spow = s
-        for e in elems[1:]:
-            acc = (acc + e[li][1] * spow) % q
-            spow = (spow * s) % q
-        coeffs.append(_to_coeffs(acc, roots[q], q))
-    Q = 1
-    for q in moduli:
-        Q *= q
-    w = np.zeros(len(coeffs[0]), dtype=object)
-    for q, c in zip(moduli, coeffs):
-        qhat = Q // q
-        w = (w + c * (pow(qhat % q, q - 2, q) * qhat)) % Q
-    half = Q // 2
-    w = np.where(w > half, w - Q, w)
-    return w, Q
-
-
-def noise_budget_bits(ct, sk, roots, scheme, t):
-    w, Q = decrypt_raw(ct, sk, roots)
-    if scheme == "bfv":
-        v = (w * t) % Q
-        v = np.where(v > Q // 2, v - Q, v)
-    else:
-        v = w
-    norm = max(abs(int(x)) for x in v)
-    budget = Q.bit_length() - max(norm, 1).bit_length() - 1
-    return max(budget, 0)
+def raw_decryption(ct, sk, roots, scheme, t):
+    """[c0 + c1 s + ...]_Q in coefficient form, per prime, for the orchestrator's noise budget
+    (PROTOCOL.md "Raw decryptions"): BFV holds Delta*m + v ("msb"), BGV m + t*e ("lsb")."""
+    polys = json.loads(_ofhe.Serialize(ct, _ofhe.JSON))["value0"]["ptr_wrapper"]["data"]["v"]
+    elems = [(p["f"] == 1, _limbs(p)) for p in polys]  # format 0: evaluation, 1: coefficients (BFV products)
+    sk_l = dict(_limbs(_find(json.loads(_ofhe.Serialize(sk, _ofhe.JSON)), "s")))
+    primes, residues = [m for m, _ in elems[0][1]], []
+    for li, q in enumerate(primes):
+        acc, spow = 0, 1
+        for coeffs, e in elems:
+            acc = (acc + (_to_evals(e[li][1], roots[q], q) if coeffs else e[li][1]) * spow) % q
+            spow = spow * sk_l[q] % q
+        residues.append(base64.b64encode(_to_coeffs(acc, roots[q], q).astype("<u8").tobytes()).decode())
+    return {"form": "msb" if scheme == "bfv" else "lsb", "t": int(t), "primes": primes, "residues": residues}

@@ -12,6 +12,8 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from ..model.noise import noise_budget_bits
+
 PROTOCOL_VERSION = 2
 
 _DTYPES = {"i64": "<i8", "f64": "<f8", "u64": "<u8"}
@@ -206,10 +208,24 @@ class SampleResult(BaseModel):
     outputs: dict[str, Vector] = {}
 
 
+class RawDecryption(BaseModel):
+    """[c0 + c1*s (+ c2*s^2 ...)]_Q of a BFV/BGV ciphertext, from a driver whose library has no noise
+    budget of its own: the orchestrator computes the budget (model/noise.py, PROTOCOL.md "Raw decryptions")."""
+    form: Literal["msb", "lsb"]  # msb: x = Delta*m + v or t^-1*m + e, the noise is [t*x]_Q; lsb: x = m + t*e
+    t: int
+    primes: list[int]  # the ciphertext's level, in the library's order
+    residues: list[str]  # per prime: base64 of N little-endian u64 coefficients (coefficient form), in [0, prime)
+
+    def budget(self) -> int:
+        res = [np.frombuffer(base64.b64decode(r), dtype="<u8") for r in self.residues]
+        return noise_budget_bits(self.primes, res, self.t, self.form)
+
+
 class RunResult(BaseModel):
     samples: list[SampleResult]
     overhead_ns: int
     noise_budget_bits: dict[str, float] = {}
+    raw_decryptions: dict[str, RawDecryption] = {}
     sizes_bytes: dict[str, int] = {}
     levels: dict[str, int] = {}
     notes: list[str] = []

@@ -19,7 +19,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from ..errors import DriverError, field_error
-from .protocol import REQUESTS, RESULTS, Reply
+from .protocol import REQUESTS, RESULTS, Reply, RunResult
 from .registry import Manifest
 
 _POLL_S = 0.05
@@ -234,11 +234,21 @@ class Driver:
         result = reply.result or {}
         if kind in RESULTS:
             try:
-                RESULTS[kind].model_validate(result)
+                parsed = RESULTS[kind].model_validate(result)
             except ValidationError as exc:
                 raise DriverError("internal", f"{self.manifest.library} driver '{kind}' result is not protocol v2: "
                                               f"{' '.join(str(exc).splitlines()[:3])}")
+            if kind == "run" and result.pop("raw_decryptions", None):
+                result["noise_budget_bits"] = self._budgets(parsed)
         return result
+
+    def _budgets(self, res: RunResult) -> dict[str, float]:
+        """The noise budgets of a run, the orchestrator's own (model/noise.py) computed from the raw
+        decryptions a driver sent instead; a budget the library reported itself stays."""
+        try:
+            return {**{n: raw.budget() for n, raw in res.raw_decryptions.items()}, **res.noise_budget_bits}
+        except ValueError as exc:
+            raise DriverError("internal", f"{self.manifest.library} driver raw decryption: {exc}") from None
 
     def _crashed(self) -> DriverError:
         rc = self.proc.wait() if self.proc else None
