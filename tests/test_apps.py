@@ -315,7 +315,7 @@ def test_encrypted_logreg_classifies_as_the_sigmoid_does(library, driver_pool):
 @pytest.mark.parametrize("library", _ckks_libraries())
 def test_encode_like_a_value_that_is_no_ciphertext_is_a_clear_error(library, driver_pool):
     from fhemark.errors import DriverError
-    from fhemark.model.ops import step
+    from fhemark.model.program import step
     driver = driver_pool(library)
     head = [step("px", "encode", "x"), step("cx", "encrypt_pk", "px")]
     tail = [step("ca", "add_plain", "cx", "pk2"), step("pz", "decrypt", "ca"), step("z", "decode", "pz")]

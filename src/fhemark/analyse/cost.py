@@ -22,7 +22,7 @@ from typing import Callable
 
 from ..model.apps.workloads import app
 from ..model.catalog import lookup
-from ..model.ops import Program
+from ..model.program import Program
 from ..model.params import SCHEMES_RLWE
 from ..model.requirements import walk
 from ..model.semantics import Plain

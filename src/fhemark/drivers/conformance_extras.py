@@ -10,7 +10,8 @@ import numpy as np
 from ..model.apps.builder import Circuit
 from ..model.circuits import Builder
 from ..model.circuits.gates import gate_program
-from ..model.ops import RLWE, BenchOp, Program, decrypted, encrypted, step
+from ..model.ops import RLWE, BenchOp
+from ..model.program import Program, decrypted, encrypted, step
 from ..model.semantics import Plain
 
 INPUT_LENGTH = 8  # the values of a drawn input vector (the rest of the slots: zero padding)

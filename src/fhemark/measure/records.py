@@ -13,7 +13,8 @@ import numpy as np
 
 from ..drivers.protocol import Capabilities, Effective
 from ..errors import DriverError
-from ..model.ops import BenchOp, Program
+from ..model.ops import BenchOp
+from ..model.program import Program
 from ..model.security import Estimate, estimates
 from ..model.semantics import Plain
 from ..plan.jobs import Group, Job

@@ -20,7 +20,8 @@ import numpy as np
 
 from .circuits import Netlist, carry_save_sum, compare_lt
 from .circuits.gates import gate_program
-from .ops import BenchOp, Program, encrypted, step
+from .ops import BenchOp
+from .program import Program, encrypted, step
 from .semantics import Plain
 
 BOOL, SHORT, INT = ("tfhe_bool",), ("tfhe_shortint",), ("tfhe_int",)

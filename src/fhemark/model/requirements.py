@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from .ops import Program
+from .program import Program
 from .semantics import Plain
 from .workload import RLWE_SCHEMES, Workload, _rotations
 

@@ -43,7 +43,8 @@ import numpy as np
 
 from ..errors import UserError
 from .apps.builder import Circuit
-from .ops import BenchOp, Program
+from .ops import BenchOp
+from .program import Program
 from .semantics import Plain
 
 __all__ = ["Circuit", "Constant", "Uniform", "Workload", "load"]

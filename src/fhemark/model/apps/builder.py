@@ -13,7 +13,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..bitops import INT_SEMANTICS
-from ..ops import Program, decrypted, encrypted, step
+from ..program import Program, decrypted, encrypted, step
 from ..semantics import Plain
 
 Env = dict[str, Any]

@@ -11,7 +11,7 @@ time is the sum of the regions, the whole circuit."""
 
 from __future__ import annotations
 
-from ..ops import Program, step
+from ..program import Program, step
 from .netlist import Netlist
 
 # Constant wires come from one `trivial` step (the library's noiseless encryption of 0 and 1,
