@@ -43,7 +43,7 @@ def rotate(x, k, keys):
 
 
 def step_value(st, vals, scalars, copy_index):
-    a = [vals[x] for x in st["args"]]
+    a = [vals[scalars[x[1:]] if x.startswith("$") else x] for x in st["args"]]
     attrs = {k: scalars[v[1:]] if isinstance(v, str) and v.startswith("$") else v
              for k, v in st.get("attrs", {}).items()}
     keys = vals.get(attrs["key"]) if "key" in attrs else None
@@ -81,9 +81,13 @@ def run(req):
     prog = req["program"]
     first = {r["steps"][0]: r for r in prog["timed"]}
     samples = []
+    pool = {k: vec(v) for k, v in (req.get("pool") or {}).get("inputs", {}).items()}
+    for st in (req.get("pool") or {}).get("steps", []):
+        pool[st["out"]] = step_value(st, pool, {}, None)
     for s in req["samples"]:
         vals = {k: vec(v) for k, v in s["inputs"].items()}
         scalars = s.get("scalars", {})
+        vals.update(pool)
         ns = {}
         steps = prog["steps"]
         i = 0

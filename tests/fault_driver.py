@@ -133,15 +133,22 @@ def run(req) -> dict:
     timed_steps = {s: name for name, steps in regions.items() for s in steps}
     samples = []
     notime = negative = zero = False
+    pool = {k: vec(v) for k, v in (req.get("pool") or {}).get("inputs", {}).items()}
+    for st in (req.get("pool") or {}).get("steps", []):
+        pool[st["out"]] = value(st["op"], [pool[x] for x in st["args"]], None)
     for s in req["samples"]:
-        vals = {k: vec(v) for k, v in s["inputs"].items()}
+        vals = {k: vec(v) for k, v in s["inputs"].items()} | pool
+        scalars = s.get("scalars", {})
         ns: dict[str, int] = {}
         for st in prog["steps"]:
-            kind = fault(st["op"], req["id"])
+            # The fault of an op strikes where it is measured: an `add` that only sums two pool
+            # ciphertexts into another op's input is no `add` job.
+            kind = fault(st["op"], req["id"]) if st["out"] in timed_steps else None
             notime |= kind == "notime"
             negative |= kind == "negative"
             zero |= kind == "zero"
-            vals[st["out"]] = value(st["op"], [vals[x] for x in st["args"]], kind)
+            args = [vals[scalars[x[1:]] if x.startswith("$") else x] for x in st["args"]]
+            vals[st["out"]] = value(st["op"], args, kind)
             if st["out"] in timed_steps:
                 name = timed_steps[st["out"]]
                 ns[name] = ns.get(name, 0) + 1000

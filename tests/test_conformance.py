@@ -17,7 +17,7 @@ import pytest
 from fhemark.drivers import conformance
 from fhemark.drivers.protocol import RunResult, Sample, Vector
 from fhemark.drivers.registry import manifests
-from fhemark.model.ops import Program
+from fhemark.model.program import Program
 from fhemark.locations import project_root
 
 CASES = conformance.load()

@@ -304,6 +304,25 @@ def test_a_warm_up_is_untimed_and_nothing_reads_it():
             RunRequest(id=1, setup_id="s", program=program(steps, timed, outputs), samples=[])
 
 
+@pytest.mark.parametrize("library,scheme", pairs(RLWE))
+def test_a_pool_is_made_once_and_each_sample_picks_its_own(driver_pool, library, scheme):
+    """PROTOCOL.md "Pool": the request's pool is encrypted once, before its samples; a `$` arg
+    names one of its ciphertexts per sample, so each sample adds its own pair, and the pool
+    outlives none of its requests."""
+    driver, setup_id, _, plain = setup(driver_pool, library, scheme)
+    vecs = inputs(plain, np.random.default_rng(19), "p0", "p1", "p2")
+    pool = {"inputs": {f"pool.{i}": Vector.of(vecs[f"p{i}"]) for i in range(3)},
+            "steps": encrypted(plain, "pool.0", "pool.1", "pool.2")}
+    picks = [("cpool.0", "cpool.1"), ("cpool.2", "cpool.0"), ("cpool.1", "cpool.2")]
+    prog = program([step("cz", "add", "$a", "$b")] + decrypted(plain, "cz"), [region("cz")], ["z"])
+    samples = [Sample(inputs={}, scalars={"a": a, "b": b}) for a, b in picks]
+    result = driver.request("run", setup_id=setup_id, program=prog, samples=samples, pool=pool)
+    for (a, b), got in zip(picks, result["samples"]):
+        want = plain.add(padded(plain, vecs["p" + a[-1]]), padded(plain, vecs["p" + b[-1]]))
+        assert_values(plain, Vector(**got["outputs"]["z"]).array(), want, f"{a} + {b}")
+    refused("internal", driver.request, "run", setup_id=setup_id, program=prog, samples=samples[:1])
+
+
 @pytest.mark.parametrize("library", LIBRARIES)
 def test_timed_region_rules_are_checked_before_anything_runs(driver_pool, library):
     """The orchestrator checks a program's regions once, for every driver (protocol.Program), and

@@ -56,6 +56,14 @@ type request struct {
 	AllowInsecure bool            `json:"allow_insecure"`
 	Program       *program        `json:"program"`
 	Samples       []sampleIn      `json:"samples"`
+	Pool          *pool           `json:"pool"`
+}
+
+// pool: values made once per run request, before its first sample, that every
+// sample may read (PROTOCOL.md "Pool").
+type pool struct {
+	Inputs map[string]wireVector `json:"inputs"`
+	Steps  []step                `json:"steps"`
 }
 
 type setupParams struct {

@@ -3,9 +3,11 @@ package main
 import (
 	"fmt"
 	"log"
+	"maps"
 	"runtime"
 	"runtime/debug"
 	"sort"
+	"strings"
 	"time"
 )
 
@@ -152,12 +154,27 @@ func (d *driver) run(req *request) (any, error) {
 	samples := make([]sampleOut, 0, len(req.Samples))
 	var last *execState
 
+	shared := map[string]*value{}
+	if req.Pool != nil {
+		env, err := c.inputEnv(&sampleIn{Inputs: req.Pool.Inputs})
+		if err != nil {
+			return nil, err
+		}
+		x := &execState{c: c, env: env, notes: notes}
+		for i := range req.Pool.Steps {
+			if _, _, err := x.runSteps(req.Pool.Steps[i:i+1], false); err != nil {
+				return nil, err
+			}
+			shared[req.Pool.Steps[i].Out] = env[req.Pool.Steps[i].Out]
+		}
+	}
 	for si := range req.Samples {
 		smp := &req.Samples[si]
 		env, err := c.inputEnv(smp)
 		if err != nil {
 			return nil, err
 		}
+		maps.Copy(env, shared)
 		x := &execState{c: c, env: env, scalars: smp.Scalars, notes: notes}
 		ns, cpu := map[string]int64{}, map[string]int64{}
 		collected := false // once a sample, before its first timed region (timeRegion)
@@ -263,6 +280,9 @@ func (x *execState) prepare(st *step) (fn func() error, out *value, err error) {
 	def := opTable[st.Op]
 	args := make([]*value, len(st.Args))
 	for i, name := range st.Args {
+		if picked, ok := x.scalars[strings.TrimPrefix(name, "$")].(string); ok && strings.HasPrefix(name, "$") {
+			name = picked // a value picked per sample (a pool's ciphertext)
+		}
 		v, ok := x.env[name]
 		if !ok {
 			return nil, nil, newErr(errInternal, "step %q (%s): unknown arg %q", st.Out, st.Op, name)

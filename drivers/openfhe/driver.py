@@ -541,7 +541,7 @@ def handle_run(s, req):
             v = np.concatenate([v, np.zeros(s.slots - len(v), dtype=v.dtype)])
         return vec_out(v[:s.slots])
     try:
-        result, env = run_samples(program, req["samples"], prog.prepare, output)
+        result, env = run_samples(program, req["samples"], prog.prepare, output, pool=req.get("pool"))
     finally:
         prog.restore_caches()  # a failed keygen step must not leave the key caches emptied
     notes = prog.notes

@@ -131,24 +131,38 @@ def run_steps(steps: list, regions: dict, prepare: Callable, vals: dict, arm: Ca
 
 
 def run_samples(program: dict, samples: list, prepare: Callable, output: Callable[[dict, str], dict],
-                std: dict | None = None, arm: Callable | None = None) -> tuple[dict, dict]:
+                std: dict | None = None, arm: Callable | None = None, pool: dict | None = None) -> tuple[dict, dict]:
     """A `run` request's samples, in order, each on its own decoded inputs plus `std` (the setup's
-    standard values: keys): prepare(step, attrs, vals) for run_steps, attrs with the sample's
+    standard values: keys) and the request's pool (PROTOCOL.md "Pool": its steps run once, first,
+    untimed): prepare(step, attrs, vals) for run_steps, attrs and `$` args with the sample's
     scalars read in; output(vals, name) -> one output on the wire. -> (the result so far: samples
     and overhead_ns; the last sample's values, for sizes, levels, noise)."""
     regions = regions_of(program)
+    shared = dict(std or {})
+    if pool:
+        made = {name: vec_in(v) for name, v in pool["inputs"].items()} | shared
+        run_steps(pool["steps"], {}, lambda st: prepare(st, resolve(st.get("attrs", {}), {}), made), made)
+        shared.update({st["out"]: made[st["out"]] for st in pool["steps"]})
     results, vals = [], {}
     for sample in samples:
         scalars = sample.get("scalars", {})
         vals = {name: vec_in(v) for name, v in sample["inputs"].items()}
-        vals.update(std or {})
+        vals.update(shared)
         ns, cpu = run_steps(program["steps"], regions,
-                            lambda st: prepare(st, resolve(st.get("attrs", {}), scalars), vals), vals, arm)
+                            lambda st: prepare(_args_of(st, scalars), resolve(st.get("attrs", {}), scalars), vals),
+                            vals, arm)
         for o in program.get("outputs", []):
             if o not in vals:
                 raise Failure("internal", f"output {o!r} was not produced")
         results.append({"ns": ns, "cpu_ns": cpu, "outputs": {o: output(vals, o) for o in program.get("outputs", [])}})
     return {"samples": results, "overhead_ns": overhead_ns()}, vals
+
+
+def _args_of(step: dict, scalars: dict) -> dict:
+    """The step with every `$name` arg read from the sample's scalars (a value name picked per sample)."""
+    if not any(a.startswith("$") for a in step["args"]):
+        return step
+    return {**step, "args": resolve({"args": step["args"]}, scalars)["args"]}
 
 
 def array_out(vals: dict, name: str) -> dict:

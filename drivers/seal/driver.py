@@ -348,7 +348,7 @@ def handle_run(s: Setup, req: dict) -> dict:
     program, notes = req["program"], []
     result, vals = run_samples(program, req["samples"],
                                lambda st, attrs, env: prepare(s, st["op"], st.get("args", []), attrs, env, notes),
-                               array_out, dict(sk=s.sk, pk=s.pk, rlk=s.rlk, gk=s.gk))
+                               array_out, dict(sk=s.sk, pk=s.pk, rlk=s.rlk, gk=s.gk), pool=req.get("pool"))
     result.update(sizes_bytes={n: size_of(vals[n]) for n in program.get("sizes", [])},
                   levels={n: s.level(vals[n]) for n in program.get("levels", [])})
     if s.scheme != "ckks":

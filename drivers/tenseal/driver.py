@@ -409,7 +409,7 @@ def handle_run(s: Setup, req: dict) -> dict:
     program = req["program"]
     result, vals = run_samples(program, req["samples"],
                                lambda st, attrs, env: prepare(s, st["op"], st.get("args", []), attrs, env),
-                               array_out, dict(sk=s.sym, pk=s.ctx, rlk=s.ctx, gk=s.ctx), arm_region)
+                               array_out, dict(sk=s.sym, pk=s.ctx, rlk=s.ctx, gk=s.ctx), arm_region, req.get("pool"))
     # TenSEAL has no plaintext object to serialize: sizes, levels and noise are of its vectors only.
     vecs = {n: vals[n] for n in set(program.get("sizes", [])) | set(program.get("levels", []))
             | set(program.get("noise", [])) if is_vector(vals.get(n))}

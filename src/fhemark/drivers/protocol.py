@@ -127,11 +127,20 @@ class SetupRequest(_Request):
     allow_insecure: bool = False
 
 
+class Pool(BaseModel):
+    """Ciphertexts made once per request, before its first sample, untimed (PROTOCOL.md "Pool"):
+    every sample may read them, by name or through a `$scalar` arg."""
+    model_config = ConfigDict(extra="forbid")
+    inputs: dict[str, Vector]
+    steps: list[Step]
+
+
 class RunRequest(_Request):
     type: Literal["run"] = "run"
     setup_id: str
     program: Program
     samples: list[Sample]
+    pool: Pool | None = None
 
     @model_validator(mode="after")
     def _no_sample_makes_a_region_read_itself(self) -> "RunRequest":

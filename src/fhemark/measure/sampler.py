@@ -5,23 +5,30 @@ probe, and every decrypted output checked against the plaintext reference.
 
 from __future__ import annotations
 
+import itertools
 import math
 import time
 from dataclasses import dataclass, field, replace
-from typing import Callable
+from typing import Callable, NamedTuple
 
 import numpy as np
 
-from ..drivers.protocol import Capabilities, Effective, RunResult, Sample, Vector
+from ..drivers.protocol import Capabilities, Effective, Pool, RunResult, Sample, Vector
 from ..drivers.supervise import Driver
 from ..errors import DriverError
 from ..model.checks import check
-from ..model.ops import BenchOp, Program, base_name
+from ..model.ops import RLWE, BenchOp
+from ..model.program import Program, base_name, encrypted
 from ..model.semantics import Plain
 from ..plan.jobs import Group, Job
 from ..stats import MIN_CI_SAMPLES, summarize
 
 WARM_ROUND_NS = 20e6  # a sample shorter than this is warmed up again in every round
+HOT_MAX_NS = 1e6  # inputs: hot warms up the ops faster than this
+POOL_MIN = 3  # pool ciphertexts per request at least (a pair needs two, and a choice of pairs three)
+POOL_NOTE = ("inputs: each ciphertext operand is the sum of two encryptions from a pool made once per request "
+             "(fresh values per sample at the cost of an addition): noise budgets read about 1 bit below a "
+             "single fresh encryption's")
 
 
 @dataclass
@@ -95,6 +102,10 @@ def measure_slice(drv: Driver, job: Job, op: BenchOp, prep: Prepared, out: Outco
     # same vectors and scalars in the same order.
     rng = np.random.default_rng([pol.seed, int(job.input_key, 16) % 2**32, r])
     base = op.build(job.scheme, prep.plain)
+    pooled = base.poolable() if job.scheme in RLWE and op.gen is None else []
+    if pooled:
+        base = base.pooled(pooled)
+        out.notes.add(POOL_NOTE)
 
     # Noise, sizes and levels: read in the first batch of each driver process (fresh keys), not
     # in every round. Reading one can cost a driver far more than the op (OpenFHE's noise
@@ -110,7 +121,7 @@ def measure_slice(drv: Driver, job: Job, op: BenchOp, prep: Prepared, out: Outco
         program = base.replicate(k) if facts else replace(base.replicate(k), noise=[], sizes=[], levels=[])
         if (out.input_state or pol.inputs) == "hot":
             program = program.warmed()
-        got, wall = run_checked(drv, job, op, prep, program, draw(job, op, prep, rng, count, k), out)
+        got, wall = run_checked(drv, job, op, prep, program, draw(job, op, prep, rng, count, k, pooled), out)
         if not facts or not out.wall_per_sample:  # batches are sized from the cost of a copy alone
             out.wall_per_sample = wall / (count * k)
         return got
@@ -134,8 +145,9 @@ def measure_slice(drv: Driver, job: Job, op: BenchOp, prep: Prepared, out: Outco
         batch(1, out.copies)
     if not out.copies:  # calibrated once, in the first process, and kept for the whole job
         t_op = float(np.median([total(w) for w in warm]))
-        # An op slower than a warm round makes its own caches hot; warming it would double its cost.
-        out.input_state = "hot" if pol.inputs == "hot" and t_op < WARM_ROUND_NS else "cold"
+        # A warm-up doubles an op's cost for what it buys: 10-30% on ops under a millisecond, 1-2%
+        # on slower ones (benchmarks/fidelity_seal.py, hot against cold), nothing on a keygen.
+        out.input_state = "hot" if pol.inputs == "hot" and t_op < HOT_MAX_NS and op.group != "keygen" else "cold"
         out.copies = 1 if out.input_state == "hot" else copies_for(job, op, base, t_op)
     k = out.copies
     min_n, max_n = math.ceil(pol.min_samples / rounds), math.ceil(pol.max_samples / rounds)
@@ -168,25 +180,53 @@ def measure_slice(drv: Driver, job: Job, op: BenchOp, prep: Prepared, out: Outco
         out.scalars += scal
     out.elapsed_s += time.monotonic() - started
 
-def draw(job: Job, op: BenchOp, prep: Prepared, rng: np.random.Generator, count: int, k: int) -> tuple[list, list[Sample]]:
-    """`count` samples of k copies, each copy on inputs and scalars of its own."""
+class Drawn(NamedTuple):
+    draws: list        # per sample, per copy: (input vectors, op scalars), what the checks read
+    samples: list[Sample]
+    pool: Pool | None  # the request's pool, when inputs are pooled
+
+
+def draw(job: Job, op: BenchOp, prep: Prepared, rng: np.random.Generator, count: int, k: int,
+         pooled: list[str] = ()) -> Drawn:
+    """`count` samples of k copies, each copy on inputs and scalars of its own. A pooled input
+    (Program.pooled) is the sum of two of the request's pool vectors: no two copies of one input
+    the same pair, so every copy's operands are values of their own."""
     draws = [[(inputs(op, prep, job, rng), op.scalars(prep.plain, rng)) for _ in range(k)]
              for _ in range(count)]
+    picks: list[list[dict]] = [[{} for _ in range(k)] for _ in range(count)]
+    pool = None
+    if pooled:
+        need = count * k + len(pooled) - 1
+        m = next(m for m in range(POOL_MIN, need + POOL_MIN) if m * (m - 1) // 2 >= need)
+        vecs = [prep.plain.random(rng, job.slots) for _ in range(m)]
+        pairs = [tuple(c) for c in rng.permutation(list(itertools.combinations(range(m), 2)))]
+        # Copy j's i-th input takes pair j + i: one input's copies all differ, and so do one
+        # copy's inputs (x - y of one pair would be an exact zero, which SEAL refuses to return).
+        copies = (c for d, pk in zip(draws, picks) for c in zip(d, pk))
+        for j, ((copy, _), names) in enumerate(copies):
+            for i, v in enumerate(pooled):
+                a, b = pairs[(j + i) % len(pairs)]
+                copy[v] = prep.plain.add(vecs[a], vecs[b])
+                names.update({f"{v}~a": f"cpool.{a}", f"{v}~b": f"cpool.{b}"})
+        pool = Pool(inputs={f"pool.{j}": Vector.of(x) for j, x in enumerate(vecs)},
+                    steps=[st for j in range(m) for st in encrypted(f"pool.{j}")])  # -> cpool.<j>
     suffix = suffix_of(k)
-    samples = [Sample(inputs={suffix(n, i): Vector.of(v) for i, (vecs, _) in enumerate(d) for n, v in vecs.items()},
-                      scalars={suffix(n, i): x for i, (_, sc) in enumerate(d) for n, x in sc.items()})
-               for d in draws]
-    return draws, samples
+    samples = [Sample(inputs={suffix(n, i): Vector.of(v) for i, (vecs, _) in enumerate(d) for n, v in vecs.items()
+                              if n not in pooled},
+                      scalars={suffix(n, i): x for i, (_, sc) in enumerate(d) for n, x in [*sc.items(), *pk[i].items()]})
+               for d, pk in zip(draws, picks)]
+    return Drawn(draws, samples, pool)
 
 def run_checked(drv: Driver, job: Job, op: BenchOp, prep: Prepared, program: Program,
-                drawn: tuple[list, list[Sample]], out: Outcome) -> tuple[tuple[list[dict[str, float]], list], float]:
+                drawn: Drawn, out: Outcome) -> tuple[tuple[list[dict[str, float]], list], float]:
     """One request of `draw`'s samples to one driver, every output checked (`absorb`); and the
     request's wall time, which sizes later batches."""
-    draws, samples = drawn
+    draws, samples, pool = drawn
     pol = job.policy
     t0 = time.monotonic()
     raw = drv.request("run", timeout_s=pol.timeout_s, memory_limit_mb=pol.memory_limit_mb,
-                      setup_id=prep.setup_id, program=program.wire(), samples=samples)
+                      setup_id=prep.setup_id, program=program.wire(), samples=samples,
+                      **({"pool": pool} if pool else {}))
     wall = time.monotonic() - t0
     return absorb(job, op, prep, program, draws, RunResult(**raw), out), wall
 

@@ -168,9 +168,9 @@ def _window(job: Job, op: BenchOp, prep: Prepared, pool: list[Driver], program, 
         drawn.append(draw(job, op, prep, rng, count, out.copies))
     futures = [ex.submit(d.request, "run", timeout_s=pol.timeout_s, memory_limit_mb=pol.memory_limit_mb,
                          setup_id=prep.setup_id, program=program.wire(), samples=samples)
-               for d, (_, samples) in zip(pool, drawn)]
+               for d, (_, samples, _) in zip(pool, drawn)]
     replies = [f.result() for f in futures]  # a driver's failure is raised here, after all have ended
-    for i, ((draws, _), raw) in enumerate(zip(drawn, replies)):
+    for i, ((draws, _, _), raw) in enumerate(zip(drawn, replies)):
         before = (out.cpu_ns, out.cpu_wall_ns)
         got, _ = absorb(job, op, prep, program, draws, RunResult(**raw), out)
         level.cpu_ns[i] += out.cpu_ns - before[0]

@@ -67,7 +67,7 @@ class Record(BaseModel):
     copies: int | None = None
     iters: int | None = None
     # hot: each timed region warmed up by the same calls on the same operands just before it;
-    # cold: operands made before the region, untouched since (README "Input state"). None: no
+    # cold: not warmed up (README "Input state"). None: no
     # timed samples (a failure), or stored before input states were recorded (all cold).
     input_state: Literal["hot", "cold"] | None = None
     median_ns: Number = None
