@@ -393,29 +393,18 @@ func primeBits(ps []uint64) []int {
 	return out
 }
 
-func log2Product(ps []uint64) float64 {
-	s := 0.0
-	for _, x := range ps {
-		s += math.Log2(float64(x))
-	}
-	return s
-}
-
 func round3(x float64) float64 { return math.Round(x*1000) / 1000 }
 
+// effective reports the primes; fhemark derives their bit lengths, log Q, log QP,
+// the levels (len(Q) - 1) and dnum (ceil(len(Q) / len(P)), Lattigo's gadget).
 func (c *fheContext) effective() map[string]any {
-	q, p := c.params.Q(), c.params.P()
 	eff := map[string]any{
-		"N":      c.params.N(),
-		"q_bits": primeBits(q),
-		"p_bits": primeBits(p),
-		"log_q":  round3(log2Product(q)),
-		"log_qp": round3(log2Product(q) + log2Product(p)),
-		"slots":  c.slots,
-		"levels": c.params.MaxLevel(),
-		"dnum":   c.dnum(),
-		"secret": "ternary",
-		"sigma":  c.params.Xe().(ring.DiscreteGaussian).Sigma,
+		"N":        c.params.N(),
+		"q_primes": c.params.Q(),
+		"p_primes": append([]uint64{}, c.params.P()...), // [] without P, not null
+		"slots":    c.slots,
+		"secret":   "ternary",
+		"sigma":    c.params.Xe().(ring.DiscreteGaussian).Sigma,
 	}
 	if c.isBGVFamily() {
 		eff["t"] = c.bgvP.PlaintextModulus()
@@ -425,15 +414,6 @@ func (c *fheContext) effective() map[string]any {
 		eff["scale_bits"] = c.ckksP.LogDefaultScale()
 	}
 	return eff
-}
-
-// dnum is the number of digits of Lattigo's RNS gadget decomposition of the
-// key-switching keys: ceil(len(Q) / len(P)), or len(Q) without P.
-func (c *fheContext) dnum() int {
-	if c.params.PCount() == 0 {
-		return c.params.QCount()
-	}
-	return c.params.BaseRNSDecompositionVectorSize(c.params.MaxLevelQ(), c.params.MaxLevelP())
 }
 
 func (c *fheContext) setupResult() map[string]any {

@@ -100,11 +100,8 @@ class Setup:
         except Exception as e:  # pragma: no cover
             print("[openfhe-driver] cannot read special primes:", e, file=sys.stderr, flush=True)
             pp = []
-        log_q = sum(math.log2(p) for p in self.q_primes)
         self.eff = {
-            "N": self.N, "q_bits": [p.bit_length() for p in self.q_primes], "p_bits": [p.bit_length() for p in pp],
-            "log_q": round(log_q, 3), "log_qp": round(log_q + sum(math.log2(p) for p in pp), 3),
-            "t": self.t, "scale_bits": scale_bits, "slots": self.slots,
+            "N": self.N, "q_primes": self.q_primes, "p_primes": pp, "t": self.t, "scale_bits": scale_bits, "slots": self.slots,
             "levels": self.L, "dnum": int(cp.GetNumLargeDigits()), "secret": secret,
             "sigma": round(float(cp.GetStandardDeviation()), 4),
             "security": "HEStd_128_classic" if secure else "none (HEStd_NotSet)",

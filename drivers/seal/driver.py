@@ -8,7 +8,6 @@ that only the library call itself sits between the two clock reads.
 
 from __future__ import annotations
 
-import math
 import os
 import platform
 import sys
@@ -97,11 +96,8 @@ class Setup:
 
     def effective(self, params: dict) -> dict:
         primes = [m.value() for m in self.ctx.key_context_data().parms().coeff_modulus()]
-        q, p = primes[:-1], primes[-1:]
-        return {"N": self.n, "q_bits": [x.bit_length() for x in q], "p_bits": [x.bit_length() for x in p],
-                "log_q": sum(math.log2(x) for x in q), "log_qp": sum(math.log2(x) for x in primes),
-                "t": self.t, "scale_bits": params.get("scale_bits"), "slots": self.slots,
-                "levels": len(q) - 1, "dnum": len(q), "secret": "ternary", "sigma": 3.2}
+        return {"N": self.n, "q_primes": primes[:-1], "p_primes": primes[-1:], "t": self.t,
+                "scale_bits": params.get("scale_bits"), "slots": self.slots, "secret": "ternary", "sigma": 3.2}
 
     def sizes(self) -> dict:
         pt = self.encode_call(np.zeros(self.slots))() if self.batching else coeff_plaintext(np.zeros(1), self.t)

@@ -152,14 +152,12 @@ class Setup:
         return (C.CKKSVector if self.scheme == "ckks" else C.BFVVector)(ctx, values)
 
     def effective(self, params: dict) -> dict:
-        primes = [m.value() for m in self.ctx.seal_context().key_context_data().parms().coeff_modulus()]
-        q, p = primes[:-1], primes[-1:]
-        scale_bits = math.log2(self.ctx.global_scale) if self.scheme == "ckks" else None
-        t = self.ctx.seal_context().key_context_data().parms().plain_modulus().value() if self.t else None
-        return {"N": self.n, "q_bits": [x.bit_length() for x in q], "p_bits": [x.bit_length() for x in p],
-                "log_q": sum(math.log2(x) for x in q), "log_qp": sum(math.log2(x) for x in primes),
-                "t": t, "scale_bits": scale_bits, "slots": self.slots,
-                "levels": len(q) - 1, "dnum": len(q), "secret": "ternary", "sigma": 3.2}
+        parms = self.ctx.seal_context().key_context_data().parms()
+        primes = [m.value() for m in parms.coeff_modulus()]
+        return {"N": self.n, "q_primes": primes[:-1], "p_primes": primes[-1:],
+                "t": parms.plain_modulus().value() if self.t else None,
+                "scale_bits": math.log2(self.ctx.global_scale) if self.scheme == "ckks" else None,
+                "slots": self.slots, "secret": "ternary", "sigma": 3.2}
 
     def sizes(self) -> dict:
         """TenSEAL's serialize(): a key's size is the context serialized with it minus without it

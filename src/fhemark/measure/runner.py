@@ -137,7 +137,7 @@ class Runner:
             setup_s = time.monotonic() - t0
             eff = Effective(**result["effective"])
             if g.params.kind == "rlwe" and not (eff.N and eff.q_bits and eff.slots):
-                raise DriverError("internal", f"{g.library} setup result lacks N, q_bits or slots")
+                raise DriverError("internal", f"{g.library} setup result lacks N, q_primes or slots")
             self._check_security(g, eff)
         except DriverError as exc:
             return exc
