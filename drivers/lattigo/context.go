@@ -321,14 +321,14 @@ func newContext(scheme string, req *request) (*fheContext, error) {
 		c.rowLen = c.slots
 		c.ckEnc = ckks.NewEncoder(cp)
 	}
-	if err := c.makeStandardKeys(req.Rotations, req.RotationsPow2); err != nil {
+	if err := c.makeStandardKeys(req.Rotations); err != nil {
 		return nil, err
 	}
 	return c, nil
 }
 
 // makeStandardKeys builds sk, pk, rlk and the Galois keys of a setup.
-func (c *fheContext) makeStandardKeys(rotations []int, pow2 bool) (err error) {
+func (c *fheContext) makeStandardKeys(rotations []int) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = newErr(errInvalidParams, "lattigo key generation failed: %v", r)
@@ -339,7 +339,7 @@ func (c *fheContext) makeStandardKeys(rotations []int, pow2 bool) (err error) {
 	skv := &keyVal{kind: "sk", sk: sk}
 	pkv := &keyVal{kind: "pk", pk: pk, owner: skv}
 	rlk := c.kgen.GenRelinearizationKeyNew(sk)
-	galEls := c.galoisElements(rotations, pow2, true)
+	galEls := c.galoisElements(rotations, false)
 	gks := c.kgen.GenGaloisKeysNew(galEls, sk)
 	c.std = map[string]*keyVal{
 		"sk":  skv,
@@ -354,10 +354,10 @@ func (c *fheContext) makeStandardKeys(rotations []int, pow2 bool) (err error) {
 }
 
 // galoisElements lists the Galois elements for the rotation steps asked
-// (normalized mod the row length), the +/-2^i steps when pow2, and the row
-// swap / conjugation element when withSwap. Step 0 stands for the row swap /
-// conjugation (as SEAL's galois_elt_from_step(0) does).
-func (c *fheContext) galoisElements(steps []int, pow2, withSwap bool) []uint64 {
+// (normalized mod the row length) and, when pow2 (keygen_galois "pow2"), the
+// +/-2^i steps and the row swap / conjugation. Step 0 stands for the row swap /
+// conjugation (PROTOCOL.md, as SEAL's galois_elt_from_step(0) does).
+func (c *fheContext) galoisElements(steps []int, pow2 bool) []uint64 {
 	set := map[uint64]bool{}
 	n := c.rowLen
 	for _, s := range steps {
@@ -373,8 +373,6 @@ func (c *fheContext) galoisElements(steps []int, pow2, withSwap bool) []uint64 {
 			set[c.params.GaloisElement(i)] = true
 			set[c.params.GaloisElement(n-i)] = true
 		}
-	}
-	if withSwap {
 		set[c.params.GaloisElementOrderTwoOrthogonalSubgroup()] = true
 	}
 	out := make([]uint64, 0, len(set))

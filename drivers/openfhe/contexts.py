@@ -294,10 +294,9 @@ def pow2_steps(half):
     return steps
 
 
-def setup(scheme, params, rotations, pow2, allow_insecure):
+def setup(scheme, params, rotations, allow_insecure):
     """A BFV, BGV or CKKS context of the request's parameters (PROTOCOL.md, setup), with its
-    standard keys: the Galois keys for the requested steps (and every +/-2^i with pow2) and the
-    row swap / conjugation."""
+    standard keys: the Galois keys for the requested steps (0: the row swap / conjugation)."""
     for key in ("N", "q_bits"):
         if key not in params:
             raise Failure("invalid_params", "params.%s is missing" % key)
@@ -323,11 +322,9 @@ def setup(scheme, params, rotations, pow2, allow_insecure):
     cc.EvalMultKeyGen(kp.secretKey)
     s = Setup(scheme, cc, kp, primes, len(primes) - 1, int(params["t"]) if scheme in ("bfv", "bgv") else None)
     half = s.N // 2
-    steps = {int(k) % half for k in rotations} - {0}
-    if pow2:
-        steps.update(k % half for k in pow2_steps(half))
-    indices = {s.auto_index(k) for k in steps} | {s.M - 1}  # + row swap (BFV/BGV) / conjugation (CKKS)
-    gmap = cc.EvalAutomorphismKeyGen(kp.secretKey, sorted(indices))
+    steps = {int(k) % half for k in rotations}
+    indices = {s.auto_index(k) if k else s.M - 1 for k in steps}  # 2N-1: row swap (BFV/BGV) / conjugation (CKKS)
+    gmap = cc.EvalAutomorphismKeyGen(kp.secretKey, sorted(indices)) if indices else None  # OpenFHE refuses []
     s.gk = Key("galois", gmap, s.sk.tag, indices=indices)
 
     sb = None
@@ -340,9 +337,9 @@ def setup(scheme, params, rotations, pow2, allow_insecure):
         s.eff["multiplication"] = str(cp.GetMultiplicationTechnique()).split(".")[-1]
     else:
         s.eff["scaling"] = "FIXEDMANUAL"
-    s.size_table.update(galois_keys=len(ofhe.Serialize(gmap, ofhe.BINARY)), galois_key_count=len(indices))
+    if gmap is not None:
+        s.size_table.update(galois_keys=len(ofhe.Serialize(gmap, ofhe.BINARY)), galois_key_count=len(indices))
     s.setup_notes = notes + [
         "plaintext size is the in-memory size N x limbs x 8 bytes: OpenFHE cannot serialize plaintexts",
-        "galois keys: the requested steps%s plus the row-swap/conjugation automorphism 2N-1"
-        % (" and every +/-2^i" if pow2 else "")]
+        "galois keys: the requested steps (step 0: the row-swap/conjugation automorphism 2N-1)"]
     return s

@@ -124,7 +124,6 @@ class SetupRequest(_Request):
     scheme: str
     params: dict[str, Any]
     rotations: list[int] = []
-    rotations_pow2: bool = False
     allow_insecure: bool = False
 
 

@@ -208,7 +208,7 @@ class Runner:
         drv = drv or self.driver(g.library, g.threads)
         result = drv.request(
             "setup", timeout_s=self._timeout(g), setup_id=setup_id, scheme=g.scheme, params=g.params.wire(),
-            rotations=g.rotations, rotations_pow2=g.rotations_pow2, allow_insecure=self.plan.allow_insecure,
+            rotations=g.rotations, allow_insecure=self.plan.allow_insecure,
             memory_limit_mb=g.jobs[0].policy.memory_limit_mb)
         drv.setups.add(setup_id)
         return result
