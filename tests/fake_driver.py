@@ -114,8 +114,8 @@ for line in sys.stdin:
                "schemes": {"bfv": {"ops": OPS}}}
     elif req["type"] == "setup":
         p = req["params"]
-        res = {"effective": {"N": p["N"], "q_bits": p["q_bits"], "p_bits": p["p_bits"], "log_q": sum(p["q_bits"]),
-                             "log_qp": sum(p["q_bits"]) + sum(p["p_bits"]), "t": p["t"], "slots": p["N"]}}
+        res = {"effective": {"N": p["N"], "q_primes": [(1 << b) - 1 for b in p["q_bits"]],  # b bits each
+                             "p_primes": [(1 << b) - 1 for b in p["p_bits"]], "t": p["t"], "slots": p["N"]}}
     elif req["type"] == "run":
         res = run(req)
         if res is None:

@@ -181,9 +181,8 @@ def main() -> None:
             p = req["params"]
             SETUPS.add(req["setup_id"])
             send({"v": 2, "id": rid, "ok": True,
-                  "result": {"effective": {"N": p["N"], "q_bits": p["q_bits"], "p_bits": p["p_bits"],
-                                           "log_q": sum(p["q_bits"]), "log_qp": sum(p["q_bits"]) + sum(p["p_bits"]),
-                                           "t": p["t"], "slots": p["N"]}}})
+                  "result": {"effective": {"N": p["N"], "q_primes": [(1 << b) - 1 for b in p["q_bits"]],  # b bits
+                                           "p_primes": [(1 << b) - 1 for b in p["p_bits"]], "t": p["t"], "slots": p["N"]}}})
         elif kind == "run":
             if req["setup_id"] not in SETUPS:  # as every real driver: a run needs its setup's keys
                 send({"v": 2, "id": rid, "ok": False, "error": {"kind": "internal", "message": "unknown setup_id"}})

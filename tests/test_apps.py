@@ -288,7 +288,7 @@ def _run_once(driver, program, inputs: dict[str, np.ndarray]) -> dict:
     from fhemark.drivers.protocol import Sample, Vector
     if "apps-deep" not in driver.setups:
         driver.request("setup", setup_id="apps-deep", scheme="ckks", params=DEEP, rotations=[1, 2, 4, 8],
-                       rotations_pow2=False, allow_insecure=True)
+                       allow_insecure=True)
         driver.setups.add("apps-deep")
     sample = Sample(inputs={k: Vector.of(np.asarray(v, dtype=np.float64)) for k, v in inputs.items()}, scalars={})
     return driver.request("run", setup_id="apps-deep", program=program, samples=[sample])

@@ -82,8 +82,10 @@ def setup_of(driver, case: dict, secure: bool) -> tuple[str, dict]:
     """The case's setup on this driver (made once per driver process) and its result."""
     setup_id = f"conf-{case['scheme']}-{json.dumps(case['params'], sort_keys=True)}"
     if setup_id not in driver.setups or (id(driver), setup_id) not in SETUPS:
+        common = (SECURE if secure else CASES)["setup"]  # the Galois steps of the case's ring
         SETUPS[id(driver), setup_id] = driver.request("setup", setup_id=setup_id, scheme=case["scheme"],
-                                                      params=case["params"], **(SECURE if secure else CASES)["setup"])
+                                                      params=case["params"], allow_insecure=common["allow_insecure"],
+                                                      rotations=common["rotations"].get(str(case["params"].get("N")), []))
         driver.setups.add(setup_id)
     return setup_id, SETUPS[id(driver), setup_id]
 

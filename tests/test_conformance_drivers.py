@@ -273,6 +273,24 @@ def test_setup_reports_what_the_library_built(driver_pool, library, scheme):
                                              "galois_key_count")), sizes
 
 
+@pytest.mark.parametrize("library,scheme", pairs(("ckks",)))
+def test_setup_makes_the_galois_keys_it_is_sent(driver_pool, library, scheme):
+    """PROTOCOL.md setup: one key per step of `rotations` and no other (no conjugation without step 0);
+    TenSEAL makes SEAL's default set, its only one, and names the asked steps that it lacks."""
+    case, secure = first_case(library, scheme)
+    driver = driver_pool(library)
+    result = driver.request("setup", setup_id="keys-3-5", scheme=scheme, params=case["params"], rotations=[3, -5],
+                            allow_insecure=not secure)
+    if library == "tenseal":
+        assert "[3, -5]" in " ".join(result.get("notes", [])), result.get("notes")
+    else:
+        assert result["sizes_bytes"]["galois_key_count"] == 2, result["sizes_bytes"]
+        prog = program([step("px", "encode", "x"), step("cx", "encrypt_sk", "px"), step("cz", "conjugate", "cx")])
+        err = refused("internal", driver.request, "run", setup_id="keys-3-5", program=prog,
+                      samples=[Sample(inputs={"x": Vector.of(np.ones(4))})])
+        assert "key" in str(err).lower(), err
+
+
 # -- programs --------------------------------------------------------------------------------------
 
 def test_a_region_reading_itself_through_a_scalar_is_not_sent():

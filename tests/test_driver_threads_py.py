@@ -89,7 +89,7 @@ def _caps(driver: Driver, library: str, threads: int) -> None:
 def test_rlwe_driver_reports_cpu_time_and_threads(driver_at, library, threads):
     driver = driver_at(library, threads)
     _caps(driver, library, threads)
-    _setup(driver, "threads-ckks", scheme="ckks", params=CKKS, rotations=[], rotations_pow2=False, allow_insecure=True)
+    _setup(driver, "threads-ckks", scheme="ckks", params=CKKS, rotations=[], allow_insecure=True)
     rng = np.random.default_rng(threads)
     samples, want = [], []
     for _ in range(SAMPLES):
@@ -108,7 +108,7 @@ def test_concrete_driver_reports_cpu_time_and_threads(driver_at):
     _caps(driver, "concrete", 1)
     _caps(driver_at("concrete", 2), "concrete", 2)  # capabilities only: a second compile and keygen is 10 s
     _setup(driver, "threads-int8", scheme="tfhe_int", params={"preset": "default", "bits": 8}, rotations=[],
-           rotations_pow2=False, allow_insecure=False)
+           allow_insecure=False)
     program = {"steps": [{"out": "cx", "op": "encrypt_sk", "args": ["x"]}, {"out": "cy", "op": "encrypt_sk", "args": ["y"]},
                          {"out": "cz", "op": "int_lt", "args": ["cx", "cy"]}, {"out": "z", "op": "decrypt", "args": ["cz"]}],
                "timed": [{"name": "lt", "steps": ["cz"]}], "outputs": ["z"]}

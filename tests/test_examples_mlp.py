@@ -61,7 +61,7 @@ def test_encrypted_inference_on_seal_agrees_with_the_plaintext_model(mlp, driver
     rotations = sorted({s["attrs"]["steps"] for s in program["steps"] if s["op"] == "rotate"})
     if "mlp-digits" not in driver.setups:
         driver.request("setup", setup_id="mlp-digits", scheme="ckks", params=PARAMS, rotations=rotations,
-                       rotations_pow2=False, allow_insecure=False)
+                       allow_insecure=False)
         driver.setups.add("mlp-digits")
     per = mlp.per_ciphertext(plain.slots)
     batches = [mlp.X_TEST[i:i + per] for i in range(0, len(mlp.X_TEST), per)]

@@ -7,13 +7,28 @@ from typing import get_args
 
 import pytest
 
-from fhemark.drivers.protocol import ErrorValue
+from fhemark.drivers.protocol import Effective, ErrorValue, SetupResult
 from fhemark.store.record import FIELDS, Record, Status, checked
 from fhemark.store.sqlite import Store
 
 DOC = Path(__file__).parents[1] / "docs" / "export.md"
 GOOD = {"library": "seal", "scheme": "bfv", "op": "add", "params": {"N": 8192}, "status": "ok", "job_key": "k",
         "suite": "s", "run_id": "r", "timestamp": 1.0, "env": {}}
+
+
+def test_effective_parameters_are_derived_once_from_the_primes():
+    """PROTOCOL.md setup: a driver reports the primes (exact JSON integers); fhemark derives bit
+    lengths, log Q, log QP, the default levels and dnum, and refuses derived fields beside primes."""
+    q, p = [1125899906826241, 1099511480321, 1099511037953], [1152921504606748673]  # 50, 40, 40, 60 bits
+    eff = Effective.of({"N": 8192, "q_primes": q, "p_primes": p, "slots": 4096, "scale_bits": 40, "sigma": 3.2})
+    assert (eff.q_bits, eff.p_bits, eff.levels, eff.dnum, eff.sigma) == ([50, 40, 40], [60], 2, 3, 3.2)
+    assert 129 < eff.log_q < 130 < 189 < eff.log_qp < 190 and "q_primes" not in eff.model_dump()
+    assert Effective.of({"N": 8, "q_primes": q, "p_primes": p + p, "levels": 1, "dnum": 1}).dnum == 1
+    assert Effective.of({"N": 8, "q_primes": q * 3, "p_primes": p + p}).dnum == 5  # ceil(9 / 2)
+    for bad in ({"q_primes": q, "log_qp": 189.0}, {"q_primes": [float(x) for x in q]}):
+        with pytest.raises(ValueError):
+            SetupResult.model_validate({"effective": bad})
+    assert Effective.of({"preset": "default", "q_bits": [32]}).q_bits == [32]  # a bit scheme's own facts
 
 
 def test_status_words_are_ok_and_the_protocols_error_kinds():

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from fhemark.model.catalog import lookup
-from fhemark.model.rotations import keyed_steps, naf, spell, spell_steps
+from fhemark.model.rotations import galois_steps, keyed_steps, naf, spell, spell_steps
 from fhemark.model.semantics import Plain
 
 
@@ -47,3 +47,20 @@ def test_rotate_random_sends_keyed_steps_and_checks_their_sum():
         parts = s["k"] if isinstance(s["k"], list) else [s["k"]]
         assert all(p in keyed_steps(512, pow2=True) for p in parts)
         assert np.array_equal(op.expected(plain, {"x": x}, s)["z"], plain.rotate(x, sum(parts)))
+
+
+def test_a_setup_is_sent_its_galois_steps_spelled_out():
+    """PROTOCOL.md setup: `rotations` lists every key to make (0: the row swap / conjugation); the
+    power-of-two set comes with a job that rotates by any step, once, for every library."""
+    from fhemark.model.params import resolve
+    from fhemark.plan.jobs import Group, Job
+    from fhemark.plan.suites import Policy
+
+    params = resolve("n8192", "bfv")
+
+    def group(*ops):
+        return Group("seal", "bfv", params, None, [Job("seal", "bfv", params, op, None, Policy(), 1, False) for op in ops])
+    assert group("add").rotations == []
+    assert group("rotate_1").rotations == [1]
+    steps = group("rotate_1", "rotate_random").rotations
+    assert steps == galois_steps(4096, [1], True) and 0 in steps and {2048, -2048} <= set(steps) and 4096 not in steps

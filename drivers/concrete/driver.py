@@ -284,7 +284,7 @@ class Cts:
 class Setup:
     """A compiled module for one width and its standard keys, kept for later run requests."""
 
-    def __init__(self, scheme: str, params: dict, rotations: list, pow2: bool, allow_insecure: bool):
+    def __init__(self, scheme: str, params: dict, rotations: list, allow_insecure: bool):
         if scheme != SCHEME:
             raise Failure("unsupported", f"Concrete driver has no scheme '{scheme}': it offers tfhe_int (integers as "
                                          f"2-bit chunks compiled by Concrete); no gate-level or shortint primitives")

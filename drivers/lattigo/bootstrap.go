@@ -72,7 +72,7 @@ func newBootstrapContext(req *request) (c *fheContext, err error) {
 
 	c = &fheContext{scheme: "ckks", insecure: insecure, ckksP: params, params: params.Parameters,
 		slots: params.MaxSlots(), rowLen: params.MaxSlots(), ckEnc: ckks.NewEncoder(params)}
-	if err := c.makeStandardKeys(req.Rotations, req.RotationsPow2); err != nil {
+	if err := c.makeStandardKeys(req.Rotations); err != nil {
 		return nil, err
 	}
 	evk, _, kerr := btpParams.GenEvaluationKeys(c.std["sk"].sk)

@@ -321,14 +321,14 @@ func newContext(scheme string, req *request) (*fheContext, error) {
 		c.rowLen = c.slots
 		c.ckEnc = ckks.NewEncoder(cp)
 	}
-	if err := c.makeStandardKeys(req.Rotations, req.RotationsPow2); err != nil {
+	if err := c.makeStandardKeys(req.Rotations); err != nil {
 		return nil, err
 	}
 	return c, nil
 }
 
 // makeStandardKeys builds sk, pk, rlk and the Galois keys of a setup.
-func (c *fheContext) makeStandardKeys(rotations []int, pow2 bool) (err error) {
+func (c *fheContext) makeStandardKeys(rotations []int) (err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = newErr(errInvalidParams, "lattigo key generation failed: %v", r)
@@ -339,7 +339,7 @@ func (c *fheContext) makeStandardKeys(rotations []int, pow2 bool) (err error) {
 	skv := &keyVal{kind: "sk", sk: sk}
 	pkv := &keyVal{kind: "pk", pk: pk, owner: skv}
 	rlk := c.kgen.GenRelinearizationKeyNew(sk)
-	galEls := c.galoisElements(rotations, pow2, true)
+	galEls := c.galoisElements(rotations, false)
 	gks := c.kgen.GenGaloisKeysNew(galEls, sk)
 	c.std = map[string]*keyVal{
 		"sk":  skv,
@@ -354,10 +354,10 @@ func (c *fheContext) makeStandardKeys(rotations []int, pow2 bool) (err error) {
 }
 
 // galoisElements lists the Galois elements for the rotation steps asked
-// (normalized mod the row length), the +/-2^i steps when pow2, and the row
-// swap / conjugation element when withSwap. Step 0 stands for the row swap /
-// conjugation (as SEAL's galois_elt_from_step(0) does).
-func (c *fheContext) galoisElements(steps []int, pow2, withSwap bool) []uint64 {
+// (normalized mod the row length) and, when pow2 (keygen_galois "pow2"), the
+// +/-2^i steps and the row swap / conjugation. Step 0 stands for the row swap /
+// conjugation (PROTOCOL.md, as SEAL's galois_elt_from_step(0) does).
+func (c *fheContext) galoisElements(steps []int, pow2 bool) []uint64 {
 	set := map[uint64]bool{}
 	n := c.rowLen
 	for _, s := range steps {
@@ -373,8 +373,6 @@ func (c *fheContext) galoisElements(steps []int, pow2, withSwap bool) []uint64 {
 			set[c.params.GaloisElement(i)] = true
 			set[c.params.GaloisElement(n-i)] = true
 		}
-	}
-	if withSwap {
 		set[c.params.GaloisElementOrderTwoOrthogonalSubgroup()] = true
 	}
 	out := make([]uint64, 0, len(set))
@@ -393,29 +391,18 @@ func primeBits(ps []uint64) []int {
 	return out
 }
 
-func log2Product(ps []uint64) float64 {
-	s := 0.0
-	for _, x := range ps {
-		s += math.Log2(float64(x))
-	}
-	return s
-}
-
 func round3(x float64) float64 { return math.Round(x*1000) / 1000 }
 
+// effective reports the primes; fhemark derives their bit lengths, log Q, log QP,
+// the levels (len(Q) - 1) and dnum (ceil(len(Q) / len(P)), Lattigo's gadget).
 func (c *fheContext) effective() map[string]any {
-	q, p := c.params.Q(), c.params.P()
 	eff := map[string]any{
-		"N":      c.params.N(),
-		"q_bits": primeBits(q),
-		"p_bits": primeBits(p),
-		"log_q":  round3(log2Product(q)),
-		"log_qp": round3(log2Product(q) + log2Product(p)),
-		"slots":  c.slots,
-		"levels": c.params.MaxLevel(),
-		"dnum":   c.dnum(),
-		"secret": "ternary",
-		"sigma":  c.params.Xe().(ring.DiscreteGaussian).Sigma,
+		"N":        c.params.N(),
+		"q_primes": c.params.Q(),
+		"p_primes": append([]uint64{}, c.params.P()...), // [] without P, not null
+		"slots":    c.slots,
+		"secret":   "ternary",
+		"sigma":    c.params.Xe().(ring.DiscreteGaussian).Sigma,
 	}
 	if c.isBGVFamily() {
 		eff["t"] = c.bgvP.PlaintextModulus()
@@ -425,15 +412,6 @@ func (c *fheContext) effective() map[string]any {
 		eff["scale_bits"] = c.ckksP.LogDefaultScale()
 	}
 	return eff
-}
-
-// dnum is the number of digits of Lattigo's RNS gadget decomposition of the
-// key-switching keys: ceil(len(Q) / len(P)), or len(Q) without P.
-func (c *fheContext) dnum() int {
-	if c.params.PCount() == 0 {
-		return c.params.QCount()
-	}
-	return c.params.BaseRNSDecompositionVectorSize(c.params.MaxLevelQ(), c.params.MaxLevelP())
 }
 
 func (c *fheContext) setupResult() map[string]any {

@@ -148,8 +148,12 @@ func setupSmall(t *testing.T, d *driver, sid, scheme string) *fheContext {
 	} else {
 		sp.T = &tt
 	}
+	rotations := []int{0, 1} // the row swap / conjugation, 1 and every +/-2^i of the 512-slot row
+	for i := 1; i < 512; i <<= 1 {
+		rotations = append(rotations, i, -i)
+	}
 	if _, err := d.setup(&request{V: 2, Type: "setup", SetupID: sid, Scheme: scheme, Params: sp,
-		Rotations: []int{1}, RotationsPow2: true, AllowInsecure: true}); err != nil {
+		Rotations: rotations, AllowInsecure: true}); err != nil {
 		t.Fatal(err)
 	}
 	return d.setups[sid]
@@ -519,7 +523,7 @@ func TestKeyedRotations(t *testing.T) {
 	}
 	// The plan for a step with its own key is that step alone; a key set
 	// without a step's key (the list above has no key for 1) is refused.
-	kv := &keyVal{kind: "gk", gks: c.kgen.GenGaloisKeysNew(c.galoisElements([]int{-3}, false, false), c.std["sk"].sk)}
+	kv := &keyVal{kind: "gk", gks: c.kgen.GenGaloisKeysNew(c.galoisElements([]int{-3}, false), c.std["sk"].sk)}
 	ev := c.evalFor(kv)
 	if plan, err := rotationPlanOf(c, ev, json.Number("-3")); err != nil || len(plan) != 1 {
 		t.Errorf("rotation by -3 with a key for -3: plan %v, %v", plan, err)

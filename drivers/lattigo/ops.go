@@ -645,7 +645,7 @@ func (c *fheContext) rotationPlan(x *execState, s *step, ev *evaluators) ([]int,
 			continue
 		}
 		if _, err := ev.keys.GetGaloisKey(c.params.GaloisElement(int(r))); err != nil {
-			return nil, newErr(errInternal, "no Galois key for rotation by %d (of %v): generate keys for that step, or rotations_pow2 and let fhemark spell it", k, v)
+			return nil, newErr(errInternal, "no Galois key for rotation by %d (of %v): generate keys for that step, or keys that fhemark can spell it by", k, v)
 		}
 		plan = append(plan, int(r))
 	}
@@ -793,7 +793,7 @@ func opKeygenGalois(x *execState, s *step, args []*value, out *value, into bool)
 		if t != "pow2" {
 			return nil, newErr(errInternal, "step %q (keygen_galois): steps %q: want a list of ints or \"pow2\"", s.Out, t)
 		}
-		galEls = c.galoisElements(nil, true, true)
+		galEls = c.galoisElements(nil, true)
 	case []any:
 		steps := make([]int, 0, len(t))
 		for _, e := range t {
@@ -806,16 +806,16 @@ func opKeygenGalois(x *execState, s *step, args []*value, out *value, into bool)
 			}
 			steps = append(steps, int(i))
 		}
-		galEls = c.galoisElements(steps, false, false)
+		galEls = c.galoisElements(steps, false)
 	default:
 		if !ok {
-			galEls = c.galoisElements(nil, true, true)
+			galEls = c.galoisElements(nil, true)
 		} else {
 			i, err := toInt(v)
 			if err != nil {
 				return nil, newErr(errInternal, "step %q (keygen_galois): steps: %v", s.Out, err)
 			}
-			galEls = c.galoisElements([]int{int(i)}, false, false)
+			galEls = c.galoisElements([]int{int(i)}, false)
 		}
 	}
 	out.kind = "key"

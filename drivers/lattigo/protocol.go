@@ -52,7 +52,6 @@ type request struct {
 	Scheme        string          `json:"scheme"`
 	Params        *setupParams    `json:"params"`
 	Rotations     []int           `json:"rotations"`
-	RotationsPow2 bool            `json:"rotations_pow2"`
 	AllowInsecure bool            `json:"allow_insecure"`
 	Program       *program        `json:"program"`
 	Samples       []sampleIn      `json:"samples"`

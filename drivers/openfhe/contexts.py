@@ -100,11 +100,8 @@ class Setup:
         except Exception as e:  # pragma: no cover
             print("[openfhe-driver] cannot read special primes:", e, file=sys.stderr, flush=True)
             pp = []
-        log_q = sum(math.log2(p) for p in self.q_primes)
         self.eff = {
-            "N": self.N, "q_bits": [p.bit_length() for p in self.q_primes], "p_bits": [p.bit_length() for p in pp],
-            "log_q": round(log_q, 3), "log_qp": round(log_q + sum(math.log2(p) for p in pp), 3),
-            "t": self.t, "scale_bits": scale_bits, "slots": self.slots,
+            "N": self.N, "q_primes": self.q_primes, "p_primes": pp, "t": self.t, "scale_bits": scale_bits, "slots": self.slots,
             "levels": self.L, "dnum": int(cp.GetNumLargeDigits()), "secret": secret,
             "sigma": round(float(cp.GetStandardDeviation()), 4),
             "security": "HEStd_128_classic" if secure else "none (HEStd_NotSet)",
@@ -297,10 +294,9 @@ def pow2_steps(half):
     return steps
 
 
-def setup(scheme, params, rotations, pow2, allow_insecure):
+def setup(scheme, params, rotations, allow_insecure):
     """A BFV, BGV or CKKS context of the request's parameters (PROTOCOL.md, setup), with its
-    standard keys: the Galois keys for the requested steps (and every +/-2^i with pow2) and the
-    row swap / conjugation."""
+    standard keys: the Galois keys for the requested steps (0: the row swap / conjugation)."""
     for key in ("N", "q_bits"):
         if key not in params:
             raise Failure("invalid_params", "params.%s is missing" % key)
@@ -326,11 +322,9 @@ def setup(scheme, params, rotations, pow2, allow_insecure):
     cc.EvalMultKeyGen(kp.secretKey)
     s = Setup(scheme, cc, kp, primes, len(primes) - 1, int(params["t"]) if scheme in ("bfv", "bgv") else None)
     half = s.N // 2
-    steps = {int(k) % half for k in rotations} - {0}
-    if pow2:
-        steps.update(k % half for k in pow2_steps(half))
-    indices = {s.auto_index(k) for k in steps} | {s.M - 1}  # + row swap (BFV/BGV) / conjugation (CKKS)
-    gmap = cc.EvalAutomorphismKeyGen(kp.secretKey, sorted(indices))
+    steps = {int(k) % half for k in rotations}
+    indices = {s.auto_index(k) if k else s.M - 1 for k in steps}  # 2N-1: row swap (BFV/BGV) / conjugation (CKKS)
+    gmap = cc.EvalAutomorphismKeyGen(kp.secretKey, sorted(indices)) if indices else None  # OpenFHE refuses []
     s.gk = Key("galois", gmap, s.sk.tag, indices=indices)
 
     sb = None
@@ -343,9 +337,9 @@ def setup(scheme, params, rotations, pow2, allow_insecure):
         s.eff["multiplication"] = str(cp.GetMultiplicationTechnique()).split(".")[-1]
     else:
         s.eff["scaling"] = "FIXEDMANUAL"
-    s.size_table.update(galois_keys=len(ofhe.Serialize(gmap, ofhe.BINARY)), galois_key_count=len(indices))
+    if gmap is not None:
+        s.size_table.update(galois_keys=len(ofhe.Serialize(gmap, ofhe.BINARY)), galois_key_count=len(indices))
     s.setup_notes = notes + [
         "plaintext size is the in-memory size N x limbs x 8 bytes: OpenFHE cannot serialize plaintexts",
-        "galois keys: the requested steps%s plus the row-swap/conjugation automorphism 2N-1"
-        % (" and every +/-2^i" if pow2 else "")]
+        "galois keys: the requested steps (step 0: the row-swap/conjugation automorphism 2N-1)"]
     return s

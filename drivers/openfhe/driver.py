@@ -134,7 +134,7 @@ CAPABILITIES = static_capabilities(HERE, {**OPS, "tfhe_bool": binfhe.OPS})
 # --------------------------------------------------------------------------
 # setup
 
-def setup(scheme, params, rotations, pow2, allow_insecure):
+def setup(scheme, params, rotations, allow_insecure):
     if scheme == "tfhe_bool":
         return binfhe.setup(params)
     if scheme not in SCHEMES:
@@ -144,7 +144,7 @@ def setup(scheme, params, rotations, pow2, allow_insecure):
             return ckksboot.setup(params, allow_insecure)
         raise Failure("invalid_params", "OpenFHE driver has no %s preset %r" % (scheme, params["preset"]))
     try:
-        return contexts.setup(scheme, params, rotations, pow2, allow_insecure)
+        return contexts.setup(scheme, params, rotations, allow_insecure)
     except Failure as e:
         if e.kind == "insecure_params" and "60-bit" not in str(e):
             raise Failure(e.kind, str(e) + " [OpenFHE's HYBRID special modulus P is made of 60-bit primes covering"

@@ -195,7 +195,7 @@ def merged(static: dict, facts: dict) -> dict:
 def serve(capabilities: Callable[[], dict], setup: Callable, handle_run: Callable[[object, dict], dict],
           unexpected: Callable[[Exception], str] | None = None) -> None:
     """Answer requests on stdin, one JSON line each, until shutdown or end of input. `setup` is
-    called with (scheme, params, rotations, rotations_pow2, allow_insecure) and must offer
+    called with (scheme, params, rotations, allow_insecure) and must offer
     effective(params) and sizes() (and may hold setup_notes); handle_run(setup, request).
     unexpected(exc) words an exception that is no Failure (default: its type and message)."""
     setups: dict = {}
@@ -214,8 +214,7 @@ def serve(capabilities: Callable[[], dict], setup: Callable, handle_run: Callabl
             if kind == "capabilities":
                 result = capabilities()
             elif kind == "setup":
-                s = setup(req["scheme"], req["params"], req.get("rotations", []), req.get("rotations_pow2", False),
-                          req.get("allow_insecure", False))
+                s = setup(req["scheme"], req["params"], req.get("rotations", []), req.get("allow_insecure", False))
                 setups[req["setup_id"]] = s
                 result = {"effective": s.effective(req["params"]), "sizes_bytes": s.sizes()}
                 if getattr(s, "setup_notes", None):

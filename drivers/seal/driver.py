@@ -8,7 +8,6 @@ that only the library call itself sits between the two clock reads.
 
 from __future__ import annotations
 
-import math
 import os
 import platform
 import sys
@@ -47,7 +46,7 @@ CAPABILITIES = static_capabilities(Path(__file__).resolve().parent, OPS)
 class Setup:
     """A context with its standard keys, kept for later run requests."""
 
-    def __init__(self, scheme: str, params: dict, rotations: list[int], pow2: bool, allow_insecure: bool):
+    def __init__(self, scheme: str, params: dict, rotations: list[int], allow_insecure: bool):
         if scheme not in SCHEMES:
             raise Failure("unsupported", f"SEAL driver has no scheme '{scheme}'")
         if params.get("preset"):
@@ -79,7 +78,8 @@ class Setup:
         self.sk = self.kg.secret_key()
         self.pk = self.kg.create_public_key()
         self.rlk = self.kg.create_relin_keys()
-        self.gk = self.make_galois(self.kg, galois_steps(self.n, rotations, pow2)) if (rotations or pow2) else None
+        # SEAL's steps: 0 is the row swap (BFV/BGV) or conjugation (CKKS), as in PROTOCOL.md
+        self.gk = self.make_galois(self.kg, sorted({int(k) % (self.n // 2) for k in rotations})) if rotations else None
         if self.batching:
             self.encoder = seal.CKKSEncoder(self.ctx) if scheme == "ckks" else seal.BatchEncoder(self.ctx)
             self.slots = self.encoder.slot_count()
@@ -97,11 +97,8 @@ class Setup:
 
     def effective(self, params: dict) -> dict:
         primes = [m.value() for m in self.ctx.key_context_data().parms().coeff_modulus()]
-        q, p = primes[:-1], primes[-1:]
-        return {"N": self.n, "q_bits": [x.bit_length() for x in q], "p_bits": [x.bit_length() for x in p],
-                "log_q": sum(math.log2(x) for x in q), "log_qp": sum(math.log2(x) for x in primes),
-                "t": self.t, "scale_bits": params.get("scale_bits"), "slots": self.slots,
-                "levels": len(q) - 1, "dnum": len(q), "secret": "ternary", "sigma": 3.2}
+        return {"N": self.n, "q_primes": primes[:-1], "p_primes": primes[-1:], "t": self.t,
+                "scale_bits": params.get("scale_bits"), "slots": self.slots, "secret": "ternary", "sigma": 3.2}
 
     def sizes(self) -> dict:
         pt = self.encode_call(np.zeros(self.slots))() if self.batching else coeff_plaintext(np.zeros(1), self.t)
@@ -144,18 +141,6 @@ class Setup:
 
     def level(self, obj) -> int:
         return self.ctx.get_context_data(obj.parms_id()).chain_index()
-
-
-def galois_steps(n: int, rotations: list[int], pow2: bool) -> list[int]:
-    """SEAL's steps: 0 is the row swap (BFV/BGV) or conjugation (CKKS)."""
-    steps = set(rotations)
-    if pow2:
-        steps.add(0)
-        i = 1
-        while i < n // 2:
-            steps.update((i, -i))
-            i *= 2
-    return sorted(steps)
 
 
 def prepare(s: Setup, op: str, args: list, attrs: dict, vals: dict, notes: list[str]):
@@ -318,7 +303,7 @@ def rotation_steps(s: Setup, op: str, attrs: dict, gk, notes: list[str]) -> list
     missing = [k for k in steps if not gk.has_key(galois_elt(s.n, k))]
     if missing:
         raise Failure("internal", f"{op}: no Galois key for step {missing[0]} (of {given}): generate keys for "
-                                  "that step, or rotations_pow2 and let fhemark spell it")
+                                  "that step, or keys that fhemark can spell it by")
     return steps
 
 

@@ -116,7 +116,7 @@ def symmetric_twin(ctx):
 class Setup:
     """A TenSEAL context with its standard keys, kept for later run requests."""
 
-    def __init__(self, scheme: str, params: dict, rotations: list[int], pow2: bool, allow_insecure: bool):
+    def __init__(self, scheme: str, params: dict, rotations: list[int], allow_insecure: bool):
         if scheme not in SCHEMES:
             raise Failure("unsupported", f"TenSEAL driver has no scheme '{scheme}' (TenSEAL offers BFV and CKKS)")
         if params.get("preset"):
@@ -145,21 +145,23 @@ class Setup:
         self.slots = self.n // 2 if scheme == "ckks" else self.n
         self.top = seal_ctx.first_context_data().chain_index()
         self.notes: set[str] = set()  # what the routines did untimed for this setup (keys made), said in their runs
-        if rotations or pow2:  # TenSEAL's only Galois key set: every +/- 2^i step and the row swap / conjugation
+        if rotations:  # TenSEAL's only Galois key set, SEAL's default: every +/- 2^i step and the row swap (0)
             self.ctx.generate_galois_keys()
+            row = self.n // 2
+            beyond = [k for k in rotations if (r := int(k) % row) & (r - 1) and (row - r) & (row - r - 1)]
+            if beyond:  # no op of this driver rotates by a step: said, not refused
+                self.setup_notes = [f"Galois keys: SEAL's default set, TenSEAL's only one; none for steps {beyond}"]
 
     def new_vector(self, ctx, values: list):
         return (C.CKKSVector if self.scheme == "ckks" else C.BFVVector)(ctx, values)
 
     def effective(self, params: dict) -> dict:
-        primes = [m.value() for m in self.ctx.seal_context().key_context_data().parms().coeff_modulus()]
-        q, p = primes[:-1], primes[-1:]
-        scale_bits = math.log2(self.ctx.global_scale) if self.scheme == "ckks" else None
-        t = self.ctx.seal_context().key_context_data().parms().plain_modulus().value() if self.t else None
-        return {"N": self.n, "q_bits": [x.bit_length() for x in q], "p_bits": [x.bit_length() for x in p],
-                "log_q": sum(math.log2(x) for x in q), "log_qp": sum(math.log2(x) for x in primes),
-                "t": t, "scale_bits": scale_bits, "slots": self.slots,
-                "levels": len(q) - 1, "dnum": len(q), "secret": "ternary", "sigma": 3.2}
+        parms = self.ctx.seal_context().key_context_data().parms()
+        primes = [m.value() for m in parms.coeff_modulus()]
+        return {"N": self.n, "q_primes": primes[:-1], "p_primes": primes[-1:],
+                "t": parms.plain_modulus().value() if self.t else None,
+                "scale_bits": math.log2(self.ctx.global_scale) if self.scheme == "ckks" else None,
+                "slots": self.slots, "secret": "ternary", "sigma": 3.2}
 
     def sizes(self) -> dict:
         """TenSEAL's serialize(): a key's size is the context serialized with it minus without it

@@ -18,7 +18,7 @@ from ..locations import project_root
 from ..model.apps.builder import Circuit
 from ..model.catalog import CATALOG, INTO, MICRO, lookup
 from ..model.ops import RLWE, BenchOp
-from ..model.rotations import keyed_steps, spell_steps
+from ..model.rotations import galois_steps, keyed_steps, spell_steps
 from ..model.params import ParamSpec, _validated, resolve
 from ..model.semantics import Plain
 from .conformance_extras import INPUT_LENGTH, bits_extras, rlwe_extras
@@ -40,9 +40,10 @@ SECURE_CASE_PARAMS = {
 # products take one more); the CKKS case chain has 2.
 DEEP_CKKS = ParamSpec(N=2048, q_bits=[45, 30, 30, 30, 30], p_bits=[45], scale_bits=30)
 SECURE_DEEP_CKKS = ParamSpec(N=16384, q_bits=[50] + [40] * 7, p_bits=[60], scale_bits=40)  # the c16384 chain
-# The Galois keys every case setup makes (a rotation without a key of its own is spelled as keyed
-# steps by model/rotations.py, as for every job).
-SETUP = {"rotations": [1], "rotations_pow2": True}
+# The Galois keys every case setup makes: step 1 and the power-of-two set with the row swap /
+# conjugation (a rotation without a key of its own is spelled as keyed steps by model/rotations.py,
+# as for every job). The files spell them out per ring (`setup.rotations`: N -> steps).
+ROTATIONS, POW2 = [1], True
 CKKS_TOLERANCE = 1e-3
 # Bit schemes: the library's default set; small integers and circuits.
 BITS_CASES = {
@@ -116,10 +117,10 @@ def _case(name: str, scheme: str, op, plain: Plain, params, rng: np.random.Gener
     and every output's expected value; `samples` > 1 adds `more_samples`, each with its own inputs,
     scalars and expected values, sent in the same request."""
     program = op.build(scheme, plain).replicate(copies)
-    if scheme in RLWE:  # every case's setup has the SETUP keys: rotations without their own are spelled by them
+    if scheme in RLWE:  # every case's setup has the same keys: rotations without their own are spelled by them
         row = plain.row_length()
         program = dataclasses.replace(program, steps=spell_steps(program.steps, row,
-                                                     keyed_steps(row, SETUP["rotations"], SETUP["rotations_pow2"])))
+                                                     keyed_steps(row, ROTATIONS, POW2)))
     inputs, scalars, expected = _draw(op, plain, rng, copies)
     case = {"name": name + (f"#{copies}" if copies > 1 else ""), "scheme": scheme, "op": op.name,
             "insecure": insecure, "params": params.wire(), "program": program.wire(), "inputs": inputs,
@@ -206,8 +207,14 @@ def generate_secure() -> dict:
     """The RLWE cases at SECURE_CASE_PARAMS, for drivers that refuse insecure parameters."""
     return {"version": 2, "note": "the RLWE cases at a secure common chain (c8192), for libraries that cannot run "
                                   "insecure parameters; " + FIELDS,
-            "setup": {**SETUP, "allow_insecure": False},
-            "cases": _rlwe_cases(SECURE_CASE_PARAMS, SECURE_DEEP_CKKS, secure=True)}
+            **_setup(_rlwe_cases(SECURE_CASE_PARAMS, SECURE_DEEP_CKKS, secure=True), allow_insecure=False)}
+
+
+def _setup(cases: list[dict], allow_insecure: bool) -> dict:
+    """The file's setup (the same keys at every RLWE ring: its Galois steps per N) and its cases."""
+    rings = sorted({c["params"]["N"] for c in cases if c["scheme"] in RLWE})
+    return {"setup": {"rotations": {str(n): galois_steps(n // 2, ROTATIONS, POW2) for n in rings},
+                      "allow_insecure": allow_insecure}, "cases": cases}
 
 
 def _ties(op: BenchOp) -> BenchOp:
@@ -248,7 +255,7 @@ def generate() -> dict:
                             prefix=f"bits{spec['bits']}/")
     return {"version": 2, "note": "RLWE cases use insecure parameters on purpose: they check values, not speed; "
                                   + FIELDS,
-            "setup": {**SETUP, "allow_insecure": True}, "cases": cases}
+            **_setup(cases, allow_insecure=True)}
 
 
 def load(secure: bool = False) -> dict:

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import base64
 import json
-from typing import Any, Literal
+import math
+from typing import Annotated, Any, Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -123,7 +124,6 @@ class SetupRequest(_Request):
     scheme: str
     params: dict[str, Any]
     rotations: list[int] = []
-    rotations_pow2: bool = False
     allow_insecure: bool = False
 
 
@@ -184,16 +184,18 @@ class Capabilities(BaseModel):
     schemes: dict[str, SchemeCaps]
 
 
-class Effective(BaseModel):
-    """What the library really used. RLWE fields are required of RLWE schemes
-    (checked in run.py); bit schemes report their preset's facts instead."""
+# A prime of an RLWE modulus chain, as a driver reports it: an exact JSON integer (never a float,
+# which would round a prime above 2^53), below 2^64.
+Prime = Annotated[int, Field(strict=True, ge=2, lt=1 << 64)]
+# What fhemark derives from the primes (Effective.of): a driver reporting primes leaves them out.
+DERIVED = ("q_bits", "p_bits", "log_q", "log_qp")
+
+
+class _Built(BaseModel):
+    """Facts of what the library built that a driver reports and a record keeps alike."""
 
     model_config = ConfigDict(extra="allow")
     N: int = 0
-    q_bits: list[int] = []
-    p_bits: list[int] = []
-    log_q: float = 0.0
-    log_qp: float = 0.0
     t: int | None = None
     scale_bits: float | None = None
     slots: int = 0
@@ -204,8 +206,49 @@ class Effective(BaseModel):
     security_bits_target: int | None = None
 
 
+class SetupFacts(_Built):
+    """What the library really built, as a driver reports it. RLWE: the primes themselves and what
+    only the library knows (N, t, scale, slots; levels and dnum where they are not the defaults of
+    Effective.of); fhemark derives the rest. Bit schemes: their preset's facts."""
+
+    q_primes: list[Prime] = []  # ciphertext primes, level 0 (lowest) first
+    p_primes: list[Prime] = []  # special (key-switching) primes
+
+    @model_validator(mode="after")
+    def _primes_not_their_facts(self) -> "SetupFacts":
+        told = [k for k in DERIVED if k in (self.model_extra or {})]
+        if self.q_primes and told:
+            raise ValueError(f"{', '.join(told)}: fhemark derives them from q_primes and p_primes")
+        return self
+
+
+class Effective(_Built):
+    """What the library really used, as a record keeps it. RLWE fields are required of RLWE schemes
+    (checked in measure/runner.py); bit schemes report their preset's facts instead."""
+
+    q_bits: list[int] = []
+    p_bits: list[int] = []
+    log_q: float = 0.0
+    log_qp: float = 0.0
+
+    @classmethod
+    def of(cls, facts: dict) -> "Effective":
+        """A setup's effective parameters from the facts its driver reported: the one definition
+        of the bit lengths and log Q, log QP (log2 of the primes' products, which the security check
+        reads) and of the defaults of levels (one per prime above the first) and dnum (the digits
+        of a decomposition whose digits are as many primes as P)."""
+        d = SetupFacts.model_validate(facts).model_dump()
+        q, p = d.pop("q_primes"), d.pop("p_primes")
+        if q:
+            d.update(q_bits=[x.bit_length() for x in q], p_bits=[x.bit_length() for x in p],
+                     log_q=sum(math.log2(x) for x in q), log_qp=sum(math.log2(x) for x in q + p))
+            d["levels"] = len(q) - 1 if d["levels"] is None else d["levels"]
+            d["dnum"] = -(-len(q) // max(len(p), 1)) if d["dnum"] is None else d["dnum"]
+        return cls(**d)
+
+
 class SetupResult(BaseModel):
-    effective: Effective
+    effective: SetupFacts
     sizes_bytes: dict[str, int] = {}
 
 
@@ -261,7 +304,7 @@ RESULTS = {"capabilities": Capabilities, "setup": SetupResult, "run": RunResult}
 
 def schemas() -> dict[str, dict]:
     """The JSON schemas published in protocol/schema/."""
-    from typing import Annotated, Union
+    from typing import Union
 
     from pydantic import TypeAdapter
 

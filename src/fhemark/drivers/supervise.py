@@ -19,7 +19,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from ..errors import DriverError, field_error
-from .protocol import REQUESTS, RESULTS, Reply, RunResult
+from .protocol import REQUESTS, RESULTS, Effective, Reply, RunResult
 from .registry import Manifest
 
 _POLL_S = 0.05
@@ -240,6 +240,8 @@ class Driver:
                                               f"{' '.join(str(exc).splitlines()[:3])}")
             if kind == "run" and result.pop("raw_decryptions", None):
                 result["noise_budget_bits"] = self._budgets(parsed)
+            if kind == "setup":  # what the library built, as fhemark reads it: derived from the driver's facts
+                result = {**result, "effective": Effective.of(result["effective"]).model_dump()}
         return result
 
     def _budgets(self, res: RunResult) -> dict[str, float]:

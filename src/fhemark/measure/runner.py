@@ -137,7 +137,7 @@ class Runner:
             setup_s = time.monotonic() - t0
             eff = Effective(**result["effective"])
             if g.params.kind == "rlwe" and not (eff.N and eff.q_bits and eff.slots):
-                raise DriverError("internal", f"{g.library} setup result lacks N, q_bits or slots")
+                raise DriverError("internal", f"{g.library} setup result lacks N, q_primes or slots")
             self._check_security(g, eff)
         except DriverError as exc:
             return exc
@@ -208,7 +208,7 @@ class Runner:
         drv = drv or self.driver(g.library, g.threads)
         result = drv.request(
             "setup", timeout_s=self._timeout(g), setup_id=setup_id, scheme=g.scheme, params=g.params.wire(),
-            rotations=g.rotations, rotations_pow2=g.rotations_pow2, allow_insecure=self.plan.allow_insecure,
+            rotations=g.rotations, allow_insecure=self.plan.allow_insecure,
             memory_limit_mb=g.jobs[0].policy.memory_limit_mb)
         drv.setups.add(setup_id)
         return result

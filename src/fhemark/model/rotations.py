@@ -35,6 +35,12 @@ def keyed_steps(row: int, rotations: Iterable[int] = (), pow2: bool = False) -> 
     return keyed | {k % row for k in keyed}
 
 
+def galois_steps(row: int, rotations: Iterable[int] = (), pow2: bool = False) -> list[int]:
+    """A key set's steps as PROTOCOL.md's `rotations` and `keygen_galois` spell them: the steps
+    asked and, with pow2, every +/- 2^i step of the row and 0 (the row swap / conjugation)."""
+    return sorted(set(rotations) | (pow2_steps(row) | {0} if pow2 else set()))
+
+
 def spell(k: int, row: int, keyed: set[int]) -> int | list[int]:
     """k itself when it has a key (or is the identity); else its digits when they all have keys;
     else k, which the driver refuses with the step it lacks a key for."""

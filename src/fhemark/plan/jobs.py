@@ -15,6 +15,7 @@ from functools import cached_property, lru_cache
 from ..errors import UserError
 from ..model.catalog import BOOTSTRAP, DEPTH, INTO, MICRO, PIPELINES, SIZED, known, lookup, unknown_op
 from ..model.params import SCHEMES_BITS, SCHEMES_RLWE, ParamSet, resolve
+from ..model.rotations import galois_steps
 from ..model.security import Estimate, estimate
 from .suites import Policy, Suite, thread_counts
 
@@ -77,11 +78,11 @@ class Group:
 
     @property
     def rotations(self) -> list[int]:
-        return sorted({r for j in self.jobs for r in lookup(j.op, j.scheme).rotations})
-
-    @property
-    def rotations_pow2(self) -> bool:
-        return any(lookup(j.op, j.scheme).rotations_pow2 for j in self.jobs)
+        """The Galois key steps of the setup, spelled out: every op's own, and the power-of-two set
+        and the row swap / conjugation (0) where an op wants them."""
+        ops = [lookup(j.op, j.scheme) for j in self.jobs]
+        return galois_steps(self.params.N // 2, {r for op in ops for r in op.rotations},
+                            any(op.rotations_pow2 for op in ops))
 
 
 @dataclass
