@@ -106,7 +106,7 @@ def test_the_budget_is_seals_own(scheme):
     n, t = 4096, 65537
     parms = seal.EncryptionParameters(getattr(seal.scheme_type, scheme))
     parms.set_poly_modulus_degree(n)
-    parms.set_coeff_modulus(seal.CoeffModulus.Create(n, [40, 40, 40, 40]))
+    parms.set_coeff_modulus(seal.CoeffModulus.Create(n, [50, 50, 50, 50]))
     parms.set_plain_modulus(t)
     ctx = seal.SEALContext(parms, True, seal.sec_level_type.none)
     kg = seal.KeyGenerator(ctx)
