@@ -290,7 +290,8 @@ def _run_once(driver, program, inputs: dict[str, np.ndarray]) -> dict:
         driver.request("setup", setup_id="apps-deep", scheme="ckks", params=DEEP, rotations=[1, 2, 4, 8],
                        allow_insecure=True)
         driver.setups.add("apps-deep")
-    sample = Sample(inputs={k: Vector.of(np.asarray(v, dtype=np.float64)) for k, v in inputs.items()}, scalars={})
+    padded = {k: np.pad(np.asarray(v, dtype=np.float64), (0, DEEP["N"] // 2 - len(v))) for k, v in inputs.items()}
+    sample = Sample(inputs={k: Vector.of(v) for k, v in padded.items()}, scalars={})
     return driver.request("run", setup_id="apps-deep", program=program, samples=[sample])
 
 

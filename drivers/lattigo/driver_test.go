@@ -349,7 +349,7 @@ func TestRegionCopies(t *testing.T) {
 			xs[i][j] = float64((j+5*i)%13) / 16
 		}
 		inputs["x."+strconv.Itoa(i)] = encodeF64(xs[i])
-		inputs["y."+strconv.Itoa(i)] = encodeF64(xs[i][:1])
+		inputs["y."+strconv.Itoa(i)] = encodeF64(append([]float64{xs[i][0]}, make([]float64, c.slots-1)...))
 	}
 	res, err := d.run(&request{V: 2, Type: "run", SetupID: "s-ckks",
 		Program: copiesProgram(k, "rotate", 1, map[string]any{"steps": json.Number("-4")}, nil),
@@ -603,7 +603,7 @@ func TestEncodeLike(t *testing.T) {
 		Steps: []step{{Out: "px", Op: "encode", Args: []string{"x"}}, {Out: "cx", Op: "encrypt_sk", Args: []string{"px"}},
 			{Out: "p2", Op: "encode", Args: []string{"x"}, Attrs: map[string]any{"like": "cx"}}},
 		Timed: []region{{Name: "cx", Steps: []string{"cx"}}},
-	}, Samples: []sampleIn{{Inputs: map[string]wireVector{"x": encodeU64AsI64([]uint64{1, 2})}}}})
+	}, Samples: []sampleIn{{Inputs: map[string]wireVector{"x": encodeU64AsI64(make([]uint64, 1024))}}}})
 	if de, ok := err.(*driverError); !ok || de.Kind != errUnsupported {
 		t.Errorf("like on BGV: got %v, want unsupported", err)
 	}

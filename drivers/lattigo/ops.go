@@ -331,7 +331,7 @@ func opEncode(x *execState, s *step, args []*value, out *value, into bool) (func
 		resident(pt.Value)
 	}
 	if c.isBGVFamily() {
-		vals := padU64(args[0].u, c.slots)
+		vals := args[0].u
 		return func() error {
 			p := pt
 			if p == nil {
@@ -341,7 +341,7 @@ func opEncode(x *execState, s *step, args []*value, out *value, into bool) (func
 			return c.bgvEnc.Encode(vals, p)
 		}, nil
 	}
-	vals := padF64(args[0].f, c.slots)
+	vals := args[0].f
 	return func() error {
 		p := pt
 		if p == nil {
@@ -839,16 +839,4 @@ func opKeygenSwitch(x *execState, s *step, args []*value, out *value, into bool)
 		out.key = &keyVal{kind: "evk", evk: x.c.kgen.GenEvaluationKeyNew(from.sk, to.sk), owner: to}
 		return nil
 	}, nil
-}
-
-func padU64(v []uint64, n int) []uint64 {
-	out := make([]uint64, n)
-	copy(out, v)
-	return out
-}
-
-func padF64(v []float64, n int) []float64 {
-	out := make([]float64, n)
-	copy(out, v)
-	return out
 }

@@ -313,7 +313,7 @@ func opLinearTransform(x *execState, s *step, args []*value, out *value, into bo
 	if c.isBGVFamily() {
 		vals := bgvlt.Diagonals[uint64]{}
 		for i, k := range diags {
-			vals[k] = padU64(args[1+i].u, c.slots)
+			vals[k] = args[1+i].u
 		}
 		lt := bgvlt.NewLinearTransformation(c.bgvP, bgvlt.Parameters{
 			DiagonalsIndexList:        diags,
@@ -338,7 +338,7 @@ func opLinearTransform(x *execState, s *step, args []*value, out *value, into bo
 	} else {
 		vals := ckkslt.Diagonals[float64]{}
 		for i, k := range diags {
-			vals[k] = padF64(args[1+i].f, c.slots)
+			vals[k] = args[1+i].f
 		}
 		lt := ckkslt.NewTransformation(c.ckksP, ckkslt.Parameters{
 			DiagonalsIndexList:        diags,

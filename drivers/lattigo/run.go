@@ -346,31 +346,13 @@ func (c *fheContext) inputEnv(smp *sampleIn) (map[string]*value, error) {
 		if err != nil {
 			return nil, newErr(errInternal, "input %q: %v", name, err)
 		}
-		if (ints != nil && len(ints) > c.slots) || (floats != nil && len(floats) > c.slots) {
-			return nil, newErr(errInternal, "input %q has more than %d slots", name, c.slots)
+		// PROTOCOL.md: the slot count, BFV/BGV values in [0, t) (the wire's i64 read as u64)
+		if len(ints)+len(floats) != c.slots || (ints == nil) == c.isBGVFamily() {
+			return nil, newErr(errInternal, "input %q: want %d values of dtype %s", name, c.slots, map[bool]string{true: "i64", false: "f64"}[c.isBGVFamily()])
 		}
-		v := &value{kind: "vec"}
-		if c.isBGVFamily() {
-			if ints == nil {
-				return nil, newErr(errInternal, "input %q: %s needs dtype i64", name, c.scheme)
-			}
-			t := int64(c.bgvP.PlaintextModulus())
-			v.u = make([]uint64, len(ints))
-			for i, a := range ints {
-				r := a % t
-				if r < 0 {
-					r += t
-				}
-				v.u[i] = uint64(r)
-			}
-		} else {
-			if floats == nil {
-				floats = make([]float64, len(ints))
-				for i, a := range ints {
-					floats[i] = float64(a)
-				}
-			}
-			v.f = floats
+		v := &value{kind: "vec", f: floats}
+		for _, a := range ints {
+			v.u = append(v.u, uint64(a))
 		}
 		env[name] = v
 	}

@@ -123,20 +123,12 @@ class Setup:
         return self.auto_cache[k]
 
     def encode(self, vec, level=None):
-        n = self.slots
-        v = np.asarray(vec)
-        if len(v) > n:
-            raise Failure("internal", "input has %d values, more than %d slots" % (len(v), n))
+        """A full-length input (PROTOCOL.md: the slot count, BFV/BGV values in [0, t)) -> a plaintext."""
         if self.scheme == "ckks":
-            x = np.zeros(n, dtype=np.float64)
-            x[:len(v)] = v
-            lvl = 0 if level is None else self.L - int(level)
-            return self.cc.MakeCKKSPackedPlaintext(x, 1, lvl, None, n)
-        x = np.zeros(n, dtype=np.int64)
-        x[:len(v)] = np.mod(v.astype(np.int64), self.t)
+            return self.cc.MakeCKKSPackedPlaintext(vec, 1, 0 if level is None else self.L - int(level), None, self.slots)
         if level is not None and self.scheme == "bgv":
-            return self.cc.MakePackedPlaintext(x, 1, self.L - int(level))
-        return self.cc.MakePackedPlaintext(x)
+            return self.cc.MakePackedPlaintext(vec, 1, self.L - int(level))
+        return self.cc.MakePackedPlaintext(vec)
 
     def plaintext_size(self, pt):
         mod = int(pt.GetElementModulus())

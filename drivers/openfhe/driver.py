@@ -273,21 +273,14 @@ class Program:
             need(1)
             level = attrs.get("level")
             like = self.like_attr(env, attrs, level)
-            vec = np.asarray(args[0])
-            n = s.slots
-            if vec.ndim != 1 or len(vec) > n:
-                raise Failure("internal", "encode takes a vector of at most %d values" % n)
+            x, n = args[0], s.slots  # full-length, BFV/BGV values in [0, t) (PROTOCOL.md)
             if scheme == "ckks":
-                x = np.zeros(n, dtype=np.float64)
-                x[:len(vec)] = vec
                 if like is not None:  # at the ciphertext's level and noise-scale degree
                     lvl = int(like.GetLevel())
                     return (partial(cc.MakeCKKSPackedPlaintext, x, int(like.GetNoiseScaleDeg()), lvl, None, n),
                             None, s.L + 1 - lvl)
                 lvl = 0 if level is None else s.L - int(level)
                 return partial(cc.MakeCKKSPackedPlaintext, x, 1, lvl, None, n), None, s.L + 1 - lvl
-            x = np.zeros(n, dtype=np.int64)
-            x[:len(vec)] = np.mod(vec.astype(np.int64), s.t)
             if level is not None and scheme == "bgv":
                 lvl = s.L - int(level)
                 return partial(cc.MakePackedPlaintext, x, 1, lvl), None, s.L + 1 - lvl
@@ -536,10 +529,8 @@ def handle_run(s, req):
         v = np.asarray(env[name])
         if v.dtype == object or v.ndim != 1:
             raise Failure("internal", "output %r is not a decoded vector" % name)
-        v = np.real(v).astype(np.float64) if s.scheme == "ckks" else np.mod(v.astype(np.int64), s.t)
-        if len(v) < s.slots:
-            v = np.concatenate([v, np.zeros(s.slots - len(v), dtype=v.dtype)])
-        return vec_out(v[:s.slots])
+        # BFV/BGV: OpenFHE's centred values, which the orchestrator reduces mod t
+        return vec_out(np.real(v).astype(np.float64) if s.scheme == "ckks" else v.astype(np.int64))
     try:
         result, env = run_samples(program, req["samples"], prog.prepare, output, pool=req.get("pool"))
     finally:

@@ -298,18 +298,14 @@ def prepare_linear(prog, attrs, args, names, towers):
     groups = {}
     for k, name, v in zip(ks, names[1:], vecs):
         v = np.asarray(v)
-        if v.dtype == object or v.ndim != 1 or len(v) > n:
-            raise Failure("internal", "linear_transform: %r is not a vector of at most %d values" % (name, n))
+        if v.dtype == object or v.shape != (n,):
+            raise Failure("internal", "linear_transform: %r is not a vector of %d values" % (name, n))
         g, j = divmod(k, b)
         if s.scheme == "ckks":
-            x = np.zeros(n, dtype=np.float64)
-            x[:len(v)] = v
-            x = np.roll(x, g * b)  # rot_{-g b}: x'[i] = x[i - g b]
+            x = np.roll(v, g * b)  # rot_{-g b}: x'[i] = x[i - g b]
             pt = cc.MakeCKKSPackedPlaintext(x, 1, level, None, n)
         else:
-            x = np.zeros(n, dtype=np.int64)
-            x[:len(v)] = np.mod(v.astype(np.int64), s.t)
-            x = np.roll(x.reshape(2, row), g * b, axis=1).reshape(n)  # within each row
+            x = np.roll(v.reshape(2, row), g * b, axis=1).reshape(n)  # within each row
             pt = cc.MakePackedPlaintext(x, 1, level) if s.scheme == "bgv" else cc.MakePackedPlaintext(x)
         groups.setdefault(g, []).append((j, pt))
     babies = sorted({j for terms in groups.values() for j, _ in terms} - {0})

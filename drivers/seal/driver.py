@@ -110,13 +110,12 @@ class Setup:
         return out
 
     def encode_call(self, v: np.ndarray, like=None, level=None):
-        """Pad (untimed) and return the encoding call (to time). CKKS: at the top level and scale
+        """The encoding call (to time) of a full-length input (PROTOCOL.md). CKKS: at the top level and scale
         2^scale_bits; with `like` (a ciphertext) at its level and exact scale; with `level` at
         that level. seal-python's encode has no parms_id argument: below the top level the
         plaintext is encoded at the top and mod-switched down (mod_switch_to drops primes of the
         NTT-form plaintext: the same integers as an encoding at that level)."""
-        padded = np.zeros(self.slots, dtype=np.float64 if self.scheme == "ckks" else np.uint64)
-        padded[: len(v)] = v
+        padded = v.astype(np.float64 if self.scheme == "ckks" else np.uint64)
         if self.scheme != "ckks":
             return lambda: self.encoder.encode(padded)
         enc, ev = self.encoder, self.evaluator
@@ -150,10 +149,6 @@ def prepare(s: Setup, op: str, args: list, attrs: dict, vals: dict, notes: list[
         raise Failure("unsupported", f"SEAL driver has no '{op}' for {s.scheme}")
     if op.endswith("_into"):
         return prepare_into(s, op[: -len("_into")], args, attrs, vals, notes), None
-    if op == "decode" and s.scheme != "ckks":
-        a = vals[args[0]]
-        # BFV/BGV values are already in [0, t): the int64 view for the wire is made after the clock.
-        return (lambda: s.encoder.decode_uint64(a)), lambda out: out.astype(np.int64)
     return prepare_call(s, op, args, attrs, vals, notes), None
 
 
@@ -216,8 +211,9 @@ def prepare_call(s: Setup, op: str, args: list, attrs: dict, vals: dict, notes: 
         return lambda: coeff_plaintext(a[0], s.t)
     if op == "decode_coeffs":
         return lambda: coeffs_of(a[0], s.n, s.t)
-    if op == "decode":  # CKKS (BFV/BGV: prepare)
-        return lambda: s.encoder.decode(a[0])
+    if op == "decode":  # BFV/BGV: uint64 values in [0, t)
+        decode = s.encoder.decode if s.scheme == "ckks" else s.encoder.decode_uint64
+        return lambda: decode(a[0])
     if op == "encrypt_pk":
         enc = seal.Encryptor(s.ctx, vals[key]) if key else s.encryptor
         return lambda: enc.encrypt(a[0])

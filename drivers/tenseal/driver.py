@@ -171,24 +171,15 @@ class Setup:
         out = {"public_key": len(ser(True, False, False, False)) - base,
                "secret_key": len(ser(False, True, False, False)) - base,
                "relin_keys": len(ser(False, False, False, True)) - base,
-               "ciphertext": len(self.new_vector(self.ctx, self.plain(np.zeros(1))).serialize())}
+               "ciphertext": len(self.new_vector(self.ctx, self.plain(np.zeros(self.slots, np.int64))).serialize())}
         if self.ctx.has_galois_keys():
             out.update(galois_keys=len(ser(False, False, True, False)) - base, galois_key_count=self.ctx.galois_keys().size())
         return out
 
     def plain(self, v: np.ndarray) -> list:
-        """Values -> the Python list TenSEAL's calls take (untimed): padded to every slot (a shorter
-        vector would be replicated by TenSEAL's encrypt and decrypted to its own length only);
-        BFV values centred into (-t/2, t/2], the signed form BatchEncoder's int64 encode takes."""
-        if len(v) > self.slots:
-            raise Failure("internal", f"input of {len(v)} values for {self.slots} slots")
-        if self.scheme == "ckks":
-            padded = np.zeros(self.slots, dtype=np.float64)
-            padded[: len(v)] = v
-            return padded.tolist()
-        padded = np.zeros(self.slots, dtype=np.int64)
-        padded[: len(v)] = np.asarray(v, dtype=np.int64) % self.t
-        return np.where(padded > self.t // 2, padded - self.t, padded).tolist()
+        """A full-length input (PROTOCOL.md) -> the Python list TenSEAL's calls take (untimed); BFV
+        values centred into (-t/2, t/2], the signed form BatchEncoder's int64 encode takes."""
+        return (v if self.scheme == "ckks" else np.where(v > self.t // 2, v - self.t, v)).tolist()
 
     def scalar(self, value):
         if self.scheme == "ckks":
@@ -260,10 +251,7 @@ def prepare(s: Setup, op: str, args: list, attrs: dict, vals: dict) -> Prepared:
         values = vals[args[0]]
         if not isinstance(values, list):
             raise Failure("internal", f"decode: {args[0]!r} is no decrypted or encoded value")
-        if s.scheme == "ckks":
-            return Prepared(lambda: values, lambda out: np.asarray(out, dtype=np.float64))
-        t = s.t
-        return Prepared(lambda: values, lambda out: np.asarray(out, dtype=np.int64) % t)
+        return Prepared(lambda: values)  # BFV: centred values, which the orchestrator reduces mod t
     if base in ("encrypt_pk", "encrypt_sk"):
         values = vals[args[0]]
         if not isinstance(values, list):

@@ -300,7 +300,7 @@ def probe_depth(drv: Driver, job: Job, op: BenchOp, prep: Prepared, out: Outcome
 
 def inputs(op: BenchOp, prep: Prepared, job: Job, rng: np.random.Generator) -> dict[str, np.ndarray]:
     if op.gen is not None:
-        return op.gen(prep.plain, rng)
+        return {n: prep.plain.full(v) for n, v in op.gen(prep.plain, rng).items()}
     return {n: prep.plain.random(rng, job.slots) for n in op.inputs}
 
 def _cheap(out: Outcome) -> bool:

@@ -39,6 +39,15 @@ class Plain:
             out[:n] = rng.uniform(-1.0, 1.0, size=n)
         return out
 
+    def full(self, v) -> np.ndarray:
+        """An input as the wire carries it (PROTOCOL.md "Vectors on the wire"): RLWE vectors zero-padded
+        to the slot count, BFV/BGV values reduced into [0, t); bit-scheme arrays as they are."""
+        if self.words:
+            return np.asarray(v)
+        v, out = np.asarray(v), np.zeros(self.slots, dtype=np.int64 if self.exact else np.float64)
+        out[:v.size] = np.mod(v.astype(np.int64), self.t) if self.exact else v
+        return out
+
     def random_scalar(self, rng: np.random.Generator) -> int | float:
         return int(rng.integers(0, self.t)) if self.exact else float(rng.uniform(-1.0, 1.0))
 
