@@ -20,6 +20,7 @@ from fhemark.drivers.protocol import RunRequest, Sample, Vector
 from fhemark.errors import DriverError
 from fhemark.locations import project_root
 from fhemark.model.checks import received
+from fhemark.model.rotations import galois_steps
 from fhemark.model.semantics import Plain
 from test_conformance import CASES, LIBRARIES, SECURE, check_outputs, request_samples, samples_of, setup_of, snapshot
 
@@ -588,11 +589,13 @@ def test_a_bad_gather_or_constant_is_refused(driver_pool, library):
 def test_tenseal_refuses_what_its_library_cannot_do(driver_pool, scheme):
     driver, setup_id, _, plain = setup(driver_pool, "tenseal", scheme)
     x = inputs(plain, np.random.default_rng(7), "x", "y")
-    # its contexts make the default Galois key set only (used by its routines; no rotation op)
-    refused("unsupported", run, driver, setup_id, program([step("k", "keygen_galois", steps=[1, 2])], [region("k")]), x)
-    result = run(driver, setup_id, program([step("k", "keygen_galois", steps="pow2")] + encrypted(plain, "x")
-                                           + decrypted(plain, "cx"), [region("k")], ["z"]), x)
-    assert_values(plain, out(result, "z"), x["x"], "x after keygen_galois")
+    # its contexts make the default Galois key set only (used by its routines; no rotation op): a
+    # step outside it is refused, the steps of that set are accepted
+    refused("unsupported", run, driver, setup_id, program([step("k", "keygen_galois", steps=[1, 3])], [region("k")]), x)
+    for steps in ([1, 2], galois_steps(plain.row_length(), pow2=True)):
+        result = run(driver, setup_id, program([step("k", "keygen_galois", steps=steps)] + encrypted(plain, "x")
+                                               + decrypted(plain, "cx"), [region("k")], ["z"]), x)
+        assert_values(plain, out(result, "z"), x["x"], f"x after keygen_galois {steps}")
     # relinearization is a context flag: a product with and one without it cannot share a region
     steps = encrypted(plain, "x", "y") + [step("a", "mul", "cx", "cy"), step("b", "mul_relin", "cx", "cy")]
     refused("unsupported", run, driver, setup_id, program(steps, [region("r", "a", "b")]), x)

@@ -40,10 +40,11 @@ import warnings
 from importlib import metadata
 from pathlib import Path
 
-THREADS = max(1, int(os.environ.get("FHEMARK_THREADS", "1") or 1))
-# Concrete's loop parallelism is OpenMP (the wheel's own libomp), which reads OMP_NUM_THREADS when
-# its runtime starts: set before Concrete loads, from FHEMARK_THREADS whatever the caller's value.
-os.environ["OMP_NUM_THREADS"] = str(THREADS)
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "python_shared"))
+from threads import wanted  # noqa: E402
+
+# Concrete's loop parallelism is OpenMP (the wheel's own libomp): OMP_NUM_THREADS before it loads.
+THREADS = wanted()
 TORCH_MESSAGE = "torch is not installed: fhemark's Concrete driver does not use convolution or max-pool"
 
 
@@ -78,7 +79,6 @@ from concrete.compiler import ClientProgram, ServerProgram  # noqa: E402
 from concrete.compiler import Value as RawValue  # noqa: E402
 from concrete.fhe.compilation.configuration import SecurityLevel  # noqa: E402  (not re-exported by fhe)
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "python_shared"))
 from jsonl_driver import Failure, merged, run_samples, serve, static_capabilities  # noqa: E402
 
 DRIVER_VERSION = "0.3.0"

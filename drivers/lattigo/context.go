@@ -339,7 +339,7 @@ func (c *fheContext) makeStandardKeys(rotations []int) (err error) {
 	skv := &keyVal{kind: "sk", sk: sk}
 	pkv := &keyVal{kind: "pk", pk: pk, owner: skv}
 	rlk := c.kgen.GenRelinearizationKeyNew(sk)
-	galEls := c.galoisElements(rotations, false)
+	galEls := c.galoisElements(rotations)
 	gks := c.kgen.GenGaloisKeysNew(galEls, sk)
 	c.std = map[string]*keyVal{
 		"sk":  skv,
@@ -353,11 +353,10 @@ func (c *fheContext) makeStandardKeys(rotations []int) (err error) {
 	return nil
 }
 
-// galoisElements lists the Galois elements for the rotation steps asked
-// (normalized mod the row length) and, when pow2 (keygen_galois "pow2"), the
-// +/-2^i steps and the row swap / conjugation. Step 0 stands for the row swap /
+// galoisElements lists the Galois elements of the rotation steps asked
+// (normalized mod the row length). Step 0 stands for the row swap /
 // conjugation (PROTOCOL.md, as SEAL's galois_elt_from_step(0) does).
-func (c *fheContext) galoisElements(steps []int, pow2 bool) []uint64 {
+func (c *fheContext) galoisElements(steps []int) []uint64 {
 	set := map[uint64]bool{}
 	n := c.rowLen
 	for _, s := range steps {
@@ -367,13 +366,6 @@ func (c *fheContext) galoisElements(steps []int, pow2 bool) []uint64 {
 			continue
 		}
 		set[c.params.GaloisElement(r)] = true
-	}
-	if pow2 {
-		for i := 1; i < n; i <<= 1 {
-			set[c.params.GaloisElement(i)] = true
-			set[c.params.GaloisElement(n-i)] = true
-		}
-		set[c.params.GaloisElementOrderTwoOrthogonalSubgroup()] = true
 	}
 	out := make([]uint64, 0, len(set))
 	for g := range set {

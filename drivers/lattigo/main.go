@@ -6,6 +6,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"fmt"
 	"io"
 	"log"
@@ -57,12 +58,9 @@ func (d *driver) serve(in io.Reader, out io.Writer) error {
 	w := bufio.NewWriterSize(out, 1<<20)
 	for {
 		line, err := r.ReadBytes('\n')
-		if len(trimSpace(line)) > 0 {
+		if len(bytes.TrimSpace(line)) > 0 {
 			reply, stop := d.handleLine(line)
-			if _, werr := w.Write(reply); werr != nil {
-				return fmt.Errorf("write reply: %w", werr)
-			}
-			if werr := w.WriteByte('\n'); werr != nil {
+			if _, werr := w.Write(append(reply, '\n')); werr != nil {
 				return fmt.Errorf("write reply: %w", werr)
 			}
 			if werr := w.Flush(); werr != nil {
@@ -79,15 +77,4 @@ func (d *driver) serve(in io.Reader, out io.Writer) error {
 			return fmt.Errorf("read request: %w", err)
 		}
 	}
-}
-
-func trimSpace(b []byte) []byte {
-	i, j := 0, len(b)
-	for i < j && (b[i] == ' ' || b[i] == '\t' || b[i] == '\r' || b[i] == '\n') {
-		i++
-	}
-	for j > i && (b[j-1] == ' ' || b[j-1] == '\t' || b[j-1] == '\r' || b[j-1] == '\n') {
-		j--
-	}
-	return b[i:j]
 }

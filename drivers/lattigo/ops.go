@@ -786,38 +786,21 @@ func opKeygenGalois(x *execState, s *step, args []*value, out *value, into bool)
 	if err != nil {
 		return nil, err
 	}
-	v, ok := x.attr(s, "steps")
-	var galEls []uint64
-	switch t := v.(type) {
-	case string:
-		if t != "pow2" {
-			return nil, newErr(errInternal, "step %q (keygen_galois): steps %q: want a list of ints or \"pow2\"", s.Out, t)
-		}
-		galEls = c.galoisElements(nil, true)
-	case []any:
-		steps := make([]int, 0, len(t))
-		for _, e := range t {
-			if str, isStr := e.(string); isStr && strings.HasPrefix(str, "$") {
-				e = x.scalars[str[1:]]
-			}
-			i, err := toInt(e)
-			if err != nil {
-				return nil, newErr(errInternal, "step %q (keygen_galois): steps: %v", s.Out, err)
-			}
-			steps = append(steps, int(i))
-		}
-		galEls = c.galoisElements(steps, false)
-	default:
-		if !ok {
-			galEls = c.galoisElements(nil, true)
-		} else {
-			i, err := toInt(v)
-			if err != nil {
-				return nil, newErr(errInternal, "step %q (keygen_galois): steps: %v", s.Out, err)
-			}
-			galEls = c.galoisElements([]int{int(i)}, false)
-		}
+	// One step or a list (step 0: the row swap / conjugation); fhemark sends the full set explicitly.
+	given, err := x.listAttr(s, "steps")
+	if err != nil {
+		v, _ := x.attr(s, "steps")
+		given = []any{v}
 	}
+	steps := make([]int, 0, len(given))
+	for _, e := range given {
+		i, err := toInt(e)
+		if err != nil {
+			return nil, newErr(errInternal, "step %q (keygen_galois): steps: %v", s.Out, err)
+		}
+		steps = append(steps, int(i))
+	}
+	galEls := c.galoisElements(steps)
 	out.kind = "key"
 	return func() error {
 		out.key = &keyVal{kind: "gk", gks: c.kgen.GenGaloisKeysNew(galEls, sk.sk), owner: sk}

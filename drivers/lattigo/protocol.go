@@ -38,7 +38,7 @@ func newErr(kind, format string, a ...any) *driverError {
 
 // asDriverError keeps a driverError as is and wraps anything else as internal.
 func asDriverError(err error) *driverError {
-	if de, ok := err.(*driverError); ok {
+	if de, ok := err.(*driverError); ok || err == nil {
 		return de
 	}
 	return newErr(errInternal, "%v", err)
@@ -156,16 +156,10 @@ func (d *driver) handleLine(line []byte) (out []byte, stop bool) {
 			return d.capabilities(), nil
 		case "setup":
 			r, err := d.setup(&req)
-			if err != nil {
-				return nil, asDriverError(err)
-			}
-			return r, nil
+			return r, asDriverError(err)
 		case "run":
 			r, err := d.run(&req)
-			if err != nil {
-				return nil, asDriverError(err)
-			}
-			return r, nil
+			return r, asDriverError(err)
 		case "shutdown":
 			stop = true
 			return map[string]any{}, nil

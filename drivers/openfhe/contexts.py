@@ -116,6 +116,12 @@ class Setup:
             "ciphertext": len(ofhe.Serialize(self.cc.Encrypt(kp.publicKey, pt), ofhe.BINARY)),
         }
 
+    def galois_indices(self, steps):
+        """The automorphism index of each rotation step (modulo the row); step 0: 2N-1, the row
+        swap (BFV/BGV) / conjugation (CKKS), as PROTOCOL.md spells it."""
+        half = self.N // 2
+        return {self.auto_index(int(k) % half) if int(k) % half else self.M - 1 for k in steps}
+
     def auto_index(self, k):
         k = int(k)
         if k not in self.auto_cache:
@@ -277,15 +283,6 @@ def bfv_context(params, allow_insecure):
     return cp, cc, q_primes(cc), d, notes
 
 
-def pow2_steps(half):
-    steps = []
-    i = 1
-    while i < half:
-        steps += [i, -i]
-        i *= 2
-    return steps
-
-
 def setup(scheme, params, rotations, allow_insecure):
     """A BFV, BGV or CKKS context of the request's parameters (PROTOCOL.md, setup), with its
     standard keys: the Galois keys for the requested steps (0: the row swap / conjugation)."""
@@ -313,9 +310,7 @@ def setup(scheme, params, rotations, allow_insecure):
         raise Failure("internal", "OpenFHE KeyGen failed")
     cc.EvalMultKeyGen(kp.secretKey)
     s = Setup(scheme, cc, kp, primes, len(primes) - 1, int(params["t"]) if scheme in ("bfv", "bgv") else None)
-    half = s.N // 2
-    steps = {int(k) % half for k in rotations}
-    indices = {s.auto_index(k) if k else s.M - 1 for k in steps}  # 2N-1: row swap (BFV/BGV) / conjugation (CKKS)
+    indices = s.galois_indices(rotations)
     gmap = cc.EvalAutomorphismKeyGen(kp.secretKey, sorted(indices)) if indices else None  # OpenFHE refuses []
     s.gk = Key("galois", gmap, s.sk.tag, indices=indices)
 

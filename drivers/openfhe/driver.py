@@ -14,19 +14,14 @@ from functools import partial
 
 DRIVER_VERSION = "0.7.0"
 
-# OpenMP reads OMP_NUM_THREADS when the runtime starts: set it before any import that loads a
-# threaded library (numpy's OpenBLAS starts its own pool by it too, even through jsonl_driver).
-_THREADS_WANTED = 1
-try:
-    _THREADS_WANTED = max(1, int(os.environ.get("FHEMARK_THREADS", "1")))
-except ValueError:
-    _THREADS_WANTED = 1
-os.environ["OMP_NUM_THREADS"] = str(_THREADS_WANTED)
-
-import numpy as np  # noqa: E402
-
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path[:0] = [HERE, os.path.join(HERE, "..", "python_shared")]
+# OMP_NUM_THREADS before any import that loads a threaded library (numpy's OpenBLAS reads it too).
+from threads import wanted  # noqa: E402
+
+_THREADS_WANTED = wanted()
+
+import numpy as np  # noqa: E402
 from jsonl_driver import (Failure, binding_call_ns, merged, regions_of, run_samples, serve,  # noqa: E402
                           static_capabilities, vec_out)
 
@@ -45,7 +40,7 @@ import ckksboot  # noqa: E402
 import contexts  # noqa: E402
 import noise as noise_mod  # noqa: E402
 import routines  # noqa: E402
-from contexts import RELIN_INSTALLED, SCHEMES, SECRET_KEYS, Key, one_line, pow2_steps  # noqa: E402
+from contexts import RELIN_INSTALLED, SCHEMES, SECRET_KEYS, Key, one_line  # noqa: E402
 
 
 def log(*a):
@@ -435,15 +430,7 @@ class Program:
                 return new
             return partial(cc.EvalMultKeyGen, k.obj), wrap_rk, None
         if op == "keygen_galois":
-            st = attrs.get("steps")
-            half = s.N // 2
-            if st == "pow2" or st is None:
-                indices = set(s.auto_index(x % half) for x in pow2_steps(half))
-                indices.add(s.M - 1)
-            else:
-                if isinstance(st, int):
-                    st = [st]
-                indices = set(s.auto_index(int(x) % half) for x in st if int(x) % half)
+            indices = s.galois_indices(attrs["steps"] if isinstance(attrs["steps"], list) else [attrs["steps"]])
             if not indices:
                 raise Failure("internal", "keygen_galois: no step needs a key")
             idx_list = sorted(indices)
@@ -453,7 +440,7 @@ class Program:
                 self.restore_caches()
                 return Key("galois", m, k.tag, indices=indices)
             self.note("keygen_galois: %d keys (automorphism indices %s)"
-                      % (len(idx_list), "pow2 +/-2^i and 2N-1" if st in ("pow2", None) else idx_list))
+                      % (len(idx_list), idx_list))
             return partial(cc.EvalAutomorphismKeyGen, k.obj, idx_list), wrap_gk, None
         if op == "keygen_switch":
             fr = attrs.get("from")

@@ -265,10 +265,7 @@ def prepare_call(s: Setup, op: str, args: list, attrs: dict, vals: dict, notes: 
     if op == "keygen_relin":
         return kg.create_relin_keys
     if op == "keygen_galois":
-        steps = attrs.get("steps", "pow2")
-        if steps == "pow2":
-            return kg.create_galois_keys
-        return lambda: Setup.make_galois(kg, [int(x) for x in steps])
+        return lambda: Setup.make_galois(kg, [int(x) for x in attrs["steps"]])
     raise Failure("unsupported", f"SEAL driver has no '{op}'")
 
 

@@ -33,6 +33,7 @@ import tenseal as ts
 import tenseal.sealapi as sa  # TenSEAL's bundled SEAL API: registers seal::Modulus (primes read back), SEAL's parameter check
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "python_shared"))
+from threads import wanted  # noqa: E402
 from jsonl_driver import Failure, array_out, merged, run_samples, serve, static_capabilities  # noqa: E402
 
 import routines  # noqa: E402  (this folder: TenSEAL's sum, dot, polyval for native variants)
@@ -41,18 +42,11 @@ C = ts._ts_cpp
 DRIVER_VERSION = "0.4.0"
 
 
-def _threads_wanted() -> int:
-    try:
-        return max(1, int(os.environ.get("FHEMARK_THREADS") or 1))
-    except ValueError:
-        return 1
-
-
 # TenSEAL's one thread setting is the n_threads argument of every context (new, deserialize): the
 # size of the context's thread pool, started with the context. Every context here is made with it.
 # The pool only splits TenSEAL's multi-ciphertext work (matmul_plain, CKKSTensor element-wise ops);
 # each op this driver offers is one SEAL call on the calling thread, so cpu/wall stays about 1.
-N_THREADS = _threads_wanted()
+N_THREADS = wanted()
 SCHEMES = {"bfv": C.SCHEME_TYPE.BFV, "ckks": C.SCHEME_TYPE.CKKS}
 _SEAL_SCHEMES = {"bfv": sa.SCHEME_TYPE.BFV, "ckks": sa.SCHEME_TYPE.CKKS}
 
@@ -147,10 +141,13 @@ class Setup:
         self.notes: set[str] = set()  # what the routines did untimed for this setup (keys made), said in their runs
         if rotations:  # TenSEAL's only Galois key set, SEAL's default: every +/- 2^i step and the row swap (0)
             self.ctx.generate_galois_keys()
-            row = self.n // 2
-            beyond = [k for k in rotations if (r := int(k) % row) & (r - 1) and (row - r) & (row - r - 1)]
-            if beyond:  # no op of this driver rotates by a step: said, not refused
+            if beyond := self.beyond_default(rotations):  # no op of this driver rotates by a step: said, not refused
                 self.setup_notes = [f"Galois keys: SEAL's default set, TenSEAL's only one; none for steps {beyond}"]
+
+    def beyond_default(self, steps: list) -> list:
+        """The steps SEAL's default Galois key set (every +/- 2^i and 0, the row swap) has no key for."""
+        row = self.n // 2
+        return [k for k in steps if (r := int(k) % row) & (r - 1) and (row - r) & (row - r - 1)]
 
     def new_vector(self, ctx, values: list):
         return (C.CKKSVector if self.scheme == "ckks" else C.BFVVector)(ctx, values)
@@ -329,11 +326,9 @@ def prepare_keygen(s: Setup, op: str, attrs: dict, vals: dict) -> Prepared:
         scheme, n, t, bits = SCHEMES[s.scheme], s.n, s.t or 0, list(s.bits)
         sym = C.ENCRYPTION_TYPE.SYMMETRIC
         return Prepared(lambda: C.TenSEALContext.new(scheme, n, t, bits, sym, N_THREADS), settle)
-    if op == "keygen_galois":
-        steps = attrs.get("steps", "pow2")
-        if steps != "pow2":
-            raise Failure("unsupported", "TenSEAL's generate_galois_keys makes only SEAL's default set (every +/- 2^i "
-                                         "step and the row swap / conjugation): it takes no list of steps")
+    if op == "keygen_galois" and s.beyond_default(attrs["steps"] if isinstance(attrs["steps"], list) else [attrs["steps"]]):
+        raise Failure("unsupported", "TenSEAL's generate_galois_keys makes only SEAL's default set (every +/- 2^i "
+                                     "step and the row swap / conjugation): a step outside it has no key")
     # The new keys go into a copy of the context (untimed), so the setup keeps its keys and a later
     # step names the copy with {"key": ...} to use the new ones.
     holder = settle(key_holder(key if key is not None else s.ctx))

@@ -13,6 +13,7 @@ from ..model.circuits.gates import gate_program
 from ..model.ops import RLWE, BenchOp
 from ..model.program import Program, decrypted, encrypted, step
 from ..model.semantics import Plain
+from ..model.rotations import galois_steps
 
 INPUT_LENGTH = 8  # the values of a drawn input vector (the rest of the slots: zero padding)
 
@@ -56,14 +57,17 @@ def _rotate_steps(name: str) -> BenchOp:
 
 
 def _galois_with(key_steps, rot_steps: list[int]) -> BenchOp:
-    """keygen_galois timed, then x rotated by `rot_steps` with the new keys."""
-    def build(scheme: str) -> Program:
+    """keygen_galois timed, then x rotated by `rot_steps` with the new keys; "pow2": the ring's
+    full power-of-two set, as fhemark spells it (model/rotations.galois_steps)."""
+    def build(scheme: str, plain: Plain | None = None) -> Program:
         rots, names = _rotations(scheme, rot_steps, key="k")
-        return Program([step("k", "keygen_galois", steps=key_steps)] + encrypted("x") + rots, ["k"],
+        keys = galois_steps(plain.row_length() if plain else 4, pow2=True) if key_steps == "pow2" else key_steps
+        return Program([step("k", "keygen_galois", steps=keys)] + encrypted("x") + rots, ["k"],
                        outputs=[f"z{i}" for i in range(len(names))])
     name = "keygen_galois_signed" if key_steps != "pow2" else "keygen_galois_pow2_composed"
     return BenchOp(name, f"Galois keys {key_steps}, used by rotations {rot_steps}", RLWE, build,
-                   lambda p, v, s: {f"z{i}": p.rotate(v["x"], k) for i, k in enumerate(rot_steps)}, group="keygen")
+                   lambda p, v, s: {f"z{i}": p.rotate(v["x"], k) for i, k in enumerate(rot_steps)}, group="keygen",
+                   sized=build)
 
 
 def _keygen_public_of_new_secret(scheme: str) -> Program:

@@ -14,7 +14,7 @@ from typing import Any, Callable
 import numpy as np
 
 from .program import Program, decrypted, encrypted, step
-from .rotations import ROTATIONS, keyed_steps, pow2_steps, spell, spell_steps
+from .rotations import ROTATIONS, galois_steps, keyed_steps, pow2_steps, spell, spell_steps
 from .semantics import Plain
 
 RLWE = ("bfv", "bgv", "ckks")
@@ -127,7 +127,7 @@ def _galois_name(r: int | str) -> str:
 
 
 def _pow2_steps(row: int) -> list[int]:
-    """The keyed steps of a "pow2" Galois key set, +2^i then -2^i in increasing size."""
+    """The keyed steps of a full power-of-two Galois key set, +2^i then -2^i in increasing size."""
     return sorted(pow2_steps(row), key=lambda s: (s < 0, abs(s))) or [1, -1]
 
 
@@ -274,9 +274,10 @@ def _catalog() -> dict[str, BenchOp]:
                 RLWE, lambda sch: _galois_program(sch, GALOIS_LIST_STEPS, False, steps=GALOIS_LIST_STEPS),
                 _galois_expect(lambda p: GALOIS_LIST_STEPS, False), group="keygen"),
         BenchOp("keygen_galois_all", "key generation: Galois keys, all power-of-two steps", RLWE,
-                lambda sch: _galois_program(sch, _pow2_steps(4), True, steps="pow2"),
+                lambda sch: _galois_program(sch, _pow2_steps(4), True, steps=galois_steps(4, pow2=True)),
                 _galois_expect(lambda p: _pow2_steps(p.row_length()), True), group="keygen",
-                sized=lambda sch, p: _galois_program(sch, _pow2_steps(p.row_length()), True, steps="pow2")),
+                sized=lambda sch, p: _galois_program(sch, _pow2_steps(p.row_length()), True,
+                                                     steps=galois_steps(p.row_length(), pow2=True))),
         BenchOp("encode", "encode", RLWE, _codec("px"), _x),
         BenchOp("decode", "decode", RLWE, _codec("z"), _x),
         BenchOp("encrypt_pk", "encrypt (public key)", RLWE, _encrypt("encrypt_pk"), _x),
