@@ -139,9 +139,10 @@ def measure_slice(drv: Driver, job: Job, op: BenchOp, prep: Prepared, out: Outco
             out.process += [p] * len(warm)
             out.round += [r] * len(warm)
             out.scalars += warm_scalars
-    elif pol.warmup and _cheap(out):
-        # Its later rounds too, when the op is cheap: the other libraries ran since, and the first
-        # sample of a round read 4-10% slow in median, 34-51% at the 90th percentile (quick suite).
+    elif pol.warmup and _cheap(out) and out.input_state != "hot":
+        # Its later rounds too, when the op is cheap and cold: the other libraries ran since, and the
+        # first sample of a round read 4-10% slow in median, 34-51% at the 90th percentile (quick
+        # suite). A hot region is warmed up by its own warm-up steps.
         batch(1, out.copies)
     if not out.copies:  # calibrated once, in the first process, and kept for the whole job
         t_op = float(np.median([total(w) for w in warm]))
