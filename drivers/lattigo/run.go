@@ -154,18 +154,16 @@ func (d *driver) run(req *request) (any, error) {
 	samples := make([]sampleOut, 0, len(req.Samples))
 	var last *execState
 
-	shared := map[string]*value{}
+	shared := map[string]*value{} // the pool's values (and inputs), read by every sample
 	if req.Pool != nil {
-		env, err := c.inputEnv(&sampleIn{Inputs: req.Pool.Inputs})
-		if err != nil {
+		if shared, err = c.inputEnv(&sampleIn{Inputs: req.Pool.Inputs}); err != nil {
 			return nil, err
 		}
-		x := &execState{c: c, env: env, notes: notes}
+		x := &execState{c: c, env: shared, notes: notes}
 		for i := range req.Pool.Steps {
 			if _, _, err := x.runSteps(req.Pool.Steps[i:i+1], false); err != nil {
 				return nil, err
 			}
-			shared[req.Pool.Steps[i].Out] = env[req.Pool.Steps[i].Out]
 		}
 	}
 	for si := range req.Samples {
@@ -177,14 +175,15 @@ func (d *driver) run(req *request) (any, error) {
 		maps.Copy(env, shared)
 		x := &execState{c: c, env: env, scalars: smp.Scalars, notes: notes}
 		ns, cpu := map[string]int64{}, map[string]int64{}
-		collected := false // once a sample, before its first timed region (timeRegion)
+		collected := false // once a sample, before its first region or warm-up (not between: cold again)
 		for i := 0; i < len(prog.Steps); {
 			sp, timed := spans[i]
 			if !timed {
 				sp = regionSpan{first: i, n: 1}
 			}
-			t, tc, err := x.runSteps(prog.Steps[sp.first:sp.first+sp.n], timed && !collected)
-			collected = collected || timed
+			due := timed || prog.Steps[i].Discard
+			t, tc, err := x.runSteps(prog.Steps[sp.first:sp.first+sp.n], due && !collected)
+			collected = collected || due
 			if err != nil {
 				return nil, err
 			}
