@@ -79,6 +79,7 @@ def test_inputs_hot_warms_each_region_and_cold_makes_copies_and_records_say_whic
         Runner(build(suite, ["fake"], allow_insecure=True), store, run_id, {"threads": 1}).execute()
         (rec,) = store.records(run_id)
         states[inputs] = (rec.status, rec.input_state, rec.copies > 1, "1 warm-up step(s)" in rec.notes)
+        assert any(n.startswith("inputs: each ciphertext operand is the sum of two encryptions") for n in rec.notes)
     assert states == {"hot": ("ok", "hot", False, True), "cold": ("ok", "cold", True, False),
                       None: ("ok", "hot", False, True)}
 
