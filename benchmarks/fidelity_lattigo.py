@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import fidelity_run
+from fidelity_run import Failure, exit_with, first_of
 
 ROOT = Path(__file__).resolve().parents[1]
 DRIVER_DIR = ROOT / "drivers" / "lattigo"
@@ -86,14 +87,6 @@ MATCHES = [
 # e.g. "BenchmarkCKKS/Evaluator/Rotate/RingType=Standard/logN=14/...-2   20   8470701 ns/op   7776 B/op   169 allocs/op"
 _BENCH_LINE = re.compile(r"^(Benchmark\S+?)(?:-(\d+))?\s+(\d+)\s+([0-9.]+) ns/op"
                          r"(?:\s+([0-9.]+) B/op)?(?:\s+([0-9.]+) allocs/op)?")
-
-
-class Failure(Exception):
-    """Something did not run: one line for the user, exit status 1 (2 for setup problems)."""
-
-    def __init__(self, line: str, code: int = 1):
-        super().__init__(line)
-        self.code = code
 
 
 # -- the primes both sides use ------------------------------------------------------------
@@ -517,16 +510,12 @@ def main() -> int:
 
     failed = [r for r in rows if r["status"] != "ok"]
     if problems:
-        raise Failure(problems[0] + (f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""))
+        raise Failure(first_of(problems))
     if failed:
-        raise Failure(f"fhemark lattigo {failed[0]['scheme']} {failed[0]['fhemark_op']}: {failed[0]['status']}: "
-                      f"{failed[0]['error']}" + (f" (and {len(failed) - 1} more)" if len(failed) > 1 else ""))
+        raise Failure(first_of([f"fhemark lattigo {r['scheme']} {r['fhemark_op']}: {r['status']}: {r['error']}"
+                                for r in failed]))
     return 0
 
 
 if __name__ == "__main__":
-    try:
-        sys.exit(main())
-    except Failure as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        sys.exit(exc.code)
+    exit_with(main)

@@ -1,11 +1,35 @@
 """What the fidelity benchmarks share: one fhemark run of one library's jobs through the Python
 API (Suite, plan.build, Runner, a store of the caller's), with a callback after every job so the
-reference can run back to back with it, and the within-5% share that the issue's goal reads."""
+reference can run back to back with it, the within-5% share that the issue's goal reads, and how
+a benchmark that did not run says so (one line, a non-zero exit)."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Callable
+
+
+class Failure(Exception):
+    """Something did not run: one line for the user, exit status 1 (2 for setup problems)."""
+
+    def __init__(self, line: str, code: int = 1):
+        super().__init__(line)
+        self.code = code
+
+
+def first_of(lines: list[str]) -> str:
+    """The first problem, and how many more there are."""
+    return lines[0] + (f" (and {len(lines) - 1} more)" if len(lines) > 1 else "")
+
+
+def exit_with(main: Callable[[], int]) -> None:
+    """Run a benchmark's main: its status, or a Failure's one line on stderr and its code."""
+    try:
+        sys.exit(main())
+    except Failure as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        sys.exit(exc.code)
 
 
 def run_fhemark(library: str, scheme: str, params: dict | str, ops: list[str], threads: int, policy: dict, db: Path,

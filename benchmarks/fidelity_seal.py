@@ -30,18 +30,11 @@ from pathlib import Path
 from typing import Callable
 
 import fidelity_run
+from fidelity_run import Failure, exit_with, first_of
 
 ROOT = Path(__file__).resolve().parents[1]
 OPS = ["add", "sub", "add_plain", "mul", "mul_plain", "square", "mul_relin", "relinearize", "rotate_1", "mod_switch"]
 CKKS_ONLY = ["rescale"]
-
-
-class Failure(Exception):
-    """Something did not run: one line for the user, exit status 1 (2 for setup problems)."""
-
-    def __init__(self, line: str, code: int = 1):
-        super().__init__(line)
-        self.code = code
 
 
 class Reference:
@@ -200,14 +193,10 @@ def main() -> int:
     print(f"written: {args.out}")
     failed = [r for r in rows if r["status"] != "ok"]
     if failed:
-        raise Failure(f"fhemark seal {failed[0]['scheme']} N={failed[0]['N']} {failed[0]['op']}: {failed[0]['status']}: "
-                      f"{failed[0]['error']}" + (f" (and {len(failed) - 1} more)" if len(failed) > 1 else ""))
+        raise Failure(first_of([f"fhemark seal {r['scheme']} N={r['N']} {r['op']}: {r['status']}: {r['error']}"
+                                for r in failed]))
     return 0
 
 
 if __name__ == "__main__":
-    try:
-        sys.exit(main())
-    except Failure as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        sys.exit(exc.code)
+    exit_with(main)

@@ -279,7 +279,7 @@ func (x *execState) prepare(st *step) (fn func() error, out *value, err error) {
 	def := opTable[st.Op]
 	args := make([]*value, len(st.Args))
 	for i, name := range st.Args {
-		if picked, ok := x.scalars[strings.TrimPrefix(name, "$")].(string); ok && strings.HasPrefix(name, "$") {
+		if picked, ok := x.scalars[strings.TrimPrefix(name, "$")].(string); strings.HasPrefix(name, "$") && ok {
 			name = picked // a value picked per sample (a pool's ciphertext)
 		}
 		v, ok := x.env[name]

@@ -106,9 +106,9 @@ def run_steps(steps: list, regions: dict, prepare: Callable, vals: dict, arm: Ca
     prepare(step) -> (call, post, ...): the library call(s) to make, with every untimed part done,
     and post(result) -> the value kept (None: the result itself); more items are the driver's own.
     A step outside every region runs untimed (a `discard` one is freed at once); at a region every
-    step is prepared first, then its calls are timed together (time_region). arm(region name or None, prepared) runs between the
-    preparation and the clock and may return an undo, called right after the calls (TenSEAL's
-    context flags). -> ({region: ns}, {region: cpu_ns})."""
+    step is prepared first, then its calls are timed together (time_region). arm(region name or
+    None, prepared) runs between the preparation and the clock and may return an undo, called
+    right after the calls (TenSEAL's context flags). -> ({region: ns}, {region: cpu_ns})."""
     ns: dict[str, int] = {}
     cpu: dict[str, int] = {}
     i = 0

@@ -47,9 +47,13 @@ class Program:
     def primitives(self) -> set[str]:
         return {s["op"] for s in self.steps}
 
+    def timed_steps(self) -> set[str]:
+        """The outs of every step inside a timed region."""
+        return {n for r in self.timed for n in self.region(r)}
+
     def timed_primitives(self) -> list[str]:
         """The primitives whose work the times contain (what a deviation is looked up by)."""
-        inside = {n for r in self.timed for n in self.region(r)}
+        inside = self.timed_steps()
         return list(dict.fromkeys(s["op"] for s in self.steps if s["out"] in inside))
 
     @property
@@ -91,7 +95,6 @@ class Program:
         return Program(steps, self.timed, [ren(o, i) for i in range(k) for o in self.outputs], last(self.noise),
                        last(self.sizes), last(self.levels), {self.timed[0]: [ren(timed["out"], i) for i in range(k)]})
 
-
     def warmed(self) -> "Program":
         """Each timed region's steps first run once untimed, on the same operands, their results
         discarded (PROTOCOL.md "discard"): the operands were just read, the library's code just
@@ -108,13 +111,12 @@ class Program:
             steps.append(st)
         return replace(self, steps=steps)
 
-
     def poolable(self) -> list[str]:
         """Inputs the program encodes and encrypts only to operate on, untimed and with no key of
         their own: what a request's pool can stand in for (Program.pooled)."""
         reads = [a for st in self.steps for a in st["args"]]
         by_out = {st["out"]: st for st in self.steps}
-        timed = {n for r in self.timed for n in self.region(r)}
+        timed = self.timed_steps()
         return [enc["args"][0] for st in self.steps
                 if st["op"] == "encrypt_pk" and not st.get("attrs") and st["out"] not in timed
                 and (enc := by_out.get(st["args"][0])) and enc["op"] == "encode" and not enc.get("attrs")
@@ -124,13 +126,13 @@ class Program:
         """Each named input's encode + encrypt_pk replaced by one `add` of two ciphertexts of the
         request's pool, picked per sample by the scalars `<name>~a` and `<name>~b` (PROTOCOL.md
         "Pool"): a fresh value for every sample at the cost of an addition, not an encryption."""
-        drop = {f"p{v}" for v in names}
+        input_of = {st["out"]: st["args"][0] for st in self.steps if st["op"] == "encode" and st["args"][0] in names}
         steps = []
         for st in self.steps:
-            if st["out"] in drop:
+            if st["out"] in input_of:
                 continue
-            if st["op"] == "encrypt_pk" and st["args"][0] in drop:
-                v = st["args"][0][1:]
+            if st["op"] == "encrypt_pk" and st["args"][0] in input_of:
+                v = input_of[st["args"][0]]
                 st = step(st["out"], "add", f"${v}~a", f"${v}~b")
             steps.append(st)
         return replace(self, steps=steps)
