@@ -336,18 +336,22 @@ def prepare_keygen(s: Setup, op: str, attrs: dict, vals: dict) -> Prepared:
     return Prepared(gen, lambda _: holder)
 
 
+def linked(v, ctx):
+    """A copy of the vector v in the context ctx (untimed). TenSEAL's copy() serializes v's context
+    with its Galois keys: 239 ms at N = 8192, against 2.6 ms for the vector alone."""
+    return type(v)(ctx, v.serialize())
+
+
 def prepare_arith(s: Setup, op: str, into: bool, args: list, attrs: dict, vals: dict) -> Prepared:
     x = operand(vals, args[0], op)
     key = key_of(vals, attrs, op) if op in RELIN else None
     if key is not None:  # use another context's relinearization keys: copies of the operands linked to it
-        x = x.copy()
-        x.link_context(key)
+        x = linked(x, key)
     ctx = key if key is not None else x.context()
     if op in ("add", "sub", "mul", "mul_relin"):
         y = operand(vals, args[1], op)
         if key is not None:
-            y = y.copy()
-            y.link_context(key)
+            y = linked(y, key)
         f = getattr(x, {"add": "add", "sub": "sub", "mul": "mul", "mul_relin": "mul"}[op] + ("_" if into else ""))
         if op in RELIN:
             return Prepared(lambda: f(y), ctx=ctx, relin=RELIN[op])
