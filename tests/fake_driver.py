@@ -13,6 +13,7 @@ import sys
 import time
 
 import numpy as np
+from kept_pools import pool_values
 
 T = 12289
 N = 2048
@@ -77,13 +78,12 @@ def step_value(st, vals, scalars, copy_index):
     return full(a[0])
 
 
+
 def run(req):
     prog = req["program"]
     first = {r["steps"][0]: r for r in prog["timed"]}
     samples = []
-    pool = {k: vec(v) for k, v in (req.get("pool") or {}).get("inputs", {}).items()}
-    for st in (req.get("pool") or {}).get("steps", []):
-        pool[st["out"]] = step_value(st, pool, {}, None)
+    pool = pool_values(req, vec, lambda st, pool: step_value(st, pool, {}, None))
     for s in req["samples"]:
         vals = {k: vec(v) for k, v in s["inputs"].items()}
         scalars = s.get("scalars", {})

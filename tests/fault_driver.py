@@ -30,6 +30,7 @@ import sys
 import time
 
 import numpy as np
+from kept_pools import pool_values
 
 T = 12289
 OPS = ["encode", "decode", "encrypt_pk", "encrypt_sk", "decrypt", "add", "sub", "mul", "mul_relin", "square",
@@ -127,15 +128,14 @@ def value(op: str, a: list, kind: str | None):
     return (r + 1) % T if kind == "wrong" else r
 
 
+
 def run(req) -> dict:
     prog = req["program"]
     regions = {r["name"]: r["steps"] for r in prog["timed"]}
     timed_steps = {s: name for name, steps in regions.items() for s in steps}
     samples = []
     notime = negative = zero = False
-    pool = {k: vec(v) for k, v in (req.get("pool") or {}).get("inputs", {}).items()}
-    for st in (req.get("pool") or {}).get("steps", []):
-        pool[st["out"]] = value(st["op"], [pool[x] for x in st["args"]], None)
+    pool = pool_values(req, vec, lambda st, pool: value(st["op"], [pool[x] for x in st["args"]], None))
     for s in req["samples"]:
         vals = {k: vec(v) for k, v in s["inputs"].items()} | pool
         scalars = s.get("scalars", {})

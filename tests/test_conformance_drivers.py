@@ -337,6 +337,25 @@ def test_a_pool_is_made_once_and_each_sample_picks_its_own(driver_pool, library,
     refused("internal", driver.request, "run", setup_id=setup_id, program=prog, samples=samples[:1])
 
 
+@pytest.mark.parametrize("library,scheme", pairs(RLWE))
+def test_a_kept_pool_is_read_by_its_id_in_later_requests(driver_pool, library, scheme):
+    """PROTOCOL.md "Pool": a pool sent with an id is kept with the setup, and a later request that
+    names the id alone reads the same ciphertexts; an id the setup does not keep is refused."""
+    driver, setup_id, _, plain = setup(driver_pool, library, scheme)
+    vecs = inputs(plain, np.random.default_rng(23), "p0", "p1", "p2")
+    made = {"id": f"{setup_id}/kept", "inputs": {f"pool.{i}": Vector.of(vecs[f"p{i}"]) for i in range(3)},
+            "steps": encrypted(plain, "pool.0", "pool.1", "pool.2")}
+    prog = program([step("cz", "add", "$a", "$b")] + decrypted(plain, "cz"), [region("cz")], ["z"])
+    for pool, (a, b) in ((made, ("cpool.0", "cpool.1")), ({"id": made["id"]}, ("cpool.2", "cpool.1")),
+                         ({"id": made["id"]}, ("cpool.0", "cpool.2"))):
+        result = driver.request("run", setup_id=setup_id, program=prog, pool=pool,
+                                samples=[Sample(inputs={}, scalars={"a": a, "b": b})])
+        want = plain.add(vecs["p" + a[-1]], vecs["p" + b[-1]])
+        assert_values(plain, Vector(**result["samples"][0]["outputs"]["z"]).array(), want, f"{pool} {a} + {b}")
+    refused("internal", driver.request, "run", setup_id=setup_id, program=prog, pool={"id": "no such pool"},
+            samples=[Sample(inputs={}, scalars={"a": "cpool.0", "b": "cpool.1"})])
+
+
 @pytest.mark.parametrize("library", LIBRARIES)
 def test_timed_region_rules_are_checked_before_anything_runs(driver_pool, library):
     """The orchestrator checks a program's regions once, for every driver (protocol.Program), and

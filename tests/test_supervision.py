@@ -84,6 +84,42 @@ def test_inputs_hot_warms_each_region_and_cold_makes_copies_and_records_say_whic
                       None: ("ok", "hot", False, True)}
 
 
+def test_each_process_makes_its_pool_once_and_no_job_takes_a_pair_twice_in_it(fake_registry, tmp_path, monkeypatch):
+    """PROTOCOL.md "Pool": the first request of a driver process that needs a pool sends it whole
+    with an id, every later request of that setup names the id alone; within one job and process
+    no pair of pool ciphertexts serves twice; a fresh process gets the pool again."""
+    from fhemark.drivers.supervise import Driver
+    sent = []
+    request = Driver.request
+
+    def logged(self, kind, **fields):
+        if kind == "run" and fields.get("pool") is not None:
+            pool = fields["pool"]
+            pairs = [(sm.scalars[f"{v}~a"], sm.scalars[f"{v}~b"]) for sm in fields["samples"]
+                     for v in ("x", "y") if f"{v}~a" in sm.scalars]
+            sent.append((self.proc.pid if self.alive else None, pool.id, bool(pool.steps), pairs,
+                         [st["op"] for st in fields["program"]["steps"]]))
+        return request(self, kind, **fields)
+    monkeypatch.setattr(Driver, "request", logged)
+    suite = Suite(name="pool", policy={"warmup": 1, "min_samples": 6, "max_samples": 12, "processes": 2, "rounds": 2},
+                  cases=[{"schemes": ["bfv"], "params": [{"N": 2048, "q_bits": [36, 36], "p_bits": [37], "t": T}],
+                          "ops": ["add", "rotate_1"]}])
+    store = Store(tmp_path / "pool.db")
+    run_id = store.start_run("pool", "h", True, {}, {})
+    Runner(build(suite, ["fake"], allow_insecure=True), store, run_id, {"threads": 1}).execute()
+    assert {(r.op, r.status) for r in store.records(run_id)} == {("add", "ok"), ("rotate_1", "ok")}
+    by_process: dict = {}
+    for pid, pool_id, whole, pairs, ops in sent:
+        by_process.setdefault(pid, []).append((pool_id, whole, pairs, ops))
+    assert len(by_process) == 2
+    for reqs in by_process.values():
+        assert all(pool_id is not None for pool_id, *_ in reqs)
+        assert [whole for _, whole, _, _ in reqs] == [True] + [False] * (len(reqs) - 1)
+        for rotate in (False, True):
+            taken = [pair for _, _, pairs, ops in reqs if ("rotate_rows" in ops) == rotate for pair in pairs]
+            assert taken and len(taken) == len(set(taken)), (rotate, taken)
+
+
 def test_ctrl_c_during_a_hung_job_stops_at_once_and_keeps_what_was_measured(fake_registry, tmp_path):
     """Ctrl-C is turned into a stop at a safe point: the driver in flight is killed, the run
     does not wait for its timeout, and the results already stored stay."""

@@ -99,6 +99,8 @@ type fheContext struct {
 	boot *bootContext // CKKS bootstrapping, only for bootstrap presets
 
 	rt *routineState // library routines' evaluators and keys (routines.go), made on first use
+
+	pools map[string]map[string]*value // pools a request asked to keep, by id (PROTOCOL.md "Pool")
 }
 
 func (c *fheContext) isBGVFamily() bool { return c.scheme == "bfv" || c.scheme == "bgv" }

@@ -15,7 +15,7 @@ import (
 	"strconv"
 )
 
-const driverVersion = "0.7.0"
+const driverVersion = "0.8.0"
 
 func main() {
 	log.SetOutput(os.Stderr)

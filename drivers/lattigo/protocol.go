@@ -58,9 +58,11 @@ type request struct {
 	Pool          *pool           `json:"pool"`
 }
 
-// pool: values made once per run request, before its first sample, that every
-// sample may read (PROTOCOL.md "Pool").
+// pool: values made before a run request's first sample, that every sample may
+// read; with an id they are kept with the setup, and a pool of the id alone reads
+// them (PROTOCOL.md "Pool").
 type pool struct {
+	ID     string                `json:"id"`
 	Inputs map[string]wireVector `json:"inputs"`
 	Steps  []step                `json:"steps"`
 }

@@ -156,14 +156,8 @@ func (d *driver) run(req *request) (any, error) {
 
 	shared := map[string]*value{} // the pool's values (and inputs), read by every sample
 	if req.Pool != nil {
-		if shared, err = c.inputEnv(&sampleIn{Inputs: req.Pool.Inputs}); err != nil {
+		if shared, err = c.poolValues(req.Pool, notes); err != nil {
 			return nil, err
-		}
-		x := &execState{c: c, env: shared, notes: notes}
-		for i := range req.Pool.Steps {
-			if _, _, err := x.runSteps(req.Pool.Steps[i:i+1], false); err != nil {
-				return nil, err
-			}
 		}
 	}
 	for si := range req.Samples {
@@ -370,4 +364,32 @@ func (v *value) binarySize() int {
 		return 8 * (len(v.u) + len(v.f))
 	}
 	return 0
+}
+
+// poolValues: what a request's pool makes, or what was kept under its id.
+func (c *fheContext) poolValues(p *pool, notes map[string]bool) (map[string]*value, error) {
+	if len(p.Steps) == 0 {
+		kept, ok := c.pools[p.ID]
+		if !ok {
+			return nil, newErr(errInternal, "no kept pool %q in this setup: send it with its inputs and steps", p.ID)
+		}
+		return kept, nil
+	}
+	made, err := c.inputEnv(&sampleIn{Inputs: p.Inputs})
+	if err != nil {
+		return nil, err
+	}
+	x := &execState{c: c, env: made, notes: notes}
+	for i := range p.Steps {
+		if _, _, err := x.runSteps(p.Steps[i:i+1], false); err != nil {
+			return nil, err
+		}
+	}
+	if p.ID != "" {
+		if c.pools == nil {
+			c.pools = map[string]map[string]*value{}
+		}
+		c.pools[p.ID] = made
+	}
+	return made, nil
 }

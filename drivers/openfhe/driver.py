@@ -12,7 +12,7 @@ import os
 import sys
 from functools import partial
 
-DRIVER_VERSION = "0.7.0"
+DRIVER_VERSION = "0.8.0"
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path[:0] = [HERE, os.path.join(HERE, "..", "python_shared")]
@@ -519,7 +519,8 @@ def handle_run(s, req):
         # BFV/BGV: OpenFHE's centred values, which the orchestrator reduces mod t
         return vec_out(np.real(v).astype(np.float64) if s.scheme == "ckks" else v.astype(np.int64))
     try:
-        result, env = run_samples(program, req["samples"], prog.prepare, output, pool=req.get("pool"))
+        result, env = run_samples(program, req["samples"], prog.prepare, output, pool=req.get("pool"),
+                                   kept=s.kept_pools)
     finally:
         prog.restore_caches()  # a failed keygen step must not leave the key caches emptied
     notes = prog.notes

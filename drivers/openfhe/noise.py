@@ -81,12 +81,24 @@ def _to_evals(a, psi, q):
     return a
 
 
+_SECRET_LIMBS: dict = {}  # key tag -> {prime: limb}: a key's JSON serialization costs 25 ms at N = 8192
+
+
+def _secret_limbs(sk) -> dict:
+    tag = sk.GetKeyTag()
+    if tag not in _SECRET_LIMBS:
+        if len(_SECRET_LIMBS) >= 8:  # keygen jobs make a key a sample: keep a few
+            _SECRET_LIMBS.clear()
+        _SECRET_LIMBS[tag] = dict(_limbs(_find(json.loads(_ofhe.Serialize(sk, _ofhe.JSON)), "s")))
+    return _SECRET_LIMBS[tag]
+
+
 def raw_decryption(ct, sk, roots, scheme, t):
     """[c0 + c1 s + ...]_Q in coefficient form, per prime, for the orchestrator's noise budget
     (PROTOCOL.md "Raw decryptions"): BFV holds Delta*m + v ("msb"), BGV m + t*e ("lsb")."""
     polys = json.loads(_ofhe.Serialize(ct, _ofhe.JSON))["value0"]["ptr_wrapper"]["data"]["v"]
     elems = [(p["f"] == 1, _limbs(p)) for p in polys]  # format 0: evaluation, 1: coefficients (BFV products)
-    sk_l = dict(_limbs(_find(json.loads(_ofhe.Serialize(sk, _ofhe.JSON)), "s")))
+    sk_l = _secret_limbs(sk)
     primes, residues = [m for m, _ in elems[0][1]], []
     for li, q in enumerate(primes):
         acc, spow = 0, 1

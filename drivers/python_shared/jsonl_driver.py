@@ -131,18 +131,18 @@ def run_steps(steps: list, regions: dict, prepare: Callable, vals: dict, arm: Ca
 
 
 def run_samples(program: dict, samples: list, prepare: Callable, output: Callable[[dict, str], dict],
-                std: dict | None = None, arm: Callable | None = None, pool: dict | None = None) -> tuple[dict, dict]:
+                std: dict | None = None, arm: Callable | None = None, pool: dict | None = None,
+                kept: dict | None = None) -> tuple[dict, dict]:
     """A `run` request's samples, in order, each on its own decoded inputs plus `std` (the setup's
     standard values: keys) and the request's pool (PROTOCOL.md "Pool": its steps run once, first,
-    untimed): prepare(step, attrs, vals) for run_steps, attrs and `$` args with the sample's
+    untimed; with an id they are kept in `kept`, the setup's kept_pools, and a pool of the id alone
+    reads them): prepare(step, attrs, vals) for run_steps, attrs and `$` args with the sample's
     scalars read in; output(vals, name) -> one output on the wire. -> (the result so far: samples
     and overhead_ns; the last sample's values, for sizes, levels, noise)."""
     regions = regions_of(program)
     shared = dict(std or {})
     if pool:
-        made = {name: vec_in(v) for name, v in pool["inputs"].items()} | shared
-        run_steps(pool["steps"], {}, lambda st: prepare(st, resolve(st.get("attrs", {}), {}), made), made)
-        shared.update({st["out"]: made[st["out"]] for st in pool["steps"]})
+        shared.update(_pool_values(pool, prepare, shared, {} if kept is None else kept))
     results, vals = [], {}
     for sample in samples:
         scalars = sample.get("scalars", {})
@@ -156,6 +156,20 @@ def run_samples(program: dict, samples: list, prepare: Callable, output: Callabl
                 raise Failure("internal", f"output {o!r} was not produced")
         results.append({"ns": ns, "cpu_ns": cpu, "outputs": {o: output(vals, o) for o in program.get("outputs", [])}})
     return {"samples": results, "overhead_ns": overhead_ns()}, vals
+
+
+def _pool_values(pool: dict, prepare: Callable, std: dict, kept: dict) -> dict:
+    """The values a request's pool makes, or the ones kept under its id."""
+    if not pool.get("steps"):
+        if pool.get("id") not in kept:
+            raise Failure("internal", f"no kept pool {pool.get('id')!r} in this setup: send it with its inputs and steps")
+        return kept[pool["id"]]
+    made = {name: vec_in(v) for name, v in pool["inputs"].items()} | std
+    run_steps(pool["steps"], {}, lambda st: prepare(st, resolve(st.get("attrs", {}), {}), made), made)
+    values = {st["out"]: made[st["out"]] for st in pool["steps"]}
+    if pool.get("id") is not None:
+        kept[pool["id"]] = values
+    return values
 
 
 def _args_of(step: dict, scalars: dict) -> dict:
@@ -215,6 +229,7 @@ def serve(capabilities: Callable[[], dict], setup: Callable, handle_run: Callabl
                 result = capabilities()
             elif kind == "setup":
                 s = setup(req["scheme"], req["params"], req.get("rotations", []), req.get("allow_insecure", False))
+                s.kept_pools = {}  # run_samples' `kept`: the pools a request asked to keep with this setup
                 setups[req["setup_id"]] = s
                 result = {"effective": s.effective(req["params"]), "sizes_bytes": s.sizes()}
                 if getattr(s, "setup_notes", None):

@@ -19,7 +19,7 @@ import seal
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "python_shared"))
 from jsonl_driver import Failure, array_out, merged, run_samples, serve, static_capabilities  # noqa: E402
 
-DRIVER_VERSION = "0.7.0"
+DRIVER_VERSION = "0.8.0"
 SCHEMES = {"bfv": seal.scheme_type.bfv, "bgv": seal.scheme_type.bgv, "ckks": seal.scheme_type.ckks}
 COMMON = ["encode", "decode", "encrypt_pk", "encrypt_sk", "decrypt", "add", "sub", "add_plain", "mul",
           "mul_relin", "square_relin", "mul_plain", "mul_scalar", "square", "relinearize", "keygen_secret", "keygen_public",
@@ -326,7 +326,8 @@ def handle_run(s: Setup, req: dict) -> dict:
     program, notes = req["program"], []
     result, vals = run_samples(program, req["samples"],
                                lambda st, attrs, env: prepare(s, st["op"], st.get("args", []), attrs, env, notes),
-                               array_out, dict(sk=s.sk, pk=s.pk, rlk=s.rlk, gk=s.gk), pool=req.get("pool"))
+                               array_out, dict(sk=s.sk, pk=s.pk, rlk=s.rlk, gk=s.gk), pool=req.get("pool"),
+                               kept=s.kept_pools)
     result.update(sizes_bytes={n: size_of(vals[n]) for n in program.get("sizes", [])},
                   levels={n: s.level(vals[n]) for n in program.get("levels", [])})
     if s.scheme != "ckks":

@@ -39,7 +39,7 @@ from jsonl_driver import Failure, array_out, merged, run_samples, serve, static_
 import routines  # noqa: E402  (this folder: TenSEAL's sum, dot, polyval for native variants)
 
 C = ts._ts_cpp
-DRIVER_VERSION = "0.4.0"
+DRIVER_VERSION = "0.5.0"
 
 
 # TenSEAL's one thread setting is the n_threads argument of every context (new, deserialize): the
@@ -398,7 +398,8 @@ def handle_run(s: Setup, req: dict) -> dict:
     program = req["program"]
     result, vals = run_samples(program, req["samples"],
                                lambda st, attrs, env: prepare(s, st["op"], st.get("args", []), attrs, env),
-                               array_out, dict(sk=s.sym, pk=s.ctx, rlk=s.ctx, gk=s.ctx), arm_region, req.get("pool"))
+                               array_out, dict(sk=s.sym, pk=s.ctx, rlk=s.ctx, gk=s.ctx), arm_region, req.get("pool"),
+                               s.kept_pools)
     # TenSEAL has no plaintext object to serialize: sizes, levels and noise are of its vectors only.
     vecs = {n: vals[n] for n in set(program.get("sizes", [])) | set(program.get("levels", []))
             | set(program.get("noise", [])) if is_vector(vals.get(n))}

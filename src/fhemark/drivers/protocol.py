@@ -128,11 +128,23 @@ class SetupRequest(_Request):
 
 
 class Pool(BaseModel):
-    """Ciphertexts made once per request, before its first sample, untimed (PROTOCOL.md "Pool"):
-    every sample may read them, by name or through a `$scalar` arg."""
+    """Ciphertexts made before a request's first sample, untimed (PROTOCOL.md "Pool"): every sample
+    may read them, by name or through a `$scalar` arg. With an id the driver keeps them with the
+    setup, and a later request names the id alone instead of making them again."""
     model_config = ConfigDict(extra="forbid")
-    inputs: dict[str, Vector]
-    steps: list[Step]
+    id: str | None = None
+    inputs: dict[str, Vector] = {}
+    steps: list[Step] = []
+
+    @model_validator(mode="after")
+    def _made_or_named(self) -> "Pool":
+        if not self.steps and self.id is None:
+            raise ValueError("a pool without steps names a kept pool by its id")
+        return self
+
+    def named(self) -> "Pool":
+        """The same pool, read from what the driver kept under its id."""
+        return Pool(id=self.id)
 
 
 class RunRequest(_Request):

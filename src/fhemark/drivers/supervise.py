@@ -69,6 +69,7 @@ class Driver:
         self.cancel = cancel
         self.proc: subprocess.Popen | None = None
         self.setups: set[str] = set()
+        self.pools: set[str] = set()  # ids of the pools the process keeps (PROTOCOL.md "Pool"), "<setup_id>/..."
         self._next_id = 0
         self._lines: queue.Queue = queue.Queue()
         self._stderr: deque[str] = deque(maxlen=20)
@@ -91,7 +92,7 @@ class Driver:
                                          text=True, errors="replace", bufsize=1, start_new_session=True)
         except OSError as exc:
             raise DriverError("crashed", f"cannot start the {self.manifest.library} driver: {exc}")
-        self.setups = set()
+        self.setups, self.pools = set(), set()
         self._lines = queue.Queue()
         self._stderr.clear()
         threading.Thread(target=self._pump, args=(self.proc.stdout, self._lines), daemon=True).start()
@@ -129,7 +130,7 @@ class Driver:
             except OSError:
                 self.proc.kill()
             self.proc.wait()
-        self.setups = set()
+        self.setups, self.pools = set(), set()
 
     def stop(self) -> None:
         if self.alive:
@@ -255,7 +256,7 @@ class Driver:
     def _crashed(self) -> DriverError:
         rc = self.proc.wait() if self.proc else None
         time.sleep(0.1)  # let the stderr reader catch the last lines
-        self.setups = set()
+        self.setups, self.pools = set(), set()
         how = f"signal {-rc}" if rc is not None and rc < 0 else f"status {rc}"
         tail = " | ".join(list(self._stderr)[-3:])
         return DriverError("crashed", f"{self.manifest.library} driver exited with {how}"

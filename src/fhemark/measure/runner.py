@@ -211,6 +211,7 @@ class Runner:
             rotations=g.rotations, allow_insecure=self.plan.allow_insecure,
             memory_limit_mb=g.jobs[0].policy.memory_limit_mb)
         drv.setups.add(setup_id)
+        drv.pools = {p for p in drv.pools if not p.startswith(f"{setup_id}/")}  # kept with the setup it replaced
         return result
 
     def _reprepare(self, prep: Prepared) -> None:

@@ -5,7 +5,6 @@ probe, and every decrypted output checked against the plaintext reference.
 
 from __future__ import annotations
 
-import itertools
 import math
 import time
 from dataclasses import dataclass, field, replace
@@ -18,17 +17,14 @@ from ..drivers.supervise import Driver
 from ..errors import DriverError
 from ..model.checks import check
 from ..model.ops import RLWE, BenchOp
-from ..model.program import Program, base_name, encrypted
+from ..model.program import Program, base_name
 from ..model.semantics import Plain
 from ..plan.jobs import Group, Job
 from ..stats import MIN_CI_SAMPLES, summarize
+from .pool import POOL_NOTE, JobPairs, Kept, pick
 
 WARM_ROUND_NS = 20e6  # a sample shorter than this is warmed up again in every round
 HOT_MAX_NS = 1e6  # inputs: hot warms up the ops faster than this
-POOL_MIN = 3  # pool ciphertexts per request at least (a pair needs two, and a choice of pairs three)
-POOL_NOTE = ("inputs: each ciphertext operand is the sum of two encryptions from a pool made once per request "
-             "(fresh values per sample at the cost of an addition): noise budgets read about 1 bit below a "
-             "single fresh encryption's")
 
 
 @dataclass
@@ -42,6 +38,7 @@ class Prepared:
     sizes: dict[str, int]
     plain: Plain
     setup_s: float  # wall time of the setup request: context and every key
+    pools: dict[int, Kept] = field(default_factory=dict)  # kept by the driver process, by vector length
 
 
 PARALLELISM_MIN_NS = 1_000_000  # samples whose timed regions are shorter say nothing of parallelism
@@ -81,6 +78,7 @@ class Outcome:
     # "hot": every timed region warmed up just before it (Program.warmed), one copy per region;
     # "cold": copies on operands all made before the region. Decided at calibration ("": not yet).
     input_state: str = ""
+    pairs: JobPairs | None = None  # of the kept pool, in this driver process
 
 
 def copies_for(job: Job, op: BenchOp, program: Program, t_op: float) -> int:
@@ -107,44 +105,45 @@ def measure_slice(drv: Driver, job: Job, op: BenchOp, prep: Prepared, out: Outco
         base = base.pooled(pooled)
         out.notes.add(POOL_NOTE)
 
-    # Noise, sizes and levels: read in the first batch of each driver process (fresh keys), not
-    # in every round. Reading one can cost a driver far more than the op (OpenFHE's noise
-    # budget: 0.13 s of serialization and Python NTTs per reading at N = 8192, against a 50 us
-    # add): one reading per process cut OpenFHE's share of the quick suite from 48 s to 31 s.
-    # The noise budget is the minimum over those readings (1 bit higher than over one per
-    # round in 5 of 34 OpenFHE cases); CKKS precision still comes from every checked output.
-    facts_due = s == 0
+    # Noise, sizes and levels: read once per job, in its first request. Reading one can cost a
+    # driver far more than the op (OpenFHE's noise budget: 0.13 s of serialization and Python NTTs
+    # per reading at N = 8192, against a 50 us add): 11 s of the quick suite at one reading per
+    # process. CKKS precision still comes from every checked output.
+    facts_due = not out.copies
 
-    def batch(count: int, k: int) -> tuple[list[dict[str, float]], list[dict]]:
+    def batch(count: int, k: int, warm: int = 0) -> tuple[list[dict[str, float]], list[dict[str, float]], list]:
+        """One request: `warm` warm-up samples (their times apart), then `count` samples."""
         nonlocal facts_due
         facts, facts_due = facts_due, False
         program = base.replicate(k) if facts else replace(base.replicate(k), noise=[], sizes=[], levels=[])
         if (out.input_state or pol.inputs) == "hot":
             program = program.warmed()
-        got, wall = run_checked(drv, job, op, prep, program, draw(job, op, prep, rng, count, k, pooled), out)
+        (got, scal), wall = run_checked(drv, job, op, prep, program,
+                                        draw(job, op, prep, rng, warm + count, k, pooled, out, p), out)
         if not facts or not out.wall_per_sample:  # batches are sized from the cost of a copy alone
-            out.wall_per_sample = wall / (count * k)
-        return got
+            out.wall_per_sample = wall / ((warm + count) * k)
+        return got[:warm], got[warm:], scal[warm:]
+
+    def keep(got: list[dict[str, float]], scal: list) -> None:
+        out.samples += got
+        out.process += [p] * len(got)
+        out.round += [r] * len(got)
+        out.scalars += scal
 
     if s == 0:
         drv.reset_peak()
     started = time.monotonic()
     n0 = len(out.samples)  # samples from earlier rounds
-    if s == 0 or not out.copies:  # a fresh process warms up
-        warm, warm_scalars = batch(max(pol.warmup, 1), 1)
-        if r == 0:
-            out.warmup = warm[: pol.warmup]
-        if pol.warmup == 0:  # no warm-up asked for: the first sample counts
-            out.samples += warm
-            out.process += [p] * len(warm)
-            out.round += [r] * len(warm)
-            out.scalars += warm_scalars
-    elif pol.warmup and _cheap(out) and out.input_state != "hot":
-        # Its later rounds too, when the op is cheap and cold: the other libraries ran since, and the
-        # first sample of a round read 4-10% slow in median, 34-51% at the 90th percentile (quick
-        # suite). A hot region is warmed up by its own warm-up steps.
-        batch(1, out.copies)
+    # Warm-up samples lead a slice's first request: in a fresh process, and in every round of a
+    # cheap cold op (the other libraries ran since: the first sample of a round read 4-10% slow
+    # in median, 34-51% at the 90th percentile, quick suite). A hot region is warmed up by its own
+    # warm-up steps. The job's very first warm-up is a request of its own: it sizes the copies.
+    warm_n = pol.warmup if s == 0 else 1 if pol.warmup and _cheap(out) and out.input_state != "hot" else 0
     if not out.copies:  # calibrated once, in the first process, and kept for the whole job
+        warm, _, warm_scalars = batch(0, 1, max(pol.warmup, 1))
+        if pol.warmup == 0:  # no warm-up asked for: the first sample counts
+            keep(warm, warm_scalars)
+        out.warmup, warm_n = warm[: pol.warmup], 0
         t_op = float(np.median([total(w) for w in warm]))
         # A warm-up doubles an op's cost for what it buys: 10-30% on ops under a millisecond, 1-2%
         # on slower ones (benchmarks/fidelity_seal.py, hot against cold), nothing on a keygen.
@@ -155,6 +154,7 @@ def measure_slice(drv: Driver, job: Job, op: BenchOp, prep: Prepared, out: Outco
     # The budget binds for slow operations once the rounds together hold enough samples for an
     # interval: min_samples is a wish, not a reason to spend 20 s on one key generation.
     floor_n = min(min_n, math.ceil(MIN_CI_SAMPLES / rounds))
+    slice_s = pol.budget_s / rounds
     t_run = time.monotonic()
     while True:
         n = len(out.samples) - n0
@@ -165,20 +165,21 @@ def measure_slice(drv: Driver, job: Job, op: BenchOp, prep: Prepared, out: Outco
             if out.met_target >= 2:
                 out.stop_reason = "target_ci"
                 break
-        if n >= floor_n and time.monotonic() - t_run >= pol.budget_s / rounds:
+        left = slice_s - (time.monotonic() - t_run)
+        if n >= floor_n and left <= 0:
             out.stop_reason = "budget"
             break
         if n >= max_n:
             out.stop_reason = "max_samples"
             break
-        goal = floor_n if n < floor_n else min_n if n < min_n else max_n  # look again at each of these
-        size = max(1, min(20, int(0.25 / max(out.wall_per_sample * k, 1e-6))))  # ~0.25 s per request
-        want = max(1, min(size, goal - n))
-        got, scal = batch(want, k)
-        out.samples += got
-        out.process += [p] * len(got)
-        out.round += [r] * len(got)
-        out.scalars += scal
+        # One request for what the slice's budget holds (a request's fixed cost, its pool and its
+        # decryptions, is paid once), at least up to the floor, at most ~0.5 s and 20 samples.
+        per = max(out.wall_per_sample * k, 1e-6)
+        fits = int(max(left, 0) / per) - warm_n
+        want = max(1, floor_n - n, min(max_n - n, fits, 20, int(0.5 / per)))
+        _, got, scal = batch(want, k, warm_n)
+        warm_n = 0
+        keep(got, scal)
     out.elapsed_s += time.monotonic() - started
 
 class Drawn(NamedTuple):
@@ -188,29 +189,25 @@ class Drawn(NamedTuple):
 
 
 def draw(job: Job, op: BenchOp, prep: Prepared, rng: np.random.Generator, count: int, k: int,
-         pooled: list[str] = ()) -> Drawn:
+         pooled: list[str] = (), out: Outcome | None = None, p: int = 0) -> Drawn:
     """`count` samples of k copies, each copy on inputs and scalars of its own. A pooled input
-    (Program.pooled) is the sum of two of the request's pool vectors: no two copies of one input
-    the same pair, so every copy's operands are values of their own."""
+    (Program.pooled) is the sum of two of the pool's vectors (pool.pick), no pair twice, so every
+    copy's operands are values of their own."""
     draws = [[(inputs(op, prep, job, rng), op.scalars(prep.plain, rng)) for _ in range(k)]
              for _ in range(count)]
     picks: list[list[dict]] = [[{} for _ in range(k)] for _ in range(count)]
     pool = None
     if pooled:
-        need = count * k + len(pooled) - 1
-        m = next(m for m in range(POOL_MIN, need + POOL_MIN) if m * (m - 1) // 2 >= need)
-        vecs = [prep.plain.random(rng, job.slots) for _ in range(m)]
-        pairs = [tuple(c) for c in rng.permutation(list(itertools.combinations(range(m), 2)))]
-        # Copy j's i-th input takes pair j + i: one input's copies all differ, and so do one
-        # copy's inputs (x - y of one pair would be an exact zero, which SEAL refuses to return).
+        picked, out.pairs = pick(prep, job, out.pairs, p, rng, count * k * len(pooled))
+        # Every operand of every copy a pair of its own (x - y of one pair would be an exact zero,
+        # which SEAL refuses to return).
         copies = (c for d, pk in zip(draws, picks) for c in zip(d, pk))
         for j, ((copy, _), names) in enumerate(copies):
             for i, v in enumerate(pooled):
-                a, b = pairs[(j + i) % len(pairs)]
-                copy[v] = prep.plain.add(vecs[a], vecs[b])
+                a, b = picked.pairs[j * len(pooled) + i]
+                copy[v] = prep.plain.add(picked.vecs[a], picked.vecs[b])
                 names.update({f"{v}~a": f"cpool.{a}", f"{v}~b": f"cpool.{b}"})
-        pool = Pool(inputs={f"pool.{j}": Vector.of(x) for j, x in enumerate(vecs)},
-                    steps=[st for j in range(m) for st in encrypted(f"pool.{j}")])  # -> cpool.<j>
+        pool = picked.pool
     suffix = suffix_of(k)
     samples = [Sample(inputs={suffix(n, i): Vector.of(v) for i, (vecs, _) in enumerate(d) for n, v in vecs.items()
                               if n not in pooled},
@@ -218,17 +215,22 @@ def draw(job: Job, op: BenchOp, prep: Prepared, rng: np.random.Generator, count:
                for d, pk in zip(draws, picks)]
     return Drawn(draws, samples, pool)
 
+
 def run_checked(drv: Driver, job: Job, op: BenchOp, prep: Prepared, program: Program,
                 drawn: Drawn, out: Outcome) -> tuple[tuple[list[dict[str, float]], list], float]:
     """One request of `draw`'s samples to one driver, every output checked (`absorb`); and the
     request's wall time, which sizes later batches."""
     draws, samples, pool = drawn
     pol = job.policy
+    if pool is not None and pool.id in drv.pools:
+        pool = pool.named()  # the process kept it from an earlier request
     t0 = time.monotonic()
     raw = drv.request("run", timeout_s=pol.timeout_s, memory_limit_mb=pol.memory_limit_mb,
                       setup_id=prep.setup_id, program=program.wire(), samples=samples,
                       **({"pool": pool} if pool else {}))
     wall = time.monotonic() - t0
+    if pool is not None and pool.id is not None:
+        drv.pools.add(pool.id)
     return absorb(job, op, prep, program, draws, RunResult(**raw), out), wall
 
 

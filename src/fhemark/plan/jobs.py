@@ -47,6 +47,13 @@ class Job:
         blob = json.dumps([self.scheme, _wire(self.params), self.op, self.slots, self.policy.seed], sort_keys=True)
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
+    @cached_property
+    def pool_key(self) -> str:
+        """What the pool a driver process keeps for the job's setup is drawn from: the case without
+        the library and the op, so every library's pool holds the same vectors."""
+        blob = json.dumps([self.scheme, _wire(self.params), self.slots, self.policy.seed], sort_keys=True)
+        return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
 
 # A plan holds many jobs sharing a few parameter sets and policies: their JSON forms are made once.
 @lru_cache(maxsize=4096)
