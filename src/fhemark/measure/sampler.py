@@ -24,6 +24,7 @@ from ..stats import MIN_CI_SAMPLES, summarize
 from .pool import POOL_NOTE, JobPairs, Kept, pick
 
 WARM_ROUND_NS = 20e6  # a sample shorter than this is warmed up again in every round
+WARM_ROUND = 2  # with this many samples
 HOT_MAX_NS = 1e6  # inputs: hot warms up the ops faster than this
 
 
@@ -135,10 +136,13 @@ def measure_slice(drv: Driver, job: Job, op: BenchOp, prep: Prepared, out: Outco
     started = time.monotonic()
     n0 = len(out.samples)  # samples from earlier rounds
     # Warm-up samples lead a slice's first request: in a fresh process, and in every round of a
-    # cheap cold op (the other libraries ran since: the first sample of a round read 4-10% slow
-    # in median, 34-51% at the 90th percentile, quick suite). A hot region is warmed up by its own
-    # warm-up steps. The job's very first warm-up is a request of its own: it sizes the copies.
-    warm_n = pol.warmup if s == 0 else 1 if pol.warmup and _cheap(out) and out.input_state != "hot" else 0
+    # cheap op, hot or cold. The other libraries ran since, and the driver woke from idle: with
+    # one request a round (quick suite, 3 samples a round) the round's first sample read 13% slow
+    # in median and 83% at the 90th percentile (Lattigo, hot) after no warm-up, 4% and 13% (cold)
+    # after one; after two, 0-2% and 10-22%, and the median interval half-width of Lattigo's
+    # cases fell from 5.4-6.5% to 3.8-4.6%. The job's very first warm-up is a request of its
+    # own: it sizes the copies.
+    warm_n = (max(pol.warmup, WARM_ROUND) if s == 0 else WARM_ROUND if _cheap(out) else 0) if pol.warmup else 0
     if not out.copies:  # calibrated once, in the first process, and kept for the whole job
         warm, _, warm_scalars = batch(0, 1, max(pol.warmup, 1))
         if pol.warmup == 0:  # no warm-up asked for: the first sample counts
