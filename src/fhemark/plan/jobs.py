@@ -36,23 +36,24 @@ class Job:
     @cached_property
     def key(self) -> str:
         """Identity of the resolved case: what resume skips and what comparisons match on."""
-        blob = json.dumps([self.library, self.scheme, _wire(self.params), self.op, self.slots,
-                           _dump(self.policy), self.threads, self.allow_insecure], sort_keys=True)
-        return hashlib.sha256(blob.encode()).hexdigest()[:16]
+        return _digest([self.library, self.scheme, _wire(self.params), self.op, self.slots,
+                        _dump(self.policy), self.threads, self.allow_insecure])
 
     @cached_property
     def input_key(self) -> str:
         """What a job's random inputs are drawn from: the case without the library, so every
         library gets the same inputs (and the same rotation steps) in the same order."""
-        blob = json.dumps([self.scheme, _wire(self.params), self.op, self.slots, self.policy.seed], sort_keys=True)
-        return hashlib.sha256(blob.encode()).hexdigest()[:16]
+        return _digest([self.scheme, _wire(self.params), self.op, self.slots, self.policy.seed])
 
     @cached_property
     def pool_key(self) -> str:
         """What the pool a driver process keeps for the job's setup is drawn from: the case without
         the library and the op, so every library's pool holds the same vectors."""
-        blob = json.dumps([self.scheme, _wire(self.params), self.slots, self.policy.seed], sort_keys=True)
-        return hashlib.sha256(blob.encode()).hexdigest()[:16]
+        return _digest([self.scheme, _wire(self.params), self.slots, self.policy.seed])
+
+
+def _digest(parts: list) -> str:
+    return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()[:16]
 
 
 # A plan holds many jobs sharing a few parameter sets and policies: their JSON forms are made once.
