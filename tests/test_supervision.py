@@ -101,7 +101,9 @@ def test_each_process_makes_its_pool_once_and_no_job_takes_a_pair_twice_in_it(fa
                          [st["op"] for st in fields["program"]["steps"]]))
         return request(self, kind, **fields)
     monkeypatch.setattr(Driver, "request", logged)
-    suite = Suite(name="pool", policy={"warmup": 1, "min_samples": 6, "max_samples": 12, "processes": 2, "rounds": 2},
+    # The quick suite's policy: a process's rounds and their warm-ups take every pair a kept pool's
+    # size allows for.
+    suite = Suite(name="pool", policy={"warmup": 1, "min_samples": 6, "max_samples": 18, "processes": 2, "rounds": 3},
                   cases=[{"schemes": ["bfv"], "params": [{"N": 2048, "q_bits": [36, 36], "p_bits": [37], "t": T}],
                           "ops": ["add", "rotate_1"]}])
     store = Store(tmp_path / "pool.db")

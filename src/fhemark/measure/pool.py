@@ -24,6 +24,7 @@ from ..plan.jobs import Group, Job
 if TYPE_CHECKING:
     from .sampler import Prepared
 
+WARM_ROUND = 2  # warm-up samples leading each round of a cheap op (sampler.measure_slice): they take pairs too
 POOL_MIN = 3  # pool ciphertexts at least (a pair needs two, and a choice of pairs three)
 KEPT_MAX = 24  # ciphertexts a kept pool holds at most: 276 pairs
 KEPT_BYTES = 256 << 20  # and at most this much memory in the driver (N = 2^16, 30 primes: 8 ciphertexts)
@@ -62,10 +63,11 @@ class Picked:
 
 def size_for(group: Group, ct_bytes: int) -> int:
     """Ciphertexts for a kept pool that lasts each job of the group a process's samples (a round's
-    share of max_samples in each round), warm-ups and the calibration included, at one copy per
-    region of two pooled operands."""
+    share of max_samples and its warm-ups in each round), the process's warm-ups and the
+    calibration included, at one copy per region of two pooled operands."""
     def per_process(pol) -> int:
-        return pol.rounds * (math.ceil(pol.max_samples / (pol.processes * pol.rounds)) + 1) + pol.warmup + 1
+        rounds = pol.rounds * (math.ceil(pol.max_samples / (pol.processes * pol.rounds)) + WARM_ROUND)
+        return rounds + max(pol.warmup, WARM_ROUND) + 1
     need = max((per_process(j.policy) for j in group.jobs), default=1)
     return max(POOL_MIN, min(_holding(2 * need), KEPT_MAX, KEPT_BYTES // max(ct_bytes, 1)))
 

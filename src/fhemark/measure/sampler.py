@@ -21,10 +21,9 @@ from ..model.program import Program, base_name
 from ..model.semantics import Plain
 from ..plan.jobs import Group, Job
 from ..stats import MIN_CI_SAMPLES, summarize
-from .pool import POOL_NOTE, JobPairs, Kept, pick
+from .pool import POOL_NOTE, WARM_ROUND, JobPairs, Kept, pick
 
-WARM_ROUND_NS = 20e6  # a sample shorter than this is warmed up again in every round
-WARM_ROUND = 2  # with this many samples
+WARM_ROUND_NS = 20e6  # a sample shorter than this is warmed up again in every round (WARM_ROUND samples)
 HOT_MAX_NS = 3e6  # inputs: hot warms up the ops faster than this (as their cold calibration sample reads)
 
 
@@ -135,19 +134,13 @@ def measure_slice(drv: Driver, job: Job, op: BenchOp, prep: Prepared, out: Outco
         drv.reset_peak()
     started = time.monotonic()
     n0 = len(out.samples)  # samples from earlier rounds
-    # Warm-up samples lead a slice's first request: in a fresh process, and in every round of a
-    # cheap op, hot or cold. The other libraries ran since, and the driver woke from idle: with
-    # one request a round (quick suite, 3 samples a round) the round's first sample read 13% slow
-    # in median and 83% at the 90th percentile (Lattigo, hot) after no warm-up, 4% and 13% (cold)
-    # after one; after two, 0-2% and 10-22%, and the median interval half-width of Lattigo's
-    # cases fell from 5.4-6.5% to 3.8-4.6%. The job's very first warm-up is a request of its
-    # own: it sizes the copies.
-    warm_n = (max(pol.warmup, WARM_ROUND) if s == 0 else WARM_ROUND if _cheap(out) else 0) if pol.warmup else 0
+    warm_n = 0  # warm-up samples leading the slice's first request
     if not out.copies:  # calibrated once, in the first process, and kept for the whole job
+        # The job's very first warm-up is a request of its own: it sizes the copies.
         warm, _, warm_scalars = batch(0, 1, max(pol.warmup, 1))
         if pol.warmup == 0:  # no warm-up asked for: the first sample counts
             keep(warm, warm_scalars)
-        out.warmup, warm_n = warm[: pol.warmup], 0
+        out.warmup = warm[: pol.warmup]
         t_op = float(np.median([total(w) for w in warm]))
         # A warm-up doubles an op's cost for what it buys: 10-30% on ops under a millisecond, 1-2%
         # on slower ones in SEAL (benchmarks/fidelity_seal.py, hot against cold), but 5-25% on
@@ -156,6 +149,14 @@ def measure_slice(drv: Driver, job: Job, op: BenchOp, prep: Prepared, out: Outco
         # nothing on a keygen.
         out.input_state = "hot" if pol.inputs == "hot" and t_op < HOT_MAX_NS and op.group != "keygen" else "cold"
         out.copies = 1 if out.input_state == "hot" else copies_for(job, op, base, t_op)
+    elif pol.warmup:
+        # A fresh process warms up as the policy asks; every round of a cheap op, hot or cold, with
+        # WARM_ROUND samples at least. The other libraries ran since, and the driver woke from
+        # idle: with one request a round (quick suite, 3 samples a round) the round's first sample
+        # read 13% slow in median and 83% at the 90th percentile (Lattigo, hot) after no warm-up,
+        # 4% and 13% (cold) after one; after two, 0-2% and 10-22%, and the median interval
+        # half-width of Lattigo's cases fell from 5.4-6.5% to 3.8-4.6%.
+        warm_n = max(pol.warmup if s == 0 else 0, WARM_ROUND if _cheap(out) else 0)
     k = out.copies
     min_n, max_n = math.ceil(pol.min_samples / rounds), math.ceil(pol.max_samples / rounds)
     # The budget binds for slow operations once the rounds together hold enough samples for an
