@@ -1,16 +1,18 @@
 """Regression tracking: what `fhemark compare` flags, what it ignores, and its exit statuses."""
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
 from made_records import record
 from test_cli import SMALL, fhemark, one_line_error, write
 
-from fhemark.analyse.compare import compare
+from fhemark.analyse.compare import RECHECK_CONTROLS, RECHECK_LIBRARY, compare, confirmed, recheck_keys
 from fhemark.errors import UserError
 from fhemark.stats import mann_whitney_p, ratio_ci
 from fhemark.store.record import Record
+from fhemark.store.sqlite import Store
 
 ENV = {"cpu": {"model": "Test CPU", "logical_cores": 2}, "threads": 1}
 
@@ -123,7 +125,8 @@ def test_compare_two_real_runs(tmp_path):
     answer = json.loads((tmp_path / "v.json").read_text())
     verdicts = answer["cases"]
     assert answer["exit_status"] == out.returncode and [lib["library"] for lib in answer["libraries"]] == ["seal"]
-    assert answer["threshold"] == 0.02 and answer["alpha"] == 0.05 and answer["base_run"] != answer["new_run"]
+    assert answer["threshold"] == 0.05 and answer["library_threshold"] == 0.02 and answer["alpha"] == 0.05
+    assert answer["base_run"] != answer["new_run"]
     assert {v["library"] for v in answer["cases"]} == {"seal"} and all(v["op"] in v["case"] for v in answer["cases"])
     assert len(verdicts) == 4 and all(v["verdict"] in ("same", "slower", "faster") for v in verdicts)
     assert all(v["ratio_ci95"][0] <= v["ratio"] <= v["ratio_ci95"][1] for v in verdicts)
@@ -202,7 +205,85 @@ def test_a_five_percent_change_in_one_library_is_caught_on_a_shifted_host():
     assert not any(c.verdict in ("slower", "faster") for c in cmp.changes if c.new.library != "openfhe")
 
 
+def test_a_case_and_a_library_have_thresholds_of_their_own():
+    """A 3% change in every case of one library: inside a single case's noise threshold (5%: what one
+    case moves between two runs of the same code), beyond the library median's (2%). Caught once, as
+    the library's; with the case threshold at 2% its cases are flagged too."""
+    base, new = _run(7), _run(8, changed={"seal": 1.03})
+    cmp = compare(base, new, ENV, ENV)
+    assert {lib.library: lib.verdict for lib in cmp.libraries}["seal"] == "slower" and cmp.exit_status == 1
+    assert cmp.count("slower") == 0
+    assert compare(base, new, ENV, ENV, threshold=0.02).count("slower") > 0
+    loose = compare(base, new, ENV, ENV, library_threshold=0.05)
+    assert {lib.library: lib.verdict for lib in loose.libraries}["seal"] == "same" and loose.exit_status == 0
+
+
 def test_one_library_alone_keeps_its_shift_and_says_so():
     cmp = compare(_run(5, libs=("seal",)), _run(6, machine=0.9, libs=("seal",)), ENV, ENV)
     assert "one library only" in cmp.shift_source and cmp.libraries[0].shift == 1.0
     assert cmp.libraries[0].verdict == "faster"  # the machine or the library: it cannot tell, and does not hide it
+
+
+def test_a_recheck_measures_the_flagged_cases_and_steady_controls_of_every_library():
+    cmp = compare(_run(9), _run(10, changed={"openfhe": 1.3}), ENV, ENV)
+    flagged, controls = recheck_keys(cmp)
+    assert sorted(flagged) == sorted(c.new.job_key for c in cmp.changes if c.verdict == "slower") and flagged
+    assert all(k.startswith("openfhe") for k in flagged) and not set(flagged) & set(controls)
+    by_lib = {lib: [k for k in controls if k.startswith(lib)] for lib in ("seal", "lattigo", "tenseal")}
+    assert all(len(keys) == RECHECK_CONTROLS for keys in by_lib.values()), controls
+    assert recheck_keys(compare(_run(9), _run(9), ENV, ENV)) == ([], [])  # nothing flagged: nothing to measure
+
+
+def test_a_library_flagged_as_a_whole_stays_flagged_only_when_its_recheck_agrees():
+    base = _run(11)
+    first = compare(base, _run(12, changed={"openfhe": 1.03}), ENV, ENV)
+    assert {lib.library: lib.verdict for lib in first.libraries}["openfhe"] == "slower" and first.count("slower") == 0
+    flagged, controls = recheck_keys(first)
+    assert not flagged and sum(k.startswith("openfhe") for k in controls) == min(12, RECHECK_LIBRARY)
+    for recheck_change, verdict, why in ((1.0, "same", "not confirmed: recheck R read"),
+                                         (1.03, "slower", "confirmed: recheck R read")):
+        again = compare(base, _run(13, changed={"openfhe": recheck_change}), ENV, ENV)
+        lib = {lib.library: lib for lib in confirmed(first, again, "R").libraries}["openfhe"]
+        assert lib.verdict == verdict and lib.why.startswith(why), lib
+
+
+def _copied(src: Path, dst: Path, scale: float) -> None:
+    """The latest run of src copied into a store of its own, every sample scaled: a run of the same
+    code that read `scale` times as long (its stored plan and host kept, so it can be rechecked)."""
+    a, b = Store(src), Store(dst)
+    run_id = a.resolve_run("latest")
+    plan = a.run_plan(run_id)
+    copy = b.start_run(plan["suite"]["name"], "copied", plan["allow_insecure"], a.run_env(run_id), plan)
+    for r in a.records(run_id):
+        scaled = {"samples_ns": [x * scale for x in r.samples_ns], "median_ns": r.median_ns * scale} if r.samples_ns else {}
+        b.add(copy, r.job_key, r.model_copy(update=scaled))
+    b.finish_run(copy)
+
+
+def test_recheck_keeps_a_change_measured_again_and_drops_one_run_that_read_slow(tmp_path):
+    """`compare --recheck` measures the flagged cases once more: a real regression (a baseline that
+    read twice as fast) is confirmed and fails the gate; a run that read twice as slow as its code
+    is not confirmed, and passes. The rechecks go to a store beside --db: its latest run is still
+    the one judged. (A 30% threshold: the recheck of unchanged code reads near 1 on any host.)"""
+    db = tmp_path / "c.db"
+    assert fhemark("run", "--suite", write(tmp_path, SMALL), "--db", str(db), "--allow-insecure", "--report",
+                   str(tmp_path / "r"), cwd=tmp_path).returncode == 0
+    run_id = Store(db).resolve_run("latest")
+    _copied(db, tmp_path / "fast.db", 0.5)
+    _copied(db, tmp_path / "slow.db", 2.0)
+
+    def judged(base_db: Path, new_db: Path) -> tuple[int, list[dict]]:
+        out = fhemark("compare", "latest", "latest", "--base-db", str(base_db), "--db", str(new_db), "--recheck",
+                      "--threshold", "0.3", "--json", str(tmp_path / "v.json"), cwd=tmp_path)
+        assert "Traceback" not in out.stderr and "recheck: measuring 4 flagged case(s)" in out.stdout, out.stdout
+        return out.returncode, json.loads((tmp_path / "v.json").read_text())["cases"]
+
+    status, cases = judged(tmp_path / "fast.db", db)
+    assert status == 1 and [c["verdict"] for c in cases] == ["slower"] * 4
+    assert all("confirmed: recheck" in c["why"] for c in cases), cases
+    assert (tmp_path / "c.recheck.db").exists() and Store(db).resolve_run("latest") == run_id
+
+    status, cases = judged(db, tmp_path / "slow.db")
+    assert status == 0 and [c["verdict"] for c in cases] == ["same"] * 4
+    assert all("not confirmed: recheck" in c["why"] for c in cases), cases
+

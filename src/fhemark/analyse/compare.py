@@ -9,7 +9,9 @@ itself nor moves the others). A change is flagged only when the rank test on tho
 they differ (p < alpha) *and* the whole bootstrap interval of the ratio of medians lies beyond the
 noise threshold (criterion's rule, with asv's rank test). Each library's cases together give a
 library-wide verdict too (a sign test over its cases' corrected ratios), which catches a change
-of a few percent that single cases are too noisy to show. Cases match on the job key (the
+of a few percent that single cases are too noisy to show. The two have thresholds of their own:
+a single case moves between two runs of the same code by more than its interval says (a cheap
+op's cache state, that minute of a shared host), a library's median over dozens of cases far less. Cases match on the job key (the
 resolved case: library, scheme, parameters, operation, vector length, sampling policy, threads),
 so a library upgrade is compared with itself and a changed sampling policy is "not comparable"
 rather than a false change.
@@ -18,7 +20,7 @@ rather than a false change.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -59,6 +61,7 @@ class LibraryChange:
     cases: int
     p_value: float
     shift: float  # the machine-wide shift removed from this library's cases (1.0: none)
+    why: str = ""  # what a recheck read (compare --recheck)
 
 
 @dataclass
@@ -162,8 +165,18 @@ def _work(r: Record) -> str:
     return "; ".join(f"{op}: {text}" for op, text in sorted(r.deviations.items())) or "canonical"
 
 
+# Default noise thresholds, from A/A pairs of the quick suite on this project's 2-core VM (six pairs
+# of two runs of the same code, 275 cases each, benchmarks/aa_compare.py): at 2% a case threshold
+# flagged 1-10 cases a pair and every pair exited 1; at 5%, 0-1 a pair (hot ops under 0.2 ms whose
+# run-to-run level moved 15-60%). The library-wide median stays at 2%: a 5% change of one library
+# is caught there (tests/test_compare.py).
+CASE_THRESHOLD = 0.05
+LIBRARY_THRESHOLD = 0.02
+
+
 def compare(base_recs: list[Record], new_recs: list[Record], base_env: dict, new_env: dict,
-            threshold: float = 0.02, alpha: float = 0.05, other_host: bool = False) -> Comparison:
+            threshold: float = CASE_THRESHOLD, alpha: float = 0.05, other_host: bool = False,
+            library_threshold: float = LIBRARY_THRESHOLD) -> Comparison:
     base = {(r.job_key, r.op): r for r in latest(base_recs)}
     new = {(r.job_key, r.op): r for r in latest(new_recs)}
     diffs = host_diffs(base_env, new_env)
@@ -180,7 +193,7 @@ def compare(base_recs: list[Record], new_recs: list[Record], base_env: dict, new
     changes = [compare_case(base.get(k), new.get(k), threshold, alpha,
                             shifts.get((new.get(k) or base[k]).library, 1.0))
                for k in list(base) + [k for k in new if k not in base]]
-    return Comparison(changes, diffs, library_changes(changes, shifts, threshold, alpha), source)
+    return Comparison(changes, diffs, library_changes(changes, shifts, library_threshold, alpha), source)
 
 
 MIN_LIBRARY_CASES = 3  # a library's median ratio from fewer cases says little of the machine
@@ -232,3 +245,63 @@ def library_changes(changes: list[Change], shifts: dict[str, float], threshold: 
         verdict = SLOWER if p < alpha and med > 1 + threshold else FASTER if p < alpha and med < 1 - threshold else SAME
         out.append(LibraryChange(lib, verdict, med, len(ratios), p, shifts.get(lib, 1.0)))
     return out
+
+
+RECHECK_CONTROLS = 3  # per library: unflagged cases a recheck measures again, for its machine-wide shift
+RECHECK_LIBRARY = 12  # per library flagged as a whole: its cases measured again (a sign test over 12 reaches p = 5e-4)
+
+
+def recheck_keys(cmp: Comparison) -> tuple[list[str], list[str]]:
+    """What a recheck measures again: the job keys of the cases flagged slower or faster, and per
+    library unflagged cases with the narrowest intervals in the new run: RECHECK_CONTROLS, the
+    controls the recheck's machine-wide shift is estimated from (as this comparison's was from
+    every case), or RECHECK_LIBRARY of a library flagged as a whole, for its verdict again."""
+    flagged = list(dict.fromkeys(c.new.job_key for c in cmp.changes if c.verdict in (SLOWER, FASTER)))
+    whole = {lib.library for lib in cmp.libraries if lib.verdict in (SLOWER, FASTER)}
+    if not flagged and not whole:
+        return [], []
+    steady: dict[str, list[Record]] = {}
+    for c in cmp.changes:
+        if c.verdict == SAME and c.ratio is not None and c.new.job_key not in flagged:
+            steady.setdefault(c.new.library, []).append(c.new)
+    controls = [r.job_key for lib, recs in steady.items() for r in sorted(
+        recs, key=lambda r: r.rel_ci_half_width or math.inf)[:RECHECK_LIBRARY if lib in whole else RECHECK_CONTROLS]]
+    return flagged, list(dict.fromkeys(controls))
+
+
+def confirmed(first: Comparison, again: Comparison, run_ref: str) -> Comparison:
+    """The first comparison with each flagged case judged once more, on its recheck (the same
+    baseline against a new measurement): it stays slower or faster only when the recheck says so
+    too, and fails when the recheck failed; otherwise it is same, with what the recheck read. A
+    single run's bad minutes on a shared host move one measurement, a real change moves both."""
+    rechecked = {(c.new.job_key, c.new.op): c for c in again.changes if c.new is not None}
+    out = []
+    for c in first.changes:
+        r = rechecked.get((c.new.job_key, c.new.op)) if c.verdict in (SLOWER, FASTER) else None
+        if c.verdict not in (SLOWER, FASTER):
+            out.append(c)
+        elif r is None or r.verdict == FAILED or r.ratio is None:
+            why = f"recheck {run_ref}: " + (f"{r.verdict} {r.why}".strip() if r else "not measured again")
+            out.append(replace(c, verdict=FAILED if r and r.verdict == FAILED else c.verdict, why=_join(c.why, why)))
+        else:
+            read = f"recheck {run_ref} read {r.ratio:.3f} [{r.ratio_ci[0]:.3f}, {r.ratio_ci[1]:.3f}]"
+            out.append(replace(c, why=_join(c.why, f"confirmed: {read}")) if r.verdict == c.verdict
+                       else replace(c, verdict=SAME, why=_join(c.why, f"not confirmed: {read}")))
+    again_libs = {lib.library: lib for lib in again.libraries}
+    libs = [lib if lib.verdict not in (SLOWER, FASTER) else _library_again(lib, again_libs.get(lib.library), run_ref)
+            for lib in first.libraries]
+    shift = f"recheck {run_ref}: {again.shift_source}" if again.shift_source else ""
+    return replace(first, changes=out, libraries=libs, shift_source=_join(first.shift_source, shift))
+
+
+def _library_again(lib: LibraryChange, again: LibraryChange | None, run_ref: str) -> LibraryChange:
+    if again is None:
+        return replace(lib, why=f"recheck {run_ref}: not measured again")
+    read = f"recheck {run_ref} read {again.ratio:.3f} over {again.cases} cases, p {again.p_value:.2g}"
+    return replace(lib, why=f"confirmed: {read}") if again.verdict == lib.verdict else \
+        replace(lib, verdict=SAME, why=f"not confirmed: {read}")
+
+
+def _join(*parts: str) -> str:
+    return "; ".join(p for p in parts if p)
+

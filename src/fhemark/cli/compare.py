@@ -6,11 +6,12 @@ from pathlib import Path
 
 import typer
 
-from ..analyse.compare import Change, compare
+from ..analyse.compare import CASE_THRESHOLD, LIBRARY_THRESHOLD, Change, compare
 from ..errors import UserError
 from ..report.text import print_comparison
 from ..store import export as export_mod
 from .application import app, console, fail, open_store, output, write_out
+from .recheck import recheck
 
 
 @app.command("compare")
@@ -19,10 +20,16 @@ def compare_cmd(base: str = typer.Argument(..., help="baseline: a name from `fhe
                 new: str = typer.Argument("latest", help="run to judge (default: latest)"),
                 db: Path = typer.Option(None, help="SQLite store of the new run"),
                 base_db: Path = typer.Option(None, help="store of the baseline run (default: --db)"),
-                threshold: float = typer.Option(0.02, min=0.0, help="noise threshold: relative change ignored below it"),
+                threshold: float = typer.Option(CASE_THRESHOLD, min=0.0,
+                                                help="a case's noise threshold: relative change ignored below it"),
+                library_threshold: float = typer.Option(LIBRARY_THRESHOLD, min=0.0,
+                                                        help="the same for a library's median over its cases"),
                 alpha: float = typer.Option(0.05, min=0.0, max=1.0, help="significance level of the rank test"),
                 other_host: bool = typer.Option(False, help="compare runs measured on different hosts (marked)"),
                 all_cases: bool = typer.Option(False, "--all", help="list unchanged cases too"),
+                again: bool = typer.Option(False, "--recheck", help="measure the flagged cases once more (with a few "
+                                           "steady controls, into a store beside --db): a case stays flagged only "
+                                           "when the second measurement agrees"),
                 json_out: Path = typer.Option(None, "--json", help="also write the verdicts as JSON")) -> None:
     """Judge a run against a baseline, case by case. Exit 0: nothing worse; 1: slower; 2: failed or not comparable."""
     if json_out:
@@ -31,17 +38,22 @@ def compare_cmd(base: str = typer.Argument(..., help="baseline: a name from `fhe
         new_store = open_store(db)
         base_store = open_store(base_db) if base_db else new_store
         base_id, new_id = base_store.resolve_run(base), new_store.resolve_run(new)
-        result = compare(list(base_store.records(base_id)), list(new_store.records(new_id)),
-                         base_store.run_env(base_id), new_store.run_env(new_id), threshold, alpha, other_host)
+        base_recs, base_env = list(base_store.records(base_id)), base_store.run_env(base_id)
+        result = compare(base_recs, list(new_store.records(new_id)), base_env, new_store.run_env(new_id), threshold,
+                         alpha, other_host, library_threshold)
+        if again:
+            result = recheck(result, base_recs, base_env, new_store, new_id, threshold, alpha, other_host,
+                             library_threshold)
     except UserError as exc:
         fail(exc)
     print_comparison(result, base_id, new_id, console, all_cases)
     if json_out:
         write_out(json_out, export_mod.strict_json({
-            "base_run": base_id, "new_run": new_id, "threshold": threshold, "alpha": alpha,
+            "base_run": base_id, "new_run": new_id, "threshold": threshold,
+            "library_threshold": library_threshold, "alpha": alpha,
             "cases": [_case(c) for c in result.changes],
             "libraries": [{"library": lib.library, "verdict": lib.verdict, "ratio": lib.ratio, "cases": lib.cases,
-                           "p_value": lib.p_value, "shift": lib.shift} for lib in result.libraries],
+                           "p_value": lib.p_value, "shift": lib.shift, "why": lib.why} for lib in result.libraries],
             "machine_shift": result.shift_source, "exit_status": result.exit_status}), "--json")
     raise typer.Exit(result.exit_status)
 

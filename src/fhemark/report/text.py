@@ -143,7 +143,8 @@ def print_comparison(cmp: Comparison, base_id: str, new_id: str, console: Consol
         style = _VERDICT_STYLE[lib.verdict]
         verdict = f"[{style}]{lib.verdict}[/]" if style else lib.verdict
         console.print(f"{escape(lib.library)}: median ratio {lib.ratio:.3f} over {lib.cases} cases (shift removed "
-                      f"x{lib.shift:.3f}), sign test p {lib.p_value:.2g}: {verdict}", highlight=False)
+                      f"x{lib.shift:.3f}), sign test p {lib.p_value:.2g}: {verdict}"
+                      + (f" ({escape(lib.why)})" if lib.why else ""), highlight=False)
     for d in cmp.host_diffs:
         console.print(f"[yellow]different host (accepted with --other-host):[/] {d}")
 

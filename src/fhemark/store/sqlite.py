@@ -232,13 +232,21 @@ class Store:
                                   " LIMIT 1", (suite,)).fetchone()
         return {"run_id": row[0], "finished": row[1], "suite_hash": row[2]} if row else None
 
-    def plan_keys(self, run_id: str) -> set[str]:
-        """The job keys of a run's stored plan."""
+    def run_plan(self, run_id: str) -> dict:
+        """A run's stored plan (Plan.to_json: its suite, allow_insecure, its jobs); {} where unreadable."""
         with self._sql("reading a run's plan"):
             row = self.db.execute("SELECT plan FROM runs WHERE run_id=?", (run_id,)).fetchone()
         try:
-            return {j["key"] for j in json.loads(row[0]).get("jobs", [])} if row else set()
-        except (ValueError, TypeError, KeyError, AttributeError):
+            plan = json.loads(row[0]) if row else {}
+        except (ValueError, TypeError):
+            return {}
+        return plan if isinstance(plan, dict) else {}
+
+    def plan_keys(self, run_id: str) -> set[str]:
+        """The job keys of a run's stored plan."""
+        try:
+            return {j["key"] for j in self.run_plan(run_id).get("jobs", [])}
+        except (TypeError, KeyError, AttributeError):
             return set()
 
     def job_seconds(self) -> dict[str, float]:
