@@ -247,13 +247,14 @@ def test_a_library_flagged_as_a_whole_stays_flagged_only_when_its_recheck_agrees
         assert lib.verdict == verdict and lib.why.startswith(why), lib
 
 
-def _copied(src: Path, dst: Path, scale: float) -> None:
+def _copied(src: Path, dst: Path, scale: float, keep_plan: bool = True) -> None:
     """The latest run of src copied into a store of its own, every sample scaled: a run of the same
     code that read `scale` times as long (its stored plan and host kept, so it can be rechecked)."""
     a, b = Store(src), Store(dst)
     run_id = a.resolve_run("latest")
     plan = a.run_plan(run_id)
-    copy = b.start_run(plan["suite"]["name"], "copied", plan["allow_insecure"], a.run_env(run_id), plan)
+    copy = b.start_run(plan["suite"]["name"], "copied", plan["allow_insecure"], a.run_env(run_id),
+                       plan if keep_plan else {})
     for r in a.records(run_id):
         scaled = {"samples_ns": [x * scale for x in r.samples_ns], "median_ns": r.median_ns * scale} if r.samples_ns else {}
         b.add(copy, r.job_key, r.model_copy(update=scaled))
@@ -286,4 +287,9 @@ def test_recheck_keeps_a_change_measured_again_and_drops_one_run_that_read_slow(
     status, cases = judged(db, tmp_path / "slow.db")
     assert status == 0 and [c["verdict"] for c in cases] == ["same"] * 4
     assert all("not confirmed: recheck" in c["why"] for c in cases), cases
+
+    # A run whose store holds no plan to measure again: one line, and what to do instead.
+    _copied(db, tmp_path / "planless.db", 2.0, keep_plan=False)
+    one_line_error(fhemark("compare", "latest", "latest", "--base-db", str(db), "--db", str(tmp_path / "planless.db"),
+                           "--recheck", cwd=tmp_path), "no stored suite", "compare without --recheck")
 
