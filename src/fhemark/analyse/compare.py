@@ -11,8 +11,9 @@ noise threshold (criterion's rule, with asv's rank test). Each library's cases t
 library-wide verdict too (a sign test over its cases' corrected ratios), which catches a change
 of a few percent that single cases are too noisy to show. The two have thresholds of their own:
 a single case moves between two runs of the same code by more than its interval says (a cheap
-op's cache state, that minute of a shared host), a library's median over dozens of cases far less. Cases match on the job key (the
-resolved case: library, scheme, parameters, operation, vector length, sampling policy, threads),
+op's cache state, that minute of a shared host), a library's median over dozens of cases far
+less. Cases match on the job key (the resolved case: library, scheme, parameters, operation,
+vector length, sampling policy, threads),
 so a library upgrade is compared with itself and a changed sampling policy is "not comparable"
 rather than a false change.
 """
@@ -277,10 +278,11 @@ def confirmed(first: Comparison, again: Comparison, run_ref: str) -> Comparison:
     rechecked = {(c.new.job_key, c.new.op): c for c in again.changes if c.new is not None}
     out = []
     for c in first.changes:
-        r = rechecked.get((c.new.job_key, c.new.op)) if c.verdict in (SLOWER, FASTER) else None
         if c.verdict not in (SLOWER, FASTER):
             out.append(c)
-        elif r is None or r.verdict == FAILED or r.ratio is None:
+            continue
+        r = rechecked.get((c.new.job_key, c.new.op))
+        if r is None or r.verdict == FAILED or r.ratio is None:
             why = f"recheck {run_ref}: " + (f"{r.verdict} {r.why}".strip() if r else "not measured again")
             out.append(replace(c, verdict=FAILED if r and r.verdict == FAILED else c.verdict, why=_join(c.why, why)))
         else:
@@ -304,4 +306,3 @@ def _library_again(lib: LibraryChange, again: LibraryChange | None, run_ref: str
 
 def _join(*parts: str) -> str:
     return "; ".join(p for p in parts if p)
-

@@ -6,10 +6,11 @@ from pathlib import Path
 
 import typer
 
-from ..analyse.compare import CASE_THRESHOLD, LIBRARY_THRESHOLD, Change, compare
+from ..analyse.compare import CASE_THRESHOLD, LIBRARY_THRESHOLD, Change, Comparison, compare
 from ..errors import UserError
 from ..report.text import print_comparison
 from ..store import export as export_mod
+from ..store.record import Record
 from .application import app, console, fail, open_store, output, write_out
 from .recheck import recheck
 
@@ -39,11 +40,12 @@ def compare_cmd(base: str = typer.Argument(..., help="baseline: a name from `fhe
         base_store = open_store(base_db) if base_db else new_store
         base_id, new_id = base_store.resolve_run(base), new_store.resolve_run(new)
         base_recs, base_env = list(base_store.records(base_id)), base_store.run_env(base_id)
-        result = compare(base_recs, list(new_store.records(new_id)), base_env, new_store.run_env(new_id), threshold,
-                         alpha, other_host, library_threshold)
+
+        def judge(recs: list[Record], env: dict) -> Comparison:  # against the baseline, at these settings
+            return compare(base_recs, recs, base_env, env, threshold, alpha, other_host, library_threshold)
+        result = judge(list(new_store.records(new_id)), new_store.run_env(new_id))
         if again:
-            result = recheck(result, base_recs, base_env, new_store, new_id, threshold, alpha, other_host,
-                             library_threshold)
+            result = recheck(result, judge, new_store, new_id)
     except UserError as exc:
         fail(exc)
     print_comparison(result, base_id, new_id, console, all_cases)

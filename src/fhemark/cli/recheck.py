@@ -6,10 +6,11 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
+from typing import Callable
 
 from pydantic import ValidationError
 
-from ..analyse.compare import FASTER, SLOWER, Comparison, compare, confirmed, recheck_keys
+from ..analyse.compare import FASTER, SLOWER, Comparison, confirmed, recheck_keys
 from ..drivers.registry import available, manifests
 from ..errors import UserError
 from ..locations import project_root
@@ -27,9 +28,10 @@ def recheck_store(new_db: Path) -> Path:
     return new_db.with_name(f"{new_db.stem}.recheck{new_db.suffix or '.db'}")
 
 
-def recheck(first: Comparison, base_recs: list[Record], base_env: dict, new_store: Store, new_id: str,
-            threshold: float, alpha: float, other_host: bool, library_threshold: float) -> Comparison:
-    """The comparison with its flagged cases judged again on a fresh measurement (confirmed)."""
+def recheck(first: Comparison, judge: Callable[[list[Record], dict], Comparison], new_store: Store,
+            new_id: str) -> Comparison:
+    """The comparison with its flagged cases judged again on a fresh measurement (confirmed);
+    judge(records, env) is the comparison with the same baseline and settings."""
     flagged, controls = recheck_keys(first)
     if not flagged and not controls:
         console.print("recheck: nothing flagged, nothing to measure again", highlight=False, markup=False)
@@ -43,11 +45,8 @@ def recheck(first: Comparison, base_recs: list[Record], base_env: dict, new_stor
         env = environment(plan.suite.threads, project_root())
         ses = session.start(store, plan, env, resume=False, yes=True)
         session.execute(ses, lambda job, recs: None)
-        store.finish_run(ses.run_id)
-        if ses.lock is not None:
-            ses.lock.close()
-        again = compare(base_recs, list(store.records(ses.run_id)), base_env, env, threshold, alpha, other_host,
-                        library_threshold)
+        session.finish(ses)
+        again = judge(list(store.records(ses.run_id)), env)
     finally:
         store.close()
     result = confirmed(first, again, ses.run_id)

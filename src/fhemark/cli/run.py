@@ -137,9 +137,7 @@ def run(suite: str = typer.Option("quick", help="built-in suite name or path to 
             raise UserError(exc.problem, f"{exc.fix}; then continue with: {again}")
         finally:
             session.disconnect(client)
-    store.finish_run(run_id)
-    if ses.lock is not None:
-        ses.lock.close()  # the run is finished: a later --resume may take it
+    session.finish(ses)
     wall = time.monotonic() - started
     recs = list(store.records(run_id))
     print_results(recs, console)

@@ -97,6 +97,13 @@ def start(store: Store, plan: Plan, env: dict, resume: bool, yes: bool) -> Sessi
     return Session(store, plan, run_id, env, skip, todo, notes, lock)
 
 
+def finish(s: Session) -> None:
+    """The run is finished: marked so in the store, and its lock released (a later --resume may take it)."""
+    s.store.finish_run(s.run_id)
+    if s.lock is not None:
+        s.lock.close()
+
+
 def connect(cluster_spec: str | None) -> Any:
     """The Dask client a run will use, or None to run here: connected before the run is started, so
     that a cluster refused or not answering leaves no empty run behind."""
