@@ -16,6 +16,7 @@ from typer.testing import CliRunner
 
 from fhemark import cli as cli_mod
 from fhemark.model.catalog import known, lookup
+from fhemark.model.workload_file import bench_op
 from fhemark.model.requirements import derive
 from fhemark.model.semantics import Plain
 from fhemark.store.sqlite import Store
@@ -28,7 +29,7 @@ SMALL = "{N: 2048, q_bits: [50, 40], p_bits: [50], t: 12289, scale_bits: 40}"
 @pytest.fixture(autouse=True)
 def fresh_registry(monkeypatch):
     """Each test loads its files afresh (one CLI call is one process: its names must not collide)."""
-    monkeypatch.setattr("fhemark.model.workload._REGISTRY", {})
+    monkeypatch.setattr("fhemark.model.workload_file._LOADED", {})
 
 
 def cli(*args):
@@ -55,7 +56,7 @@ W = Workload("sum_square_t", compute, inputs={"x": Uniform(0, 3, length=8)})
 
 def test_a_file_becomes_an_op_with_its_requirements(tmp_path):
     (w,) = load(write(tmp_path, SUM_SQUARE))
-    assert known("sum_square_t") and lookup("sum_square_t", "ckks").rotations == (1, 2, 4)
+    assert not known("sum_square_t") and bench_op(w.ref, "ckks").rotations == (1, 2, 4)
     ckks, bfv = derive(w, "ckks"), derive(w, "bfv")
     assert (ckks.depth, ckks.levels, bfv.depth) == (1, 1, 1)
     assert ckks.rotations == [1, 2, 4] and ckks.slots == 8
@@ -112,7 +113,7 @@ def test_a_suite_lists_workload_files_beside_builtin_ops(tmp_path):
      ["mine.py", "built-in operation"]),
 ])
 def test_a_bad_file_is_one_line_naming_file_and_line(tmp_path, monkeypatch, body, needles):
-    monkeypatch.setattr("fhemark.model.workload.LOAD_TIMEOUT_S", 1)
+    monkeypatch.setattr("fhemark.model.workload_file.LOAD_TIMEOUT_S", 1)
     f = write(tmp_path, body)
     db = tmp_path / "kept.db"
     Store(db).close()

@@ -29,9 +29,10 @@ class StoreError(UserError):
 
 
 # Error kinds of protocol v1 (PROTOCOL.md). Drivers send the first four;
-# the orchestrator assigns the rest.
+# the orchestrator assigns the rest (workload_error: a user's computation failed to build or
+# replay at a job's parameter set, in fhemark, before or after the library ran).
 DRIVER_KINDS = ("unsupported", "invalid_params", "insecure_params", "internal")
-SUPERVISOR_KINDS = ("timeout", "crashed", "out_of_memory", "wrong_result")
+SUPERVISOR_KINDS = ("timeout", "crashed", "out_of_memory", "wrong_result", "workload_error")
 ERROR_KINDS = DRIVER_KINDS + SUPERVISOR_KINDS
 
 

@@ -22,15 +22,11 @@ Rules of thumb (the starting points; measurement decides):
 from __future__ import annotations
 
 import math
-import tempfile
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Callable, Iterator
 
 from ..errors import UserError
-from ..locations import project_root
-from ..measure.metadata import environment
-from ..measure.runner import Runner
+from ..measure import measure
 from ..model.security import bound, estimates
 from ..plan.jobs import build
 from ..plan.suites import Suite
@@ -157,23 +153,15 @@ def _suite(need: Need, library: str, spec: dict, ops: list[str] | str, policy: d
                  policy=policy, cases=[{"libraries": [library], "schemes": [need.scheme], "params": [spec], "ops": ops}])
 
 
-def run_suite(suite: Suite, libraries: list[str], db: Path,
+def run_suite(suite: Suite, libraries: list[str], store: Store | None,
               progress: Callable[[str], None] = lambda what: None) -> list[Record]:
-    """Run a suite made in code into the store at `db`; its records (`progress`: each job as it ends)."""
-    plan = build(suite, libraries)
-    store = Store(db)
-    env = environment(suite.threads, project_root())
-    run_id = store.start_run(suite.name, suite.name, False, env, plan.to_json())
-    try:
-        Runner(plan, store, run_id, env,
-               on_record=lambda job, recs: progress(f"{job.library} {job.scheme} N={job.params.N} {job.op}")).execute()
-        store.finish_run(run_id)
-        return list(store.records(run_id))
-    finally:
-        store.close()
+    """Measure a suite made in code (into `store`, or an in-memory one); its records (`progress`:
+    each job as it ends)."""
+    return measure(build(suite, libraries), store,
+                   on_record=lambda job, recs: progress(f"{job.library} {job.scheme} N={job.params.N} {job.op}")).records
 
 
-def _verify(need: Need, library: str, spec: dict, repeats: int, db: Path) -> tuple[str, list[Record]]:
+def _verify(need: Need, library: str, spec: dict, repeats: int, db: Store | None) -> tuple[str, list[Record]]:
     """'' when every repetition (fresh driver process, fresh keys) reaches the depth; else why not."""
     policy = {"max_depth": need.depth + 1, "timeout_s": 600.0}
     if need.scheme == "ckks":
@@ -192,38 +180,37 @@ def _verify(need: Need, library: str, spec: dict, repeats: int, db: Path) -> tup
     return "", recs
 
 
-def advise(need: Need, libraries: list[str], repeats: int = 3, db: Path | None = None,
+def advise(need: Need, libraries: list[str], repeats: int = 3, db: Store | None = None,
            progress: Callable[[str], None] = lambda line: None) -> list[Proposal]:
+    """`db`: the store the verification runs go to (None: in memory, gone with the answer)."""
     check_possible(need)
-    with tempfile.TemporaryDirectory() as tmp:
-        store_path = db or Path(tmp) / "advisor.db"
-        out = []
-        for lib in libraries:
-            prop = Proposal(lib)
-            for spec in list(candidates(need))[:MAX_TRIES]:
-                progress(f"{lib}: trying N = {spec['N']}, q = {spec['q_bits']}")
-                why, recs = _verify(need, lib, spec, repeats, store_path)
-                if why:
-                    prop.rejected.append(f"N = {spec['N']}, q = {spec['q_bits']}: {why}")
-                    if recs and recs[-1].status in ("unsupported", "crashed", "timeout", "out_of_memory"):
-                        break  # the library cannot run it at all: larger sets will not help
-                    continue
-                prop.spec = spec
-                prop.depth = [r.depth for r in recs]
-                if need.scheme == "ckks":
-                    prop.margin = [r.precision_by_depth[need.depth - 1] - need.precision for r in recs]
-                    prop.trajectory = recs[-1].precision_by_depth
-                else:
-                    prop.margin = [r.noise_by_depth[need.depth - 1] for r in recs if r.noise_by_depth]
-                    prop.trajectory = recs[-1].noise_by_depth
-                prop.effective = recs[-1].effective_params
-                progress(f"{lib}: accepted N = {spec['N']}, q = {spec['q_bits']}; timing multiply and rotate")
-                prop.records = run_suite(_suite(need, lib, spec, ["mul_relin", "rotate_1"],
-                                                {"min_samples": 6, "max_samples": 12, "budget_s": 2.0, "rounds": 1}),
-                                         [lib], store_path)
-                break
-            out.append(prop)
-        return out
+    out = []
+    for lib in libraries:
+        prop = Proposal(lib)
+        for spec in list(candidates(need))[:MAX_TRIES]:
+            progress(f"{lib}: trying N = {spec['N']}, q = {spec['q_bits']}")
+            why, recs = _verify(need, lib, spec, repeats, db)
+            if why:
+                prop.rejected.append(f"N = {spec['N']}, q = {spec['q_bits']}: {why}")
+                if recs and recs[-1].status in ("unsupported", "crashed", "timeout", "out_of_memory"):
+                    break  # the library cannot run it at all: larger sets will not help
+                continue
+            prop.spec = spec
+            prop.depth = [r.depth for r in recs]
+            if need.scheme == "ckks":
+                prop.margin = [r.precision_by_depth[need.depth - 1] - need.precision for r in recs]
+                prop.trajectory = recs[-1].precision_by_depth
+            else:
+                prop.margin = [r.noise_by_depth[need.depth - 1] for r in recs if r.noise_by_depth]
+                prop.trajectory = recs[-1].noise_by_depth
+            prop.effective = recs[-1].effective_params
+            progress(f"{lib}: accepted N = {spec['N']}, q = {spec['q_bits']}; timing multiply and rotate")
+            prop.records = run_suite(_suite(need, lib, spec, ["mul_relin", "rotate_1"],
+                                            {"min_samples": 6, "max_samples": 12, "budget_s": 2.0, "rounds": 1}),
+                                     [lib], db)
+            break
+        out.append(prop)
+    return out
 
 
 def security_text(spec: dict) -> str:

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import math
 import re
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
@@ -28,8 +27,9 @@ from typing import Callable
 from ..errors import UserError
 from ..model.requirements import Requirements, for_all
 from ..model.workload import INT_SCHEMES, Workload
-from ..plan.suites import Suite
+from ..plan.suites import Case, Suite, WorkloadFile, add_workload
 from ..store.record import Record
+from ..store.sqlite import Store
 from .advisor import MARGIN_BITS, MAX_TRIES, Need, candidates, run_suite
 from .recommend import amortised, median_bounds
 
@@ -38,8 +38,9 @@ MEASURE_POLICY = {"warmup": 1, "min_samples": 6, "max_samples": 20, "target_rel_
                   "processes": 2, "rounds": 3}
 EVAL_KEYS = ("relin_keys", "galois_keys", "server_key", "bootstrapping_key", "keyswitching_key")
 # Larger sets will not help: the library lacks an op, fails on its own, or the program is wrong for it
-# (internal: e.g. a scale mismatch the program made, which no parameter set changes).
-STOP = ("unsupported", "crashed", "timeout", "out_of_memory", "internal")
+# (internal: e.g. a scale mismatch the program made, which no parameter set changes; workload_error: the
+# computation itself failed at this ring, and a larger one will not mend it).
+STOP = ("unsupported", "crashed", "timeout", "out_of_memory", "internal", "workload_error")
 
 
 @dataclass
@@ -123,9 +124,12 @@ def preset_suite(workloads: list[Workload], params: list[str | dict] | None) -> 
                                     "the common presets hold", f"run `fhemark choose {w.source or 'FILE'}` to find "
                                     "parameters for it, or give --params")
                 sets = reach[:1]
-            cases.append({"schemes": [scheme], "params": sets, "ops": [w.name]})
+            cases.append(Case(schemes=[scheme], params=sets, ops=[w.name]))
+    found: dict[str, WorkloadFile] = {}
+    for w in workloads:
+        add_workload(found, w.ref)
     return Suite(name="-".join(w.name for w in workloads)[:100], threads=1,
-                 policy=MEASURE_POLICY, cases=cases)
+                 policy=MEASURE_POLICY, cases=cases, workloads=list(found.values()))
 
 
 def _integer_set(w: Workload) -> dict:
@@ -153,20 +157,26 @@ CKKS_SEARCH_MARGIN = 2.0
 SEARCH_SAMPLES = 2  # per fresh-key process
 
 
-def _suite(w: Workload, need: Need, cases: list[dict], policy: dict, threads: int = 1, margin: float = 0.0) -> Suite:
+def _suite(w: Workload, need: Need, cases: list[Case], policy: dict, threads: int = 1, margin: float = 0.0) -> Suite:
     return Suite(name=f"choose-{w.name}", threads=threads, security={"min_bits": need.security, "table": need.table},
                  policy={"min_precision_bits": (need.precision or 0.0) + margin if need.precision else 0.0, **policy},
-                 cases=cases)
+                 cases=cases, workloads=[WorkloadFile(**w.ref.wire())] if w.ref else [])
 
 
-def verify(w: Workload, need: Need, library: str, spec: dict, repeats: int, db: Path) -> tuple[str, Record | None]:
+def _case(w: Workload, library: str, scheme: str, spec: dict) -> Case:
+    """The computation on one library and scheme at one parameter set."""
+    return Case(libraries=[library], schemes=[scheme], params=[spec], ops=[w.name])
+
+
+def verify(w: Workload, need: Need, library: str, spec: dict, repeats: int,
+           db: Store | None) -> tuple[str, Record | None]:
     """'' when the program passes its check in every repetition (fresh process, fresh keys) with
     the margin; else why not. The record says the margin reached."""
     n = repeats * SEARCH_SAMPLES
     policy = {"warmup": 0, "min_samples": n, "max_samples": n, "processes": repeats, "rounds": 1,
               "min_sample_us": 0.0, "budget_s": 60.0, "timeout_s": 600.0}
-    case = {"libraries": [library], "schemes": [need.scheme], "params": [spec], "ops": [w.name]}
-    recs = run_suite(_suite(w, need, [case], policy, margin=CKKS_SEARCH_MARGIN), [library], db)
+    recs = run_suite(_suite(w, need, [_case(w, library, need.scheme, spec)], policy, margin=CKKS_SEARCH_MARGIN),
+                     [library], db)
     rec = next((r for r in recs if r.op == w.name), None)
     if rec is None:
         return "not run (the library does not offer this scheme here)", None
@@ -190,43 +200,42 @@ def margin(c: Candidate, precision: float) -> float | None:
 
 
 def choose(w: Workload, libraries: dict[str, tuple[str, ...]], precision: float | None, security: int, table: str,
-           repeats: int, store_path: Path, verify_db: Path | None = None,
+           repeats: int, store: Store | None = None, verify_db: Store | None = None,
            say: Callable[[str, str], None] = lambda stage, what: None,
            auto: Callable[[Need, dict | None], dict | None] | None = None, threads: int = 1,
            objective: str = "latency") -> Answer:
     """`libraries`: each available library and the schemes it offers; `threads`: the cores the
     answer is for (the measurement runs at that count; whether a set is correct does not depend on it);
-    `objective`: latency (one evaluation alone) or throughput (the measurement in throughput mode)."""
+    `objective`: latency (one evaluation alone) or throughput (the measurement in throughput mode);
+    `store`: where the measurement goes, `verify_db` the search's runs (None: in memory)."""
     reqs = for_all(w)
     prec = float(precision if precision is not None else w.precision_bits)
     ans = Answer(w, reqs, prec, security, table, [], threads=threads, objective=objective)
-    with tempfile.TemporaryDirectory() as tmp:
-        vdb = verify_db or Path(tmp) / "verify.db"
-        for scheme, req in reqs.items():
-            need = _need(w, req, prec, security, table)
-            space = search_space(w, req, need)
-            if not space:
-                ans.impossible[scheme] = (f"{w.name} on {scheme.upper()} needs {need.describe()}, and no ring here holds "
-                                          f"it at {security}-bit security ({table})")
+    for scheme, req in reqs.items():
+        need = _need(w, req, prec, security, table)
+        space = search_space(w, req, need)
+        if not space:
+            ans.impossible[scheme] = (f"{w.name} on {scheme.upper()} needs {need.describe()}, and no ring here holds "
+                                      f"it at {security}-bit security ({table})")
+            continue
+        for lib, schemes in libraries.items():
+            if scheme not in schemes:
                 continue
-            for lib, schemes in libraries.items():
-                if scheme not in schemes:
-                    continue
-                c = _search(w, need, lib, space, repeats, vdb, say)
-                ans.chosen.append(c)
-                extra = auto(need, c.spec) if auto is not None and lib == "openfhe" else None
-                if extra and extra not in space:
-                    say("searching parameters", f"{lib} {scheme}: OpenFHE's own choice N = {extra['N']}")
-                    alt = _search(w, need, lib, [extra], repeats, vdb, say, origin="openfhe-auto")
-                    ans.chosen.append(alt)
-        if len(ans.impossible) == len(reqs):
-            raise UserError(f"impossible: {'; '.join(ans.impossible.values())}",
-                            "lower the depth (fewer multiplications in sequence), the precision or the security level")
-        _measure(ans, store_path, say)
+            c = _search(w, need, lib, space, repeats, verify_db, say)
+            ans.chosen.append(c)
+            extra = auto(need, c.spec) if auto is not None and lib == "openfhe" else None
+            if extra and extra not in space:
+                say("searching parameters", f"{lib} {scheme}: OpenFHE's own choice N = {extra['N']}")
+                alt = _search(w, need, lib, [extra], repeats, verify_db, say, origin="openfhe-auto")
+                ans.chosen.append(alt)
+    if len(ans.impossible) == len(reqs):
+        raise UserError(f"impossible: {'; '.join(ans.impossible.values())}",
+                        "lower the depth (fewer multiplications in sequence), the precision or the security level")
+    _measure(ans, store, say)
     return ans
 
 
-def _search(w: Workload, need: Need, lib: str, space: list[dict], repeats: int, db: Path,
+def _search(w: Workload, need: Need, lib: str, space: list[dict], repeats: int, db: Store | None,
             say: Callable[[str, str], None], origin: str = "search") -> Candidate:
     """The first set of `space` the program passes at. What a failure measured steers the search:
     a ring the library refuses as insecure (OpenFHE sizes its own special primes) is left for the
@@ -271,14 +280,14 @@ def _short(spec: dict) -> str:
             f"{plaintext_text(spec)}")
 
 
-def _measure(ans: Answer, store_path: Path, say: Callable[[str, str], None]) -> None:
+def _measure(ans: Answer, store: Store | None, say: Callable[[str, str], None]) -> None:
     """One run in the user's store: every verified set on its library, and every library at the
     largest verified set of its scheme (the shared set)."""
     w = ans.workload
     cases, shared = [], []
     ok = [c for c in ans.chosen if c.verified]
     for c in ok:
-        cases.append({"libraries": [c.library], "schemes": [c.scheme], "params": [c.spec], "ops": [w.name]})
+        cases.append(_case(w, c.library, c.scheme, c.spec))
     for scheme in dict.fromkeys(c.scheme for c in ok):
         # The libraries' own searches only: a library's automatic choice (OpenFHE's two special
         # primes) may be a set another library cannot build at all.
@@ -289,16 +298,16 @@ def _measure(ans: Answer, store_path: Path, say: Callable[[str, str], None]) -> 
         for c in mine:
             if c.spec != top.spec:
                 shared.append(Candidate(c.library, scheme, top.spec, "shared", verified=False))
-                case = {"libraries": [c.library], "schemes": [scheme], "params": [top.spec], "ops": [w.name]}
+                case = _case(w, c.library, scheme, top.spec)
                 if case not in cases:
                     cases.append(case)
     if not cases:
         return
     need = Need("ckks", 0, ans.precision, None, 1, ans.security, ans.table)
     say("measuring", f"{len(cases)} sets, every sample checked")
-    libs = sorted({c["libraries"][0] for c in cases})
+    libs = sorted({c.libraries[0] for c in cases})
     policy = {**MEASURE_POLICY, "mode": ans.objective}
-    recs = run_suite(_suite(w, need, cases, policy, ans.threads), libs, store_path,
+    recs = run_suite(_suite(w, need, cases, policy, ans.threads), libs, store,
                      progress=lambda what: say("measuring", what))
     ans.run_id = recs[0].run_id if recs else None
     for c in ok + shared:

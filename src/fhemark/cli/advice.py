@@ -15,6 +15,7 @@ from ..errors import UserError
 from ..locations import default_db
 from ..report.text import print_recommendation
 from ..store import export as export_mod
+from ..store.sqlite import Store
 from .application import RUN_REF, app, console, err_console, fail, open_store, output, write_out
 
 
@@ -95,6 +96,7 @@ def params_cmd(scheme: str = typer.Option(..., help="bfv, bgv, ckks, or any (CKK
     needs = [advisor.Need(sch, depth, precision, plain_bits, slots, security, table) for sch in schemes]
     for need in needs:
         advisor.check_possible(need)
+    store = Store(db) if db else None  # a path that is no store is refused before anything runs
     built = [lib for lib in available() if lib in (library or available())
              and set(manifests()[lib].schemes) & {"bfv", "bgv", "ckks"}]
     if not built:
@@ -102,7 +104,7 @@ def params_cmd(scheme: str = typer.Option(..., help="bfv, bgv, ckks, or any (CKK
     out = []
     for need in needs:
         libs = [lib for lib in built if need.scheme in manifests()[lib].schemes]
-        props = advisor.advise(need, libs, repeats, db, progress=lambda line: err_console.print(line, markup=False,
+        props = advisor.advise(need, libs, repeats, store, progress=lambda line: err_console.print(line, markup=False,
                                                                                                  highlight=False))
         print_proposals(need, props, console)
         out += [(need, p) for p in props]
@@ -143,8 +145,7 @@ def choose_cmd(file: Path = typer.Argument(..., help="your workload file (Python
     from ..advise.openfhe_auto import openfhe_auto
     from ..model.requirements import for_all
     from ..model.security import TABLES
-    from ..model.workload import load as load_workloads
-    from ..model.workload import register
+    from ..model.workload_file import load as load_workloads
     from ..report.choice import print_answer, print_requirements
     if json_out:
         output(json_out, "--json")
@@ -166,7 +167,7 @@ def choose_cmd(file: Path = typer.Argument(..., help="your workload file (Python
             fail(UserError(f"--scheme {s}: {w.name} names {', '.join(w.schemes)}", "give one of those"))
     if scheme:
         from dataclasses import replace
-        w = register(replace(w, schemes=tuple(scheme)))
+        w = replace(w, schemes=tuple(scheme))  # the same file and digest: only the schemes asked are searched
     if explain:
         print_requirements(w.name, for_all(w), console)
         raise typer.Exit(0)
@@ -178,14 +179,17 @@ def choose_cmd(file: Path = typer.Argument(..., help="your workload file (Python
             and set(known[lib].schemes) & set(w.schemes)}
     if not libs:
         fail(UserError(f"no library built here runs {', '.join(w.schemes)}", "run `fhemark setup`, or name one with --library"))
+    # Every path is checked, and each store opened, before the search: nothing it finds is lost to a bad flag.
     folder = out or Path("choose") / report_files.safe_name(w.name)
+    report_files.check_out(folder, "--out", "snippet folder")
     store_path = db or default_db()
+    store, search_store = Store(store_path), Store(verify_db) if verify_db else None
     print_requirements(w.name, for_all(w), console)
     with Progress(TextColumn("[bold]{task.description}"), BarColumn(), TimeElapsedColumn(),
                   TextColumn("{task.fields[last]}", markup=False), console=err_console, transient=True) as progress:
         task = progress.add_task("searching parameters", total=None, last="")
         try:
-            answer = chooser.choose(w, libs, precision, security, table, repeats, store_path, verify_db,
+            answer = chooser.choose(w, libs, precision, security, table, repeats, store, search_store,
                                     say=lambda stage, what: progress.update(task, description=stage, last=what),
                                     auto=openfhe_auto if auto and "openfhe" in libs else None, threads=threads,
                                     objective=objective)

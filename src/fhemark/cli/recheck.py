@@ -14,7 +14,7 @@ from ..analyse.compare import FASTER, SLOWER, Comparison, confirmed, recheck_key
 from ..drivers.registry import available, manifests
 from ..errors import UserError
 from ..locations import project_root
-from ..measure import session
+from ..measure import measure
 from ..measure.metadata import environment
 from ..plan.jobs import Plan, build
 from ..plan.suites import Suite
@@ -43,16 +43,14 @@ def recheck(first: Comparison, judge: Callable[[list[Record], dict], Comparison]
     store = Store(where)
     try:
         env = environment(plan.suite.threads, project_root())
-        ses = session.start(store, plan, env, resume=False, yes=True)
-        session.execute(ses, lambda job, recs: None)
-        session.finish(ses)
-        again = judge(list(store.records(ses.run_id)), env)
+        done = measure(plan, store, env=env)
+        again = judge(done.records, env)
     finally:
         store.close()
-    result = confirmed(first, again, ses.run_id)
+    result = confirmed(first, again, done.run_id)
     flagged_now = [(a, b) for a, b in zip(first.changes, result.changes) if a.verdict in (SLOWER, FASTER)]
     libs_now = [(a, b) for a, b in zip(first.libraries, result.libraries) if a.verdict in (SLOWER, FASTER)]
-    console.print(f"recheck (run {ses.run_id}): {sum(a.verdict == b.verdict for a, b in flagged_now)} of "
+    console.print(f"recheck (run {done.run_id}): {sum(a.verdict == b.verdict for a, b in flagged_now)} of "
                   f"{len(flagged_now)} flagged case(s) and {sum(a.verdict == b.verdict for a, b in libs_now)} of "
                   f"{len(libs_now)} flagged libraries confirmed", highlight=False, markup=False)
     return result

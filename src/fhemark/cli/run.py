@@ -19,7 +19,7 @@ from ..drivers import build as drivers_build
 from ..drivers.registry import available, manifests
 from ..errors import UserError
 from ..locations import default_db, project_root
-from ..measure import session
+from ..measure import measure, session
 from ..measure.metadata import environment
 from ..plan.jobs import MAX_ESTIMATE_S, MAX_JOBS, build
 from ..plan.suites import load
@@ -84,7 +84,7 @@ def run(suite: str = typer.Option("quick", help="built-in suite name or path to 
     # Everything that can be refused is refused here, before a job runs or a byte is stored.
     if workload:
         from ..advise.choose import preset_suite
-        from ..model.workload import load as load_workloads
+        from ..model.workload_file import load as load_workloads
         s = preset_suite([w for f in workload for w in load_workloads(f)], [_param_arg(p) for p in params or []] or None)
     elif params:
         raise UserError("--params is for --workload", "give the parameter sets in the suite file")
@@ -106,19 +106,18 @@ def run(suite: str = typer.Option("quick", help="built-in suite name or path to 
     again = _again(suite, db, full, allow_insecure, library, report, yes, cluster_spec, workload, params)
     env = environment(s.threads, project_root())
     client = session.connect(cluster_spec)
-    try:
-        ses = session.start(store, plan, env, resume, yes)
-    except UserError:
-        session.disconnect(client)
-        raise
-    for note in ses.notes:
-        console.print(note, markup=False, highlight=False)
-    for lib in plan.unavailable:  # said once nothing can be refused any more
-        err_console.print(f"skipped {lib}: {known[lib].why_unavailable()}", highlight=False, markup=False)
-    run_id, skip, tally = ses.run_id, ses.skip, session.Tally()
+    tally, resumed = session.Tally(), []
     with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   TextColumn("{task.fields[last]}", markup=False), console=console, transient=False) as progress:
-        task = progress.add_task(escape(s.name), total=len(ses.todo), last="")
+        task = progress.add_task(escape(s.name), total=None, last="", visible=False)
+
+        def on_start(ses: session.Session) -> None:
+            for note in ses.notes:
+                console.print(note, markup=False, highlight=False)
+            for lib in plan.unavailable:  # said once nothing can be refused any more
+                err_console.print(f"skipped {lib}: {known[lib].why_unavailable()}", highlight=False, markup=False)
+            progress.update(task, total=len(ses.todo), visible=True)
+            resumed.extend(ses.skip)
 
         def on_record(job, recs) -> None:
             progress.update(task, advance=1, last=f"{job.library} {job.scheme} N={job.params.N} {job.op}")
@@ -126,22 +125,24 @@ def run(suite: str = typer.Option("quick", help="built-in suite name or path to 
 
         started = time.monotonic()
         try:
-            session.execute(ses, on_record, client)
+            done = measure(plan, store, env=env, resume=resume, yes=yes, client=client, on_start=on_start,
+                           on_record=on_record)
         except KeyboardInterrupt:
             store.close()
             err_console.print(f"interrupted: results so far are in {store.path}; continue with: {again}",
                               highlight=False, markup=False, soft_wrap=True)
             raise typer.Exit(130)
-        except UserError as exc:  # the store failed (full disk, read-only): what was stored before stays
+        except UserError as exc:  # refused before a job ran, or the store failed (full disk, read-only)
             store.close()
-            raise UserError(exc.problem, f"{exc.fix}; then continue with: {again}")
+            raise UserError(exc.problem, f"{exc.fix}; then continue with: {again}" if progress.tasks[0].total
+                            else exc.fix)
         finally:
             session.disconnect(client)
-    session.finish(ses)
+    run_id = done.run_id
     wall = time.monotonic() - started
-    recs = list(store.records(run_id))
+    recs = done.records
     print_results(recs, console)
-    if wall > 0 and not skip:
+    if wall > 0 and not resumed:
         timed = timed_seconds(recs)
         console.print(f"time inside timed regions: {timed:.1f} s of the run's {wall:.0f} s ({100 * timed / wall:.0f}%); "
                       "the rest is setups and keys, fresh inputs encoded and encrypted, outputs decrypted and checked",

@@ -297,7 +297,7 @@ class RunResult(BaseModel):
 
 class ErrorValue(BaseModel):
     kind: Literal["unsupported", "invalid_params", "insecure_params", "wrong_result",
-                  "timeout", "crashed", "out_of_memory", "internal"]
+                  "timeout", "crashed", "out_of_memory", "internal", "workload_error"]
     message: str
 
 

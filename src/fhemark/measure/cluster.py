@@ -21,7 +21,8 @@ from typing import Any, Callable
 
 from ..errors import UserError
 from ..plan.jobs import Job, Plan
-from ..store.record import Record, checked
+from ..store.record import Record
+from .records import failed
 
 ALLOWED_FAILURES = 1   # a block whose worker dies is given to another worker once
 BENCH_LEASE = "fhemark-bench-{host}"
@@ -148,7 +149,4 @@ def execute(plan: Plan, client: Any, run_id: str, store: Any, skip: set[str],
 
 
 def _failed(job: Job, run_id: str, why: str) -> Record:
-    return checked({"library": job.library, "scheme": job.scheme, "op": job.op, "params": {**job.params.wire(),
-            "name": job.params.name}, "status": "crashed", "error": why, "check_passed": None, "samples_ns": [],
-            "median_ns": None, "ci95_ns": None, "job_key": job.key, "run_id": run_id, "timestamp": time.time(),
-            "suite": "", "vector_length": job.slots, "slots": job.slots, "env": {}})
+    return failed(job, run_id, "crashed", why)

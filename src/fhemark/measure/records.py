@@ -115,7 +115,7 @@ def _fields(job: Job, op: BenchOp, prep: Prepared | DriverError, out: Outcome | 
         shared.update(out.throughput)
     if any(out.scalars):
         shared["sample_scalars"] = out.scalars  # per sample, per copy: e.g. the rotation steps drawn
-    program = op.build(job.scheme, prep.plain)
+    program = prep.programs[job.key]
     devs = caps.schemes[job.scheme].deviations if caps and job.scheme in caps.schemes else {}
 
     def deviations(regions: list[str]) -> dict[str, str]:
@@ -154,6 +154,17 @@ def _timed(shared: dict, op: str, title: str, samples: list[float], warmup: list
             "process_medians_ns": list(s.process_medians),
             "outliers": {"mild": s.outliers_mild, "severe": s.outliers_severe},
             "ns_per_slot": s.median / slots if slots else None}
+
+
+def failed(job: Job, run_id: str, status: str, why: str, suite: str = "") -> Record:
+    """A job that failed before anything could be measured or laid out (its worker died, its
+    computation could not be found): the case and why."""
+    return checked({"library": job.library, "scheme": job.scheme, "op": job.op, "params": {**job.params.wire(),
+                    "name": job.params.name}, "status": status, "error": why, "check_passed": None, "samples_ns": [],
+                    "median_ns": None, "ci95_ns": None, "job_key": job.key, "run_id": run_id, "timestamp": time.time(),
+                    "suite": suite, "vector_length": job.slots, "slots": job.slots, "env": {},
+                    **({"workload": {"workload": job.workload.name, "file": job.workload.file,
+                                     "file_sha256": job.workload.sha256}} if job.workload else {})})
 
 
 def plain_of(g: Group, eff: Effective) -> Plain:

@@ -13,13 +13,15 @@ from typing import Callable
 from ..drivers.protocol import Capabilities, Effective
 from ..drivers.registry import manifests
 from ..drivers.supervise import Driver, deferred_sigint
-from ..errors import DriverError
-from ..model.catalog import lookup
+from ..errors import DriverError, UserError
+from ..model import guard, workload_file
+from ..model.ops import BenchOp
+from ..model.program import Program
 from ..plan.jobs import Group, Job, Plan
 from ..store.record import Record
 from ..store.sqlite import Store
 from .host import Activity, merged
-from .records import RecordContext, layout, plain_of, security_of
+from .records import RecordContext, failed, layout, plain_of, security_of
 from .sampler import Outcome, Prepared, measure_slice, probe_depth
 from .throughput import saturate
 
@@ -132,8 +134,12 @@ class Runner:
             caps = self.capabilities(g.library, g.threads)
             if g.scheme not in caps.schemes:
                 raise DriverError("unsupported", f"{g.library} has no {g.scheme.upper()}")
+            try:
+                rotations = g.rotations  # every job's op, a user's computation loaded from its file
+            except UserError as exc:
+                raise DriverError("workload_error", exc.line())
             t0 = time.monotonic()
-            result = self._setup(g, setup_id)
+            result = self._setup(g, setup_id, rotations=rotations)
             setup_s = time.monotonic() - t0
             eff = Effective(**result["effective"])
             if g.params.kind == "rlwe" and not (eff.N and eff.q_bits and eff.slots):
@@ -161,7 +167,11 @@ class Runner:
     def _job(self, job: Job, prep: Prepared | DriverError, slot: tuple[int, int],
              pending: dict[str, "Outcome"]) -> bool:
         """One (process, round) slice of a job; True when the job is finished and its records are stored."""
-        op = lookup(job.op, job.scheme)
+        try:
+            op = job.bench_op()
+        except UserError as exc:  # a user's computation whose file is gone or changed: this job fails
+            self._store(job, [failed(job, self.run_id, "workload_error", exc.line(), self.plan.suite.name)])
+            return True
         outcome = pending.setdefault(job.key, Outcome())
         drv = self.drivers.get((job.library, job.threads))
         activity = Activity(drv.proc.pid if drv is not None and drv.alive else None)
@@ -182,6 +192,7 @@ class Runner:
             drv = self.driver(job.library, job.threads)
             if not drv.alive or prep.setup_id not in drv.setups:  # restarted after a failure, or died between jobs
                 self._reprepare(prep)
+            program_of(job, op, prep)
             if op.chain:
                 probe_depth(self.driver(job.library, job.threads), job, op, prep, outcome,
                             lambda: self._reprepare(prep))
@@ -198,17 +209,20 @@ class Runner:
         del pending[job.key]
         records = layout(job, op, prep, outcome if error is None else None, error,
                          self._context(job, error is None, merged(outcome.activity)))
+        self._store(job, records)
+        return True
+
+    def _store(self, job: Job, records: list[Record]) -> None:
         for rec in records:
             self.store.add(self.run_id, job.key, rec)
         self.on_record(job, records)
-        return True
 
-    def _setup(self, g: Group, setup_id: str, drv: Driver | None = None) -> dict:
+    def _setup(self, g: Group, setup_id: str, drv: Driver | None = None, rotations: list[int] | None = None) -> dict:
         """Context and keys for a group, kept alive in the driver under setup_id."""
         drv = drv or self.driver(g.library, g.threads)
         result = drv.request(
             "setup", timeout_s=self._timeout(g), setup_id=setup_id, scheme=g.scheme, params=g.params.wire(),
-            rotations=g.rotations, allow_insecure=self.plan.allow_insecure,
+            rotations=g.rotations if rotations is None else rotations, allow_insecure=self.plan.allow_insecure,
             memory_limit_mb=g.jobs[0].policy.memory_limit_mb)
         drv.setups.add(setup_id)
         drv.pools = {p for p in drv.pools if not p.startswith(f"{setup_id}/")}  # kept with the setup it replaced
@@ -223,3 +237,15 @@ class Runner:
         return RecordContext(self.plan.suite, self.run_id, self.env, self.caps.get((job.library, job.threads)),
                              manifests()[job.library].wraps, drv.peak_rss_bytes() if ok and drv is not None else None,
                              host)
+
+
+def program_of(job: Job, op: BenchOp, prep: Prepared) -> Program:
+    """The job's program at its setup's parameters, built once per (job, setup); a user's computation
+    that fails to build there (a loop, a raise at this ring) fails the job, not the run."""
+    if job.key not in prep.programs:
+        built = workload_file.build(op, job.scheme, prep.plain)
+        if isinstance(built, guard.Fault):
+            raise DriverError("workload_error", f"{built.where}: {built.what} while building {job.op} at "
+                                                f"{job.params.label()}")
+        prep.programs[job.key] = built
+    return prep.programs[job.key]

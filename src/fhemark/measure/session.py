@@ -1,6 +1,8 @@
-"""One run's application flow, without its presentation: which run it is (new, or the one
---resume continues), which jobs are left, where they run (here or on a Dask cluster), and what
-the records say went wrong. The CLI prints; this decides."""
+"""The one door into measurement, `measure(plan, store)`, and the run's flow behind it, without
+its presentation: which run it is (new, or the one --resume continues), which jobs are left,
+where they run (here or on a Dask cluster), and what the records say went wrong. The CLI prints;
+this decides. `fhemark run`, `compare --recheck`, `choose`, `params` and the benchmarks all
+measure through `measure`."""
 
 from __future__ import annotations
 
@@ -9,13 +11,17 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, Callable
 
 from ..errors import UserError
+from ..locations import project_root
 from ..plan.jobs import Job, Plan, check_size
 from ..store.record import Record
 from ..store.sqlite import Store
+from .metadata import environment
 from .runner import OnRecord, Runner
+
+IN_MEMORY = Path(":memory:")
 
 
 @dataclass
@@ -30,10 +36,14 @@ class Session:
     lock: IO | None = None  # held while the run is measured: one writer per run
 
 
-def _hold(store: Store, run_id: str) -> IO:
+def _hold(store: Store, run_id: str) -> IO | None:
     """The run's lock, held by this process until it ends: a second `run --resume` of the same run
-    (or a resume while the run itself goes on) would measure the remaining jobs twice."""
-    folder = Path(store.path).parent / f".{Path(store.path).name}.locks"
+    (or a resume while the run itself goes on) would measure the remaining jobs twice. It is taken
+    beside the store's real file (links resolved), so no other name of the same file escapes it."""
+    if Path(store.path) == IN_MEMORY:  # a store no other process can see
+        return None
+    real = Path(store.path).resolve()
+    folder = real.parent / f".{real.name}.locks"
     try:
         folder.mkdir(exist_ok=True)
         f = open(folder / run_id, "a+")
@@ -95,6 +105,36 @@ def start(store: Store, plan: Plan, env: dict, resume: bool, yes: bool) -> Sessi
         run_id = store.start_run(plan.suite.name, suite_hash, plan.allow_insecure, env, plan.to_json())
         lock = _hold(store, run_id)
     return Session(store, plan, run_id, env, skip, todo, notes, lock)
+
+
+@dataclass
+class Measured:
+    """What `measure` did: the run it measured into, and that run's records."""
+
+    run_id: str
+    records: list[Record]
+    store: Store
+
+
+def measure(plan: Plan, store: Store | None = None, *, env: dict | None = None, resume: bool = False,
+            yes: bool = True, client: Any = None, on_start: Callable[[Session], None] = lambda ses: None,
+            on_record: OnRecord = lambda job, recs: None) -> Measured:
+    """Measure a plan into a store (None: an in-memory one, gone with the result): a new run, or the
+    one --resume continues; here, or on the Dask cluster `client` (connect). `on_start` sees the
+    session before the first job (its notes, the jobs left); `on_record` each job's records as they
+    are stored. The run is marked finished and its lock released when every job has ended."""
+    store = store if store is not None else Store(IN_MEMORY)
+    env = env if env is not None else environment(plan.suite.threads, project_root())
+    ses = start(store, plan, env, resume, yes)
+    try:
+        on_start(ses)
+        execute(ses, on_record, client)
+    except BaseException:
+        if ses.lock is not None:
+            ses.lock.close()
+        raise
+    finish(ses)
+    return Measured(ses.run_id, list(store.records(ses.run_id)), store)
 
 
 def finish(s: Session) -> None:

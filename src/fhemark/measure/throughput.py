@@ -126,7 +126,7 @@ def _calibrate(job: Job, op: BenchOp, prep: Prepared, drv: Driver, out: Outcome)
     """One warm-up evaluation alone, with the noise, sizes and levels read: it sizes the copies per
     region (as latency mode does) and the windows."""
     rng = np.random.default_rng([job.policy.seed, int(job.input_key, 16) % 2**32, 0])
-    program = op.build(job.scheme, prep.plain)
+    program = prep.programs[job.key]
     (warm, _), out.wall_per_sample = run_checked(drv, job, op, prep, program, draw(job, op, prep, rng, 1, 1), out)
     out.copies = copies_for(job, op, program, total(warm[0]))
     out.input_state = "cold"  # k processes at once: copies on operands made before the region
@@ -137,7 +137,7 @@ def _level(job: Job, op: BenchOp, prep: Prepared, pool: list[Driver], out: Outco
     """Windows at k = len(pool) until the interval meets the target (twice), the budget is spent or
     the samples reach their most."""
     pol, k, copies = job.policy, len(pool), out.copies
-    program = replace(op.build(job.scheme, prep.plain).replicate(copies), noise=[], sizes=[], levels=[])
+    program = replace(prep.programs[job.key].replicate(copies), noise=[], sizes=[], levels=[])
     level = Level(k)
     per_window = max(1, min(20, int(WINDOW_S / max(out.wall_per_sample * copies, 1e-6))))
     for d in pool:

@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-from functools import lru_cache
-
 from ..errors import UserError
 from .apps import app
 from .bitops import circuit, static_ops
 from .ops import RLWE_OPS, BenchOp
-from .workload import Workload, registered
 
 CATALOG: dict[str, BenchOp] = {**RLWE_OPS, **{o.name: o for o in static_ops()}}
 
@@ -20,23 +17,17 @@ PIPELINES = [n for n, o in CATALOG.items() if o.group == "pipeline"]
 
 
 def lookup(name: str, scheme: str) -> BenchOp | None:
-    """The op for one scheme: a catalog entry, a parametrised workload (multiadd_8x32, compare_16,
-    matvec_256), or a workload loaded from a user's file (workload.py)."""
-    user = registered(name)
-    if user is not None:
-        return _user_op(user) if scheme in user.schemes else None
+    """The built-in op for one scheme: a catalog entry, or a parametrised workload (multiadd_8x32,
+    compare_16, matvec_256). A user's computation is found by its content (workload_file.bench_op)."""
     if name in CATALOG:
         op = CATALOG[name]
         return op if scheme in op.schemes else None
     return next((o for o in circuit(name) or app(name) or [] if scheme in o.schemes), None)
 
 
-def known_builtin(name: str) -> bool:
-    return name in CATALOG or circuit(name) is not None or app(name) is not None
-
-
 def known(name: str) -> bool:
-    return known_builtin(name) or registered(name) is not None
+    """A built-in op's name (a user's computation is named by its file, through a suite's workloads)."""
+    return name in CATALOG or circuit(name) is not None or app(name) is not None
 
 
 # The workloads whose name carries their size: the form, and one name that exists.
@@ -55,8 +46,3 @@ def unknown_op(name: str, where: str, fix: str) -> UserError:
     form, example = family
     return UserError(f"{where}: unknown operation '{name}': the {name.split('_')[0]} workload is written with its size, "
                      f"{form}", f"write e.g. {example}; `fhemark list ops` says which sizes exist")
-
-
-@lru_cache(maxsize=None)
-def _user_op(w: Workload) -> BenchOp:
-    return w.bench_op()

@@ -22,38 +22,30 @@ requirements (levels, rotations, plaintext size) are read from the program it bu
 
 `fhemark run --workload FILE` measures it on every library and scheme that can run it; a suite
 lists it among its ops by path (`ops: [mul_relin, ./stats.py]`); `fhemark choose FILE` finds
-and proves parameters for it.
+and proves parameters for it. Files are loaded (under guard) and found again by their content in
+workload_file.py.
 """
 
 from __future__ import annotations
 
-import hashlib
-import importlib.util
 import re
-import signal
-import threading
-import traceback
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import lru_cache
-from pathlib import Path
-from typing import Any, Callable, Iterator, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import numpy as np
 
-from ..errors import UserError
 from .apps.builder import Circuit
 from .ops import BenchOp
 from .program import Program
 from .semantics import Plain
 
-__all__ = ["Circuit", "Constant", "Uniform", "Workload", "load"]
+__all__ = ["Circuit", "Constant", "Uniform", "Workload", "WorkloadRef"]
 
 RLWE_SCHEMES = ("bfv", "bgv", "ckks")
 INT_SCHEMES = ("tfhe_int",)
 SCHEMES = RLWE_SCHEMES + INT_SCHEMES
 NAME = re.compile(r"^[a-z][a-z0-9_]{0,62}$")
-LOAD_TIMEOUT_S = 20  # a workload file that builds its program for longer is taken to loop forever
 Output = str | Sequence[str]
 
 
@@ -96,6 +88,18 @@ class Constant:
 Inputs = Mapping[str, Uniform | Constant] | Callable[[Plain, np.random.Generator], dict[str, np.ndarray]]
 
 
+@dataclass(frozen=True)
+class WorkloadRef:
+    """Which computation: the workload's name in the file at `file` whose bytes hash to `sha256`."""
+
+    name: str
+    file: str
+    sha256: str
+
+    def wire(self) -> dict[str, str]:
+        return {"name": self.name, "file": self.file, "sha256": self.sha256}
+
+
 @dataclass(frozen=True, eq=False)  # identity: two files may define equal-looking workloads
 class Workload:
     """A computation: `compute(c)` calls the Circuit's vocabulary and returns its output value(s);
@@ -114,7 +118,13 @@ class Workload:
     slots: int | None = None       # values per evaluation (default: the longest input's length)
     rotations: Sequence[int] | None = None  # Galois keys (default: read from the program)
     facts: Mapping[str, Any] = field(default_factory=dict)
-    source: str = ""               # the file it was loaded from (set by load)
+    source: str = ""               # the file it was loaded from (set by workload_file.load)
+    sha256: str = ""               # and the digest of the bytes loaded
+
+    @property
+    def ref(self) -> WorkloadRef | None:
+        """How any process finds this computation again (None: not loaded from a file)."""
+        return WorkloadRef(self.name, self.source, self.sha256) if self.source else None
 
     # -- the program and its replay -------------------------------------------------------------
     def circuit(self, scheme: str, plain: Plain | None = None) -> tuple[Circuit, tuple[str, ...]]:
@@ -168,7 +178,7 @@ class Workload:
         rots = self.rotations if self.rotations is not None else (
             _rotations(self.program(rlwe[0])) if rlwe else ())
         facts = {"workload": self.name, "variant": "native" if self.native else "portable", "instances": 1,
-                 **({"file": self.source, "file_sha256": _digest(self.source)} if self.source else {}), **self.facts}
+                 **({"file": self.source, "file_sha256": self.sha256} if self.source else {}), **self.facts}
         return BenchOp(self.name, self.title or self.name, tuple(self.schemes), self.program, self.reference,
                        inputs=(), scalars=self.scalars or (lambda p, r: {}), rotations=tuple(sorted(set(rots))),
                        group="app", gen=self.draw, applies=applies or self.fits, facts=facts, sized=self.program)
@@ -203,141 +213,3 @@ def _rotations(prog: Program) -> list[int]:
             n = s["attrs"]["n"]
             out.update(1 << i for i in range(max(n - 1, 0).bit_length()))
     return sorted(out)
-
-
-def _digest(path: str) -> str:
-    try:
-        return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:16]
-    except OSError:
-        return ""
-
-
-# -- loading a user's file ----------------------------------------------------------------------
-
-_REGISTRY: dict[str, Workload] = {}
-
-
-def registered(name: str) -> Workload | None:
-    return _REGISTRY.get(name)
-
-
-def register(w: Workload) -> Workload:
-    """Make `w` an op every plan, runner and report can look up by its name."""
-    _check_name(w)
-    _REGISTRY[w.name] = w
-    return w
-
-
-def _check_name(w: Workload) -> None:
-    from .catalog import known_builtin
-    if not isinstance(w.name, str) or not NAME.match(w.name):
-        raise ValueError(f"workload name {w.name!r}: use lower-case letters, digits and _ (e.g. 'stats_4096')")
-    if known_builtin(w.name):
-        raise ValueError(f"workload name {w.name!r} is a built-in operation's: choose another name")
-    bad = [s for s in w.schemes if s not in SCHEMES]
-    if bad or not w.schemes:
-        raise ValueError(f"schemes {list(w.schemes)!r}: use some of {', '.join(SCHEMES)}")
-    other = _REGISTRY.get(w.name)
-    if other is not None and other.source != w.source:
-        raise ValueError(f"workload name {w.name!r} is already taken by {other.source or 'another workload'}")
-
-
-class _Timeout(Exception):
-    pass
-
-
-@contextmanager
-def _deadline(seconds: int) -> Iterator[None]:
-    """SIGALRM in the main thread (the CLI); elsewhere no deadline can be set, and none is."""
-    if not hasattr(signal, "SIGALRM") or threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def ring(signum, frame):
-        raise _Timeout()
-    old = signal.signal(signal.SIGALRM, ring)
-    signal.alarm(seconds)
-    try:
-        yield
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, old)
-
-
-def _where(path: Path, exc: BaseException) -> str:
-    """FILE:LINE of the deepest frame in the user's file, else the file alone."""
-    frames = [f for f in traceback.extract_tb(exc.__traceback__) if Path(f.filename) == path]
-    return f"{path}:{frames[-1].lineno}" if frames else str(path)
-
-
-def _problem(path: Path, exc: BaseException, doing: str) -> UserError:
-    if isinstance(exc, _Timeout):
-        return UserError(f"{_where(path, exc)}: {doing} did not finish within {LOAD_TIMEOUT_S} s (a loop that never ends?)",
-                         "make compute() build a finite program")
-    if isinstance(exc, AttributeError) and "Circuit" in str(exc):
-        name = str(exc).rsplit("'", 2)[-2] if str(exc).count("'") >= 2 else str(exc)
-        return UserError(f"{_where(path, exc)}: unknown operation {name!r} while {doing}",
-                         "use the Circuit's calls listed in the README (Your own computation)")
-    msg = " ".join(str(exc).split()) or type(exc).__name__
-    return UserError(f"{_where(path, exc)}: {type(exc).__name__} while {doing}: {msg}",
-                     "fix the workload file (see the README, Your own computation)")
-
-
-def load(path: str | Path) -> list[Workload]:
-    """The workloads a file defines (module-level Workload values), checked and registered: each
-    builds its program for every scheme it names, and its cleartext replay runs on drawn inputs.
-    Any problem is one UserError naming the file and line."""
-    path = Path(path).resolve()
-    if not path.is_file():
-        raise UserError(f"workload file {path} not found", "give the path of a .py file that defines a Workload")
-    module_name = f"fhemark_workload_{hashlib.sha256(str(path).encode()).hexdigest()[:12]}"
-    spec = importlib.util.spec_from_file_location(module_name, path)
-    if spec is None or spec.loader is None:
-        raise UserError(f"{path}: not a Python file", "give the path of a .py file that defines a Workload")
-    module = importlib.util.module_from_spec(spec)
-    try:
-        with _deadline(LOAD_TIMEOUT_S):
-            spec.loader.exec_module(module)
-    except (Exception, _Timeout) as exc:  # the user's code: anything may go wrong in it
-        raise _problem(path, exc, "loading it")
-    found = [v for v in vars(module).values() if isinstance(v, Workload)]
-    if not found:
-        raise UserError(f"{path}: defines no Workload", "add e.g. WORKLOAD = Workload('mine', compute, inputs={...})")
-    out = []
-    for w in dict.fromkeys(found):
-        w = Workload(**{**w.__dict__, "source": str(path)})
-        try:
-            _check_name(w)
-            with _deadline(LOAD_TIMEOUT_S):
-                _try(w)
-            out.append(register(w))
-        except (Exception, _Timeout) as exc:
-            raise _problem(path, exc, f"building workload {w.name!r}")
-    return out
-
-
-def _try(w: Workload) -> None:
-    """Build the program for every scheme and replay it on drawn inputs: errors surface at load,
-    not in the middle of a run."""
-    rng = np.random.default_rng(0)
-    for scheme in w.schemes:
-        if scheme in INT_SCHEMES:
-            plain = Plain(scheme, 4, 1 << (w.bits or 32))
-        else:
-            plain = Plain(scheme, 8192 if scheme != "ckks" else 4096, 65537 if scheme != "ckks" else None)
-        w.program(scheme)
-        prog = w.program(scheme, plain)
-        vecs, scalars = w.draw(plain, rng), (w.scalars or (lambda p, r: {}))(plain, rng)
-        made = {s["out"] for s in prog.steps}
-        used = {a for s in prog.steps if s["op"] in ("encode", "encrypt_sk") for a in s["args"] if a not in made}
-        missing = sorted(map(str, used - set(vecs)))
-        if missing:
-            raise ValueError(f"input(s) {', '.join(map(repr, missing))} named in the program but not in inputs: say how "
-                             f"each is drawn (e.g. inputs={{{missing[0]!r}: Uniform(0, 10)}}), or give a number as "
-                             "c.constant(value)")
-        w.reference(plain, vecs, scalars)
-
-
-def load_many(paths: Sequence[str | Path]) -> list[str]:
-    """Load every file; the names of the workloads they define, in order."""
-    return [w.name for p in paths for w in load(p)]

@@ -13,10 +13,13 @@ from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 
 from ..errors import UserError
+from ..model import workload_file
 from ..model.catalog import BOOTSTRAP, DEPTH, INTO, MICRO, PIPELINES, SIZED, known, lookup, unknown_op
+from ..model.ops import BenchOp
 from ..model.params import SCHEMES_BITS, SCHEMES_RLWE, ParamSet, resolve
 from ..model.rotations import galois_steps
 from ..model.security import Estimate, estimate
+from ..model.workload import WorkloadRef
 from .suites import Policy, Suite, thread_counts
 
 
@@ -32,12 +35,23 @@ class Job:
     allow_insecure: bool
     # Named by the suite (not via `libraries: all`): a missing scheme is then reported, not skipped.
     named: bool = True
+    workload: WorkloadRef | None = None  # a user's computation: found by its file's content
 
     @cached_property
     def key(self) -> str:
-        """Identity of the resolved case: what resume skips and what comparisons match on."""
+        """Identity of the resolved case: what resume skips and what comparisons match on. A user's
+        computation is the file's content too: an edited file is another case."""
         return _digest([self.library, self.scheme, _wire(self.params), self.op, self.slots,
-                        _dump(self.policy), self.threads, self.allow_insecure])
+                        _dump(self.policy), self.threads, self.allow_insecure]
+                       + ([self.workload.sha256] if self.workload else []))
+
+    def bench_op(self) -> BenchOp:
+        """What the job measures: a built-in op, or the user's computation loaded from its file (in
+        whatever process asks: a UserError when the file is gone or changed)."""
+        op = op_named(self.op, self.scheme, self.workload)
+        if op is None:
+            raise UserError(f"{self.op} has no {self.scheme} program", "plan the job again")
+        return op
 
     @cached_property
     def input_key(self) -> str:
@@ -50,6 +64,11 @@ class Job:
         """What the pool a driver process keeps for the job's setup is drawn from: the case without
         the library and the op, so every library's pool holds the same vectors."""
         return _digest([self.scheme, _wire(self.params), self.slots, self.policy.seed])
+
+
+def op_named(name: str, scheme: str, ref: WorkloadRef | None) -> BenchOp | None:
+    """A built-in op by name, or a user's computation by its file's content."""
+    return workload_file.bench_op(ref, scheme) if ref is not None else lookup(name, scheme)
 
 
 def _digest(parts: list) -> str:
@@ -88,7 +107,7 @@ class Group:
     def rotations(self) -> list[int]:
         """The Galois key steps of the setup, spelled out: every op's own, and the power-of-two set
         and the row swap / conjugation (0) where an op wants them."""
-        ops = [lookup(j.op, j.scheme) for j in self.jobs]
+        ops = [j.bench_op() for j in self.jobs]
         return galois_steps(self.params.N // 2, {r for op in ops for r in op.rotations},
                             any(op.rotations_pow2 for op in ops))
 
@@ -107,7 +126,8 @@ class Plan:
     def to_json(self) -> dict:
         return {"suite": self.suite.model_dump(), "allow_insecure": self.allow_insecure,
                 "jobs": [{"key": j.key, "library": j.library, "scheme": j.scheme, "params": j.params.wire(),
-                          "op": j.op, "slots": j.slots} for j in self.jobs]}
+                          "op": j.op, "slots": j.slots, **({"workload": j.workload.wire()} if j.workload else {})}
+                         for j in self.jobs]}
 
 
 MAX_MULTIADD = 4096
@@ -115,14 +135,15 @@ _OP_GROUPS = {"all": MICRO + INTO + PIPELINES + DEPTH + BOOTSTRAP, "micro": MICR
               "pipelines": PIPELINES, "depth": DEPTH}
 
 
-def _ops_for(case_ops, scheme: str, params: ParamSet, where: str) -> list[str]:
+def _ops_for(case_ops, scheme: str, params: ParamSet, refs: dict[str, WorkloadRef]) -> list[str]:
     names = _OP_GROUPS[case_ops] if isinstance(case_ops, str) else case_ops
     # An op that does not exist for this scheme or parameter set is simply not planned (a case may
     # list ops of several schemes); one that applies nowhere in its case is refused by _check_ops.
-    return [n for n in dict.fromkeys(names) if (op := lookup(n, scheme)) is not None and op.applies(params)]
+    return [n for n in dict.fromkeys(names)
+            if (op := op_named(n, scheme, refs.get(n))) is not None and op.applies(params)]
 
 
-def _check_ops(case_ops, where: str) -> None:
+def _check_ops(case_ops, where: str, refs: dict[str, WorkloadRef]) -> None:
     if isinstance(case_ops, str):
         return
     for name in case_ops:
@@ -130,22 +151,23 @@ def _check_ops(case_ops, where: str) -> None:
         if m and int(m.group(1)) > MAX_MULTIADD:  # its netlist is built while planning: minutes, gigabytes
             raise UserError(f"{where}.ops: '{name}' sums {int(m.group(1))} integers, more than {MAX_MULTIADD}",
                             f"use multiadd_<n>x<bits> with n from 2 to {MAX_MULTIADD}")
-        if not known(name):
+        if not known(name) and name not in refs:
             raise unknown_op(name, f"{where}.ops", "run `fhemark list ops` for the names (workloads: "
                                                    f"{', '.join(form for form, _ in SIZED.values())})")
 
 
-def _unplanned(name: str, schemes: list[str], where: str, tried: list[tuple[str, ParamSet]]) -> UserError:
+def _unplanned(name: str, schemes: list[str], where: str, tried: list[tuple[str, ParamSet]],
+               ref: WorkloadRef | None) -> UserError:
     """An op the case names that exists for none of its schemes or parameter sets: what it needs,
     beside what each set offers, where the op says (an application's levels and values)."""
-    offered = sorted({s for s in SCHEMES_RLWE + SCHEMES_BITS if lookup(name, s) is not None})
+    offered = sorted({s for s in SCHEMES_RLWE + SCHEMES_BITS if op_named(name, s, ref) is not None})
     if not set(offered) & set(schemes):
         return UserError(f"{where}.ops: '{name}' is not offered for {', '.join(schemes)} (only for "
                          f"{', '.join(offered) or 'no scheme'})",
                          "remove it or add a scheme that has it; `fhemark list ops` shows which")
     why = []
     for scheme, params in tried:
-        op = lookup(name, scheme)
+        op = op_named(name, scheme, ref)
         facts = (op.facts or {}) if op is not None else {}
         if op is None or params.kind != "rlwe" or not params.N or not params.q_bits:
             continue
@@ -188,6 +210,7 @@ def build(suite: Suite, available: list[str], allow_insecure: bool = False,
     Linear in the number of jobs: duplicates (a case repeating another) are found by key."""
     known = known if known is not None else available
     _check_count(suite, available)
+    refs = suite.refs()
     groups: dict[tuple, Group] = {}
     seen: set[str] = set()
     unavailable: set[str] = set()
@@ -203,7 +226,7 @@ def build(suite: Suite, available: list[str], allow_insecure: bool = False,
         unavailable.update(lib for lib in libs if lib not in available)
         libs = list(dict.fromkeys(lib for lib in libs if lib in available))
         policy = suite.case_policy(case, where)
-        _check_ops(case.ops, where)
+        _check_ops(case.ops, where, refs)
         planned: set[str] = set()
         tried: list[tuple[str, ParamSet]] = []  # (scheme, parameter set) pairs of the case
         for scheme in dict.fromkeys(case.schemes):
@@ -213,7 +236,7 @@ def build(suite: Suite, available: list[str], allow_insecure: bool = False,
             for pi, spec in enumerate(case.params):
                 params = resolve(spec, scheme, f"{where}.params[{pi}]")
                 _check_slots(case.slots, scheme, params, where)
-                ops = _ops_for(case.ops, scheme, params, where)
+                ops = _ops_for(case.ops, scheme, params, refs)
                 planned.update(ops)
                 tried.append((scheme, params))
                 # Bit schemes' sets and library presets are checked after setup, from what the library built.
@@ -232,7 +255,7 @@ def build(suite: Suite, available: list[str], allow_insecure: bool = False,
                     for slots in dict.fromkeys(case.slots or [None]):
                         for op in ops:
                             job = Job(lib, scheme, params, op, slots, policy, threads, allow_insecure,
-                                      named=case.libraries != "all")
+                                      named=case.libraries != "all", workload=refs.get(op))
                             if job.key in seen:
                                 continue
                             seen.add(job.key)
@@ -242,7 +265,7 @@ def build(suite: Suite, available: list[str], allow_insecure: bool = False,
         if not isinstance(case.ops, str):
             for name in case.ops:
                 if name not in planned:
-                    raise _unplanned(name, list(dict.fromkeys(case.schemes)), where, tried)
+                    raise _unplanned(name, list(dict.fromkeys(case.schemes)), where, tried, refs.get(name))
     if not groups:
         raise UserError(f"suite '{suite.name}' has no job to run here"
                         + (f" ({', '.join(sorted(unavailable))} not built)" if unavailable else ""),

@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationIn
 from ..errors import UserError, field_error
 from ..locations import project_root
 from ..model.security import TABLES
+from ..model.workload import WorkloadRef
 
 # Sane ceilings: far above any real use, low enough that a typo (an extra zero, a unit slip) is caught.
 WEEK_S = 7 * 24 * 3600.0
@@ -122,6 +123,20 @@ class Case(BaseModel):
     policy: dict[str, Any] = {}
 
 
+class WorkloadFile(BaseModel):
+    """A user's computation that a suite's ops name: the file it is defined in and the digest of the
+    bytes that were loaded (model/workload_file.py), so that any process planning the suite again
+    finds the same computation, or is told that the file changed."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    name: Name
+    file: str
+    sha256: str
+
+    def ref(self) -> WorkloadRef:
+        return WorkloadRef(self.name, self.file, self.sha256)
+
+
 class Suite(BaseModel):
     model_config = ConfigDict(extra="forbid")
     name: Name
@@ -132,6 +147,11 @@ class Suite(BaseModel):
     cases: list[Case] = Field(min_length=1)
     full_cases: list[Case] = []  # added by `fhemark run --full`: the long sweep
     source: str = ""
+    workloads: list[WorkloadFile] = []  # what the ops name that is no built-in op (set by fhemark, not in YAML)
+
+    def refs(self) -> dict[str, WorkloadRef]:
+        """The user's computations the ops name, by name."""
+        return {w.name: w.ref() for w in self.workloads}
 
     @field_validator("name")
     @classmethod
@@ -284,31 +304,50 @@ def resolve_path(name_or_path: str) -> Path:
     return path
 
 
-def _with_workloads(ops: list[str], folder: Path) -> list[str]:
+def _with_workloads(ops: list[str], folder: Path, found: dict[str, WorkloadFile]) -> list[str]:
     """A case's ops with every workload file (a path ending in .py, relative to the suite's folder)
-    replaced by the names of the workloads it defines."""
-    from ..model.workload import load as load_workloads
+    replaced by the names of the workloads it defines, each added to `found`."""
+    from ..model.workload_file import load as load_workloads
     out: list[str] = []
     for op in ops:
-        out += [w.name for w in load_workloads(folder / op)] if op.endswith(".py") else [op]
+        if not op.endswith(".py"):
+            out.append(op)
+            continue
+        for w in load_workloads(folder / op):
+            out.append(w.name)
+            add_workload(found, w.ref)
     return out
+
+
+def add_workload(found: dict[str, WorkloadFile], ref: WorkloadRef) -> None:
+    """One computation per name in a suite: two files that define the same name are refused."""
+    other = found.get(ref.name)
+    if other is not None and other.ref() != ref:
+        raise UserError(f"workload name {ref.name!r} is defined by both {other.file} and {ref.file}",
+                        "rename one of them (a workload's name is its op's name in every table)")
+    found[ref.name] = WorkloadFile(**ref.wire())
 
 
 def load(name_or_path: str, full: bool = False) -> Suite:
     path = resolve_path(name_or_path)
     data = read_mapping(path, "suite", "a mapping with 'name' and 'cases' (see suites/quick.yaml)")
     data.setdefault("name", path.stem)
-    if "source" in data:
-        raise UserError(f"{path}: field 'source': unknown field", "remove it (fhemark records the file's path itself)")
+    for field in ("source", "workloads"):
+        if field in data:
+            raise UserError(f"{path}: field '{field}': unknown field",
+                            "remove it (fhemark records the suite's path and its workload files itself: list a "
+                            "workload file in a case's ops)")
     try:
         suite = Suite(**data, source=str(path))
     except ValidationError as exc:
         raise validation_line(path, exc, "see suites/quick.yaml and docs/suites.md for the format")
+    found: dict[str, WorkloadFile] = {}
     for what in ("cases", "full_cases"):  # merged policies meet every rule too (e.g. a case's min_samples)
         for ci, case in enumerate(getattr(suite, what)):
             suite.case_policy(case, f"{what}[{ci}]")
             if isinstance(case.ops, list) and any(o.endswith(".py") for o in case.ops):
-                case.ops = _with_workloads(case.ops, path.parent)
+                case.ops = _with_workloads(case.ops, path.parent, found)
+    suite.workloads = list(found.values())
     if full:
         suite = suite.model_copy(update={"cases": suite.cases + suite.full_cases, "name": f"{suite.name}-full"})
     return suite

@@ -77,15 +77,15 @@ def safe_name(name: str, limit: int = 60) -> str:
     return slug or "suite"
 
 
-def check_out(out: Path) -> None:
-    """Refuse, before anything is measured, a report folder that cannot be made: a file in the way,
+def check_out(out: Path, option: str = "--report", what: str = "report folder") -> None:
+    """Refuse, before anything is measured, an output folder that cannot be made: a file in the way,
     or a nearest existing folder that is not writable."""
     for p in (out, *out.parents):
         if p.exists():
             if not p.is_dir():
-                raise UserError(f"report folder {out}: {p} is a file, not a folder", "pass --report with a folder path")
+                raise UserError(f"{what} {out}: {p} is a file, not a folder", f"pass {option} with a folder path")
             if not os.access(p, os.W_OK | os.X_OK):
-                raise UserError(f"report folder {out}: {p} is not writable", "pass --report with a writable folder")
+                raise UserError(f"{what} {out}: {p} is not writable", f"pass {option} with a writable folder")
             return
 
 

@@ -15,7 +15,7 @@ from ..errors import field_error
 # "ok" and the protocol's error kinds (drivers/protocol.py ErrorValue; a test keeps them equal): the
 # only words a record's status may hold.
 Status = Literal["ok", "unsupported", "invalid_params", "insecure_params", "wrong_result", "timeout", "crashed",
-                 "out_of_memory", "internal"]
+                 "out_of_memory", "internal", "workload_error"]
 Number = float | None
 Bytes = int | None
 
