@@ -15,7 +15,7 @@ from made_records import record
 from typer.testing import CliRunner
 
 from fhemark import cli as cli_mod
-from fhemark.model.catalog import known, lookup
+from fhemark.model.catalog import known
 from fhemark.model.workload_file import bench_op
 from fhemark.model.requirements import derive
 from fhemark.model.semantics import Plain
