@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field, replace
+from typing import Iterable
 
 import numpy as np
 
@@ -71,6 +72,7 @@ class Comparison:
     host_diffs: list[str] = field(default_factory=list)  # accepted with --other-host: shown with the table
     libraries: list[LibraryChange] = field(default_factory=list)
     shift_source: str = ""  # how the machine-wide shift was estimated, or why it was not
+    edited: list[str] = field(default_factory=list)  # user's computations measured from different file bytes
 
     def count(self, verdict: str) -> int:
         return sum(c.verdict == verdict for c in self.changes)
@@ -184,17 +186,47 @@ def compare(base_recs: list[Record], new_recs: list[Record], base_env: dict, new
     if diffs and not other_host:
         raise UserError(f"the runs were measured on different hosts ({'; '.join(diffs)}): their timings do not compare",
                         "rerun both on one machine, or pass --other-host to compare anyway (marked)")
+    edited = edited_files(base.values(), new.values())
     if not base.keys() & new.keys():
         # A gate that judged nothing must not pass: an empty run (interrupted, refused) or another
         # suite's run would otherwise read "N removed", exit 0.
+        if edited:
+            raise UserError(f"the runs measured different versions of the same computation: workload file "
+                            f"{'; '.join(edited.values())}: the comparison would judge nothing",
+                            "compare runs of the same file contents (restore the file and run it again, or save the "
+                            "edited file's run as a new baseline)")
         raise UserError(f"the runs have no case in common ({len(base)} in the baseline, {len(new)} in the new run): "
                         "the comparison would judge nothing",
                         "compare a run with one of the same suite (same library, scheme, parameters, op, policy, threads)")
     shifts, source = machine_shift(base, new)
-    changes = [compare_case(base.get(k), new.get(k), threshold, alpha,
-                            shifts.get((new.get(k) or base[k]).library, 1.0))
+    changes = [_edited_case(compare_case(base.get(k), new.get(k), threshold, alpha,
+                                         shifts.get((new.get(k) or base[k]).library, 1.0)), edited)
                for k in list(base) + [k for k in new if k not in base]]
-    return Comparison(changes, diffs, library_changes(changes, shifts, library_threshold, alpha), source)
+    return Comparison(changes, diffs, library_changes(changes, shifts, library_threshold, alpha), source,
+                      list(edited.values()))
+
+
+def _file(r: Record) -> tuple[str, str] | None:
+    w = r.workload or {}
+    return (w["workload"], w["file"]) if w.get("file") and w.get("workload") else None
+
+
+def edited_files(base: Iterable[Record], new: Iterable[Record]) -> dict[tuple[str, str], str]:
+    """The user's computations (by name and file) that the two runs measured from different bytes:
+    their cases are no pair, whatever their names say."""
+    def digests(recs: Iterable[Record]) -> dict[tuple[str, str], str]:
+        return {f: r.workload.get("file_sha256") or "" for r in recs if (f := _file(r)) is not None}
+    a, b = digests(base), digests(new)
+    return {f: f"{f[1]} ({f[0]}: sha256 {a[f]} in the baseline, {b[f]} in the new run)"
+            for f in a.keys() & b.keys() if a[f] != b[f]}
+
+
+def _edited_case(c: Change, edited: dict[tuple[str, str], str]) -> Change:
+    """An added or removed case of an edited computation says why it has no pair."""
+    f = _file(c.new or c.base)
+    if f in edited and c.verdict in (ADDED, REMOVED):
+        return Change(c.label, c.verdict, c.base, c.new, why=f"workload file edited between the runs: {edited[f]}")
+    return c
 
 
 MIN_LIBRARY_CASES = 3  # a library's median ratio from fewer cases says little of the machine

@@ -47,6 +47,9 @@ def _again(suite: str, db: Path | None, full: bool, allow_insecure: bool, librar
 
 def _param_arg(text: str) -> str | dict:
     """A --params value: a preset name, or an inline set as the suites write it ({N: 8192, q_bits: [...], ...})."""
+    if not text.strip():
+        raise UserError("--params '': an empty parameter set", "give a preset name (e.g. c8192) "
+                        "or an inline set, e.g. --params '{N: 8192, q_bits: [50, 40, 40], p_bits: [60], scale_bits: 40}'")
     if not text.lstrip().startswith("{"):
         return text
     try:

@@ -67,9 +67,21 @@ def plan_hash(plan: Plan) -> str:
     return hashlib.sha256(json.dumps(plan.to_json(), sort_keys=True).encode()).hexdigest()[:16]
 
 
-def _resumable(store: Store, name: str, suite_hash: str, job_keys: set[str], notes: list[str]) -> dict | None:
+def edited_workloads(stored_plan: dict, refs: dict) -> list[str]:
+    """The user's computations a stored plan measured whose files now hold other bytes: one phrase
+    each, naming the file and both digests."""
+    out = []
+    for w in (stored_plan.get("suite") or {}).get("workloads") or []:
+        now = refs.get(w.get("name"))
+        if now is not None and now.sha256 != w.get("sha256"):
+            out.append(f"{now.file} (sha256 {w.get('sha256')} then, {now.sha256} now)")
+    return out
+
+
+def _resumable(store: Store, plan: Plan, suite_hash: str, job_keys: set[str], notes: list[str]) -> dict | None:
     """The run --resume continues: the newest of this exact plan; or, when the suite file changed in a way
     that changed no job (a description, a comment), the newest of the suite. A changed plan is refused."""
+    name = plan.suite.name
     prev = store.latest_run(suite_hash)
     if prev is not None:
         return prev
@@ -81,6 +93,12 @@ def _resumable(store: Store, name: str, suite_hash: str, job_keys: set[str], not
     if old == job_keys:
         notes.append(f"suite '{name}' was edited since run {other['run_id']}, but every job is the same: resuming it")
         return other
+    edited = edited_workloads(store.run_plan(other["run_id"]), plan.suite.refs())
+    if edited:
+        raise UserError(f"--resume: the workload file {'; '.join(edited)} changed since run {other['run_id']} in "
+                        f"{store.path} measured it, so that run cannot be continued with it",
+                        "run without --resume to measure the edited computation as a new run, or restore the file "
+                        "to continue the old one")
     raise UserError(f"--resume: suite '{name}' changed since its run {other['run_id']} in {store.path} "
                     f"({_jobs(len(job_keys - old))} new or changed, {_jobs(len(old - job_keys))} gone), so that run cannot be "
                     "continued", "run without --resume to start a new run, or undo the change (same suite file and "
@@ -91,7 +109,7 @@ def start(store: Store, plan: Plan, env: dict, resume: bool, yes: bool) -> Sessi
     """A new run in the store, or the one --resume continues; refuses (UserError) a plan too large
     without --yes before anything is stored."""
     suite_hash, jobs, notes = plan_hash(plan), plan.jobs, []
-    prev = _resumable(store, plan.suite.name, suite_hash, {j.key for j in jobs}, notes) if resume else None
+    prev = _resumable(store, plan, suite_hash, {j.key for j in jobs}, notes) if resume else None
     lock = _hold(store, prev["run_id"]) if prev else None  # before the finished jobs are read
     skip = store.done_keys(prev["run_id"]) if prev else set()
     todo = [j for j in jobs if j.key not in skip]

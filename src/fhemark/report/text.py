@@ -139,6 +139,9 @@ def print_comparison(cmp: Comparison, base_id: str, new_id: str, console: Consol
     console.print(f"{len(cmp.changes)} cases: {counts}" + (f"; geometric mean of ratios {gm:.3f}" if gm else ""))
     if cmp.shift_source:
         console.print(f"machine-wide shift {cmp.shift_source}", highlight=False, markup=False)
+    for e in cmp.edited:
+        console.print(f"not compared: workload file {e}: its cases count as removed and added", highlight=False,
+                      markup=False)
     for lib in cmp.libraries:
         style = _VERDICT_STYLE[lib.verdict]
         verdict = f"[{style}]{lib.verdict}[/]" if style else lib.verdict
