@@ -263,15 +263,16 @@ def _copied(src: Path, dst: Path, scale: float, keep_plan: bool = True) -> None:
 
 def test_recheck_keeps_a_change_measured_again_and_drops_one_run_that_read_slow(tmp_path):
     """`compare --recheck` measures the flagged cases once more: a real regression (a baseline that
-    read twice as fast) is confirmed and fails the gate; a run that read twice as slow as its code
-    is not confirmed, and passes. The rechecks go to a store beside --db: its latest run is still
-    the one judged. (A 30% threshold: the recheck of unchanged code reads near 1 on any host.)"""
+    read four times as fast) is confirmed and fails the gate; a run that read four times as slow as
+    its code is not confirmed, and passes. The rechecks go to a store beside --db: its latest run is
+    still the one judged. (A 30% threshold. Fourfold, not twofold: on a shared 2-core host a recheck
+    of unchanged code read one case of four within 30% of a baseline at half the time, and failed CI.)"""
     db = tmp_path / "c.db"
     assert fhemark("run", "--suite", write(tmp_path, SMALL), "--db", str(db), "--allow-insecure", "--report",
                    str(tmp_path / "r"), cwd=tmp_path).returncode == 0
     run_id = Store(db).resolve_run("latest")
-    _copied(db, tmp_path / "fast.db", 0.5)
-    _copied(db, tmp_path / "slow.db", 2.0)
+    _copied(db, tmp_path / "fast.db", 0.25)
+    _copied(db, tmp_path / "slow.db", 4.0)
 
     def judged(base_db: Path, new_db: Path) -> tuple[int, list[dict]]:
         out = fhemark("compare", "latest", "latest", "--base-db", str(base_db), "--db", str(new_db), "--recheck",
@@ -289,7 +290,7 @@ def test_recheck_keeps_a_change_measured_again_and_drops_one_run_that_read_slow(
     assert all("not confirmed: recheck" in c["why"] for c in cases), cases
 
     # A run whose store holds no plan to measure again: one line, and what to do instead.
-    _copied(db, tmp_path / "planless.db", 2.0, keep_plan=False)
+    _copied(db, tmp_path / "planless.db", 4.0, keep_plan=False)
     one_line_error(fhemark("compare", "latest", "latest", "--base-db", str(db), "--db", str(tmp_path / "planless.db"),
                            "--recheck", cwd=tmp_path), "no stored suite", "compare without --recheck")
 

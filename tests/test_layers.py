@@ -19,20 +19,25 @@ def _module(path: Path) -> list[str]:
     return parts[:-1] if parts[-1] == "__init__" else parts
 
 
-def _imports(path: Path) -> list[tuple[int, list[str]]]:
-    """(line, the fhemark module path imported) for every import of fhemark in the file."""
-    mod = _module(path)
+def _imports(path: Path, names: bool = False) -> list[tuple[int, list[str]]]:
+    """(line, the fhemark module path imported) for every import of fhemark in the file (one outside
+    the package, a benchmark's, has absolute ones only). With `names`, `from a import b, c` gives
+    a.b and a.c: b may be a module of a's."""
+    mod = _module(path) if path.is_relative_to(ROOT) else []
     pkg = mod if path.name == "__init__.py" else mod[:-1]
     out = []
     for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.ImportFrom) and node.level:
-            base = pkg[:len(pkg) - (node.level - 1)] if node.level > 1 else pkg
-            if node.module:
-                out.append((node.lineno, base + node.module.split(".")))
+        if isinstance(node, ast.ImportFrom) and (node.level or node.module == "fhemark"
+                                                  or (node.module or "").startswith("fhemark.")):
+            if node.level:
+                base = pkg[:len(pkg) - (node.level - 1)] if node.level > 1 else pkg
+                base = base + (node.module.split(".") if node.module else [])
             else:
+                base = node.module.split(".")[1:]
+            if names or not node.module:
                 out += [(node.lineno, base + [a.name]) for a in node.names]
-        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("fhemark."):
-            out.append((node.lineno, node.module.split(".")[1:]))
+            else:
+                out.append((node.lineno, base))
         elif isinstance(node, ast.Import):
             out += [(node.lineno, a.name.split(".")[1:]) for a in node.names if a.name.startswith("fhemark.")]
     return out
@@ -76,3 +81,123 @@ MAX_LINES = 450  # a module longer than this mixes concerns: split it by what it
 def test_no_module_is_over_450_lines():
     long = {str(p.relative_to(ROOT)): n for p in ROOT.rglob("*.py") if (n := len(p.read_text().splitlines())) > MAX_LINES}
     assert not long, f"modules over {MAX_LINES} lines: {long}"
+
+
+# -- one door, no circles, short functions ----------------------------------------------------
+
+BENCHMARKS = ROOT.parent.parent / "benchmarks"
+
+
+def _modules() -> dict[tuple[str, ...], Path]:
+    """Every fhemark module by its path (a package by its own, () for fhemark itself)."""
+    return {tuple(_module(p)): p for p in ROOT.rglob("*.py")}
+
+
+def _resolved(path: Path, known) -> list[tuple[int, tuple[str, ...]]]:
+    """(line, module) for every import of fhemark in the file: `from a import b` is a.b where b is a
+    module, else a (the package or module that defines the name)."""
+    out = []
+    for line, target in _imports(path, names=True):
+        while tuple(target) not in known and target:
+            target = target[:-1]
+        out.append((line, tuple(target)))
+    return out
+
+
+def test_only_the_measure_package_imports_its_runner():
+    """`fhemark.measure.measure` is the one door into measurement: nothing outside measure/ (the CLI,
+    analyse, advise, the benchmarks) drives a Runner of its own."""
+    known = _modules()
+    files = [p for p in ROOT.rglob("*.py") if _module(p)[:1] != ["measure"]] + sorted(BENCHMARKS.rglob("*.py"))
+    found = [f"{p}:{line}" for p in files for line, target in _resolved(p, known) if target == ("measure", "runner")]
+    assert not found, "imports of measure.runner outside measure/ (use fhemark.measure.measure):\n" + "\n".join(found)
+
+
+def test_the_door_checker_sees_a_lazy_import_of_the_runner(tmp_path, monkeypatch):
+    """The test above can fail: a function-level `from ..measure import runner` in the CLI is caught."""
+    pkg = tmp_path / "fhemark"
+    for d in ("cli", "measure"):
+        (pkg / d).mkdir(parents=True)
+        (pkg / d / "__init__.py").write_text("")
+    (pkg / "measure" / "runner.py").write_text("")
+    (pkg / "cli" / "bad.py").write_text("def f():\n    from ..measure import runner\n")
+    monkeypatch.setattr(__import__(__name__), "ROOT", pkg)
+    monkeypatch.setattr(__import__(__name__), "BENCHMARKS", tmp_path / "benchmarks")
+    try:
+        test_only_the_measure_package_imports_its_runner()
+    except AssertionError as exc:
+        assert "cli/bad.py:2" in str(exc)
+    else:
+        raise AssertionError("an import of the runner went unseen")
+
+
+def _cycle(graph: dict) -> list | None:
+    """One import circle in the graph, as the modules around it (the first repeated at the end)."""
+    state: dict = {}  # 1: on the current path, 2: done, nothing circles back through it
+
+    def visit(node, path):
+        state[node] = 1
+        for nxt in sorted(graph.get(node, ())):
+            if state.get(nxt) == 1:
+                return path[path.index(nxt):] + [nxt]
+            if nxt not in state and (found := visit(nxt, path + [nxt])):
+                return found
+        state[node] = 2
+        return None
+
+    for start in sorted(graph):
+        if start not in state and (found := visit(start, [start])):
+            return found
+    return None
+
+
+def test_no_import_circle_among_fhemark_modules():
+    """Every import counts (module level, inside functions, under TYPE_CHECKING): a circle among
+    them is two modules that each need the other, which one module or a third should hold."""
+    known = _modules()
+    graph = {mod: {t for _, t in _resolved(path, known) if t != mod} for mod, path in known.items()}
+    circle = _cycle(graph)
+    assert circle is None, "import circle: " + " -> ".join(".".join(("fhemark", *m)) for m in circle)
+
+
+def test_the_circle_checker_sees_a_circle_under_type_checking(tmp_path, monkeypatch):
+    """The test above can fail: a circle closed by an import under TYPE_CHECKING is caught."""
+    pkg = tmp_path / "fhemark"
+    (pkg / "measure").mkdir(parents=True)
+    (pkg / "measure" / "a.py").write_text("from .b import f\n")
+    (pkg / "measure" / "b.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
+                                          "    from .a import g\n")
+    monkeypatch.setattr(__import__(__name__), "ROOT", pkg)
+    try:
+        test_no_import_circle_among_fhemark_modules()
+    except AssertionError as exc:
+        assert "fhemark.measure.a -> fhemark.measure.b -> fhemark.measure.a" in str(exc)
+    else:
+        raise AssertionError("an import circle went unseen")
+
+
+MAX_FUNCTION_LINES = 60  # in measure/: a longer function is several steps that want names of their own
+
+
+def test_no_function_in_measure_is_over_60_lines():
+    """Counted from the def line to the body's last line (decorators left out), nested ones apart."""
+    long = [f"{p.relative_to(ROOT)}:{node.lineno} {node.name}: {n} lines"
+            for p in sorted((ROOT / "measure").rglob("*.py")) for node in ast.walk(ast.parse(p.read_text()))
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+            and (n := node.end_lineno - node.lineno + 1) > MAX_FUNCTION_LINES]
+    assert not long, f"functions over {MAX_FUNCTION_LINES} lines:\n" + "\n".join(long)
+
+
+def test_the_length_checker_sees_a_long_function(tmp_path, monkeypatch):
+    """The test above can fail: a 61-line function is caught; a decorator does not count."""
+    pkg = tmp_path / "fhemark"
+    (pkg / "measure").mkdir(parents=True)
+    body = "".join(f"    x{i} = {i}\n" for i in range(59))
+    (pkg / "measure" / "long.py").write_text(f"@staticmethod\ndef short():\n{body}\n\ndef long():\n{body}    return 0\n")
+    monkeypatch.setattr(__import__(__name__), "ROOT", pkg)
+    try:
+        test_no_function_in_measure_is_over_60_lines()
+    except AssertionError as exc:
+        assert "measure/long.py:66 long: 61 lines" in str(exc) and "short" not in str(exc)
+    else:
+        raise AssertionError("a long function went unseen")
