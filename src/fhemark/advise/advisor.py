@@ -26,12 +26,11 @@ from dataclasses import dataclass, field
 from typing import Callable, Iterator
 
 from ..errors import UserError
-from ..measure import measure
 from ..model.security import bound, estimates
-from ..plan.jobs import build
 from ..plan.suites import Suite
 from ..store.record import Record
 from ..store.sqlite import Store
+from . import measuring
 
 RINGS = (4096, 8192, 16384, 32768)  # every RLWE library here builds these (SEAL stops at 2^15)
 SPECIAL_BITS = 60
@@ -148,27 +147,18 @@ class Proposal:
     effective: dict | None = None
 
 
-def _suite(need: Need, library: str, spec: dict, ops: list[str] | str, policy: dict) -> Suite:
-    return Suite(name="params-advisor", threads=1, security={"min_bits": need.security, "table": need.table},
-                 policy=policy, cases=[{"libraries": [library], "schemes": [need.scheme], "params": [spec], "ops": ops}])
-
-
-def run_suite(suite: Suite, libraries: list[str], store: Store | None,
-              progress: Callable[[str], None] = lambda what: None) -> list[Record]:
-    """Measure a suite made in code (into `store`, or an in-memory one); its records (`progress`:
-    each job as it ends)."""
-    return measure(build(suite, libraries), store,
-                   on_record=lambda job, recs: progress(f"{job.library} {job.scheme} N={job.params.N} {job.op}")).records
+def _suite(need: Need, library: str, spec: dict, ops: list[str], policy: dict) -> Suite:
+    return measuring.suite("params-advisor", [measuring.case(library, need.scheme, spec, ops)], policy,
+                           need.security, need.table)
 
 
 def _verify(need: Need, library: str, spec: dict, repeats: int, db: Store | None) -> tuple[str, list[Record]]:
     """'' when every repetition (fresh driver process, fresh keys) reaches the depth; else why not."""
-    policy = {"max_depth": need.depth + 1, "timeout_s": 600.0}
-    if need.scheme == "ckks":
-        policy["min_precision_bits"] = float(need.precision) + MARGIN_BITS
+    precision = float(need.precision) + MARGIN_BITS if need.scheme == "ckks" else None
     recs = []
     for i in range(repeats):
-        (rec,) = run_suite(_suite(need, library, spec, ["depth_mul"], {**policy, "seed": 1 + i}), [library], db)
+        policy = measuring.depth_probe(need.depth, precision, seed=1 + i)
+        (rec,) = measuring.run_suite(_suite(need, library, spec, ["depth_mul"], policy), [library], db)
         recs.append(rec)
         if rec.status != "ok":
             return f"{rec.status}: {rec.error or ''}".strip(), recs
@@ -205,9 +195,8 @@ def advise(need: Need, libraries: list[str], repeats: int = 3, db: Store | None 
                 prop.trajectory = recs[-1].noise_by_depth
             prop.effective = recs[-1].effective_params
             progress(f"{lib}: accepted N = {spec['N']}, q = {spec['q_bits']}; timing multiply and rotate")
-            prop.records = run_suite(_suite(need, lib, spec, ["mul_relin", "rotate_1"],
-                                            {"min_samples": 6, "max_samples": 12, "budget_s": 2.0, "rounds": 1}),
-                                     [lib], db)
+            prop.records = measuring.run_suite(_suite(need, lib, spec, ["mul_relin", "rotate_1"], measuring.TIMING),
+                                               [lib], db)
             break
         out.append(prop)
     return out

@@ -30,12 +30,10 @@ from ..model.workload import INT_SCHEMES, Workload
 from ..plan.suites import Case, Suite, WorkloadFile, add_workload
 from ..store.record import Record
 from ..store.sqlite import Store
-from .advisor import MARGIN_BITS, MAX_TRIES, Need, candidates, run_suite
+from . import measuring
+from .advisor import MARGIN_BITS, MAX_TRIES, Need, candidates
 from .recommend import amortised, median_bounds
 
-# How a chosen set is measured: the apps suite's policy (2 processes x 3 interleaved rounds).
-MEASURE_POLICY = {"warmup": 1, "min_samples": 6, "max_samples": 20, "target_rel_ci": 0.05, "budget_s": 2.0,
-                  "processes": 2, "rounds": 3}
 EVAL_KEYS = ("relin_keys", "galois_keys", "server_key", "bootstrapping_key", "keyswitching_key")
 # Larger sets will not help: the library lacks an op, fails on its own, or the program is wrong for it
 # (internal: e.g. a scale mismatch the program made, which no parameter set changes; workload_error: the
@@ -129,7 +127,7 @@ def preset_suite(workloads: list[Workload], params: list[str | dict] | None) -> 
     for w in workloads:
         add_workload(found, w.ref)
     return Suite(name="-".join(w.name for w in workloads)[:100], threads=1,
-                 policy=MEASURE_POLICY, cases=cases, workloads=list(found.values()))
+                 policy=measuring.MEASURE, cases=cases, workloads=list(found.values()))
 
 
 def _integer_set(w: Workload) -> dict:
@@ -158,25 +156,23 @@ SEARCH_SAMPLES = 2  # per fresh-key process
 
 
 def _suite(w: Workload, need: Need, cases: list[Case], policy: dict, threads: int = 1, margin: float = 0.0) -> Suite:
-    return Suite(name=f"choose-{w.name}", threads=threads, security={"min_bits": need.security, "table": need.table},
-                 policy={"min_precision_bits": (need.precision or 0.0) + margin if need.precision else 0.0, **policy},
-                 cases=cases, workloads=[WorkloadFile(**w.ref.wire())] if w.ref else [])
+    precision = {"min_precision_bits": (need.precision or 0.0) + margin if need.precision else 0.0}
+    return measuring.suite(f"choose-{w.name}", cases, {**precision, **policy}, need.security, need.table, threads,
+                           [w])
 
 
 def _case(w: Workload, library: str, scheme: str, spec: dict) -> Case:
     """The computation on one library and scheme at one parameter set."""
-    return Case(libraries=[library], schemes=[scheme], params=[spec], ops=[w.name])
+    return measuring.case(library, scheme, spec, [w.name])
 
 
 def verify(w: Workload, need: Need, library: str, spec: dict, repeats: int,
            db: Store | None) -> tuple[str, Record | None]:
     """'' when the program passes its check in every repetition (fresh process, fresh keys) with
     the margin; else why not. The record says the margin reached."""
-    n = repeats * SEARCH_SAMPLES
-    policy = {"warmup": 0, "min_samples": n, "max_samples": n, "processes": repeats, "rounds": 1,
-              "min_sample_us": 0.0, "budget_s": 60.0, "timeout_s": 600.0}
-    recs = run_suite(_suite(w, need, [_case(w, library, need.scheme, spec)], policy, margin=CKKS_SEARCH_MARGIN),
-                     [library], db)
+    policy = measuring.search_policy(repeats, SEARCH_SAMPLES)
+    recs = measuring.run_suite(_suite(w, need, [_case(w, library, need.scheme, spec)], policy,
+                                      margin=CKKS_SEARCH_MARGIN), [library], db)
     rec = next((r for r in recs if r.op == w.name), None)
     if rec is None:
         return "not run (the library does not offer this scheme here)", None
@@ -306,8 +302,8 @@ def _measure(ans: Answer, store: Store | None, say: Callable[[str, str], None]) 
     need = Need("ckks", 0, ans.precision, None, 1, ans.security, ans.table)
     say("measuring", f"{len(cases)} sets, every sample checked")
     libs = sorted({c.libraries[0] for c in cases})
-    policy = {**MEASURE_POLICY, "mode": ans.objective}
-    recs = run_suite(_suite(w, need, cases, policy, ans.threads), libs, store,
+    policy = {**measuring.MEASURE, "mode": ans.objective}
+    recs = measuring.run_suite(_suite(w, need, cases, policy, ans.threads), libs, store,
                      progress=lambda what: say("measuring", what))
     ans.run_id = recs[0].run_id if recs else None
     for c in ok + shared:
