@@ -86,8 +86,7 @@ def _read(r: int, pid: int, deadline: float) -> bytes | None:
         while True:
             left = deadline - time.monotonic()
             if left <= 0 or not select.select([f], [], [], left)[0]:
-                os.kill(pid, signal.SIGKILL)
-                os.waitpid(pid, 0)
+                _kill(pid)
                 return None
             chunk = os.read(f.fileno(), 1 << 16)
             if not chunk:
@@ -95,6 +94,14 @@ def _read(r: int, pid: int, deadline: float) -> bytes | None:
             chunks.append(chunk)
     os.waitpid(pid, 0)
     return b"".join(chunks)
+
+
+def _kill(pid: int) -> None:
+    try:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+    except (ProcessLookupError, ChildProcessError):
+        pass
 
 
 def _late(timeout_s: float) -> str:
@@ -114,7 +121,11 @@ def run(fn: Callable[[], T], path: Path, timeout_s: float) -> T | Fault:
         os.close(r)
         _in_child(fn, path, w, timeout_s)
     os.close(w)
-    data = _read(r, pid, time.monotonic() + timeout_s + GRACE_S)
+    try:
+        data = _read(r, pid, time.monotonic() + timeout_s + GRACE_S)
+    except BaseException:  # Ctrl-C while waiting: the child goes with the parent's work
+        _kill(pid)
+        raise
     if data is None:
         return Fault(str(path), _late(timeout_s), timeout=True)
     if not data:
