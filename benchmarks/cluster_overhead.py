@@ -18,8 +18,7 @@ import time
 from pathlib import Path
 
 from fhemark.drivers.registry import available
-from fhemark.measure import cluster
-from fhemark.measure.runner import Runner
+from fhemark.measure import cluster, measure
 from fhemark.plan.jobs import build
 from fhemark.plan.suites import Suite
 from fhemark.store.sqlite import Store
@@ -33,12 +32,8 @@ SUITE = Suite(name="cluster-overhead", policy={"min_samples": 6, "max_samples": 
 def one(tmp: Path, name: str, client=None) -> float:
     plan = build(SUITE, available(), allow_insecure=True)
     store = Store(tmp / f"{name}.db")
-    run_id = store.start_run(SUITE.name, "h", True, {}, {})
     t0 = time.monotonic()
-    if client is None:
-        Runner(plan, store, run_id, {"threads": 1}).execute()
-    else:
-        cluster.execute(plan, client, run_id, store, set(), lambda job, recs: None)
+    measure(plan, store, env={"threads": 1}, client=client)  # here, or on the cluster
     return time.monotonic() - t0
 
 

@@ -1,5 +1,5 @@
 """What the fidelity benchmarks share: one fhemark run of one library's jobs through the Python
-API (Suite, plan.build, Runner, a store of the caller's), with a callback after every job so the
+API (Suite, plan.build, measure, a store of the caller's), with a callback after every job so the
 reference can run back to back with it, the within-5% share that the issue's goal reads, and how
 a benchmark that did not run says so (one line, a non-zero exit)."""
 
@@ -35,7 +35,7 @@ def exit_with(main: Callable[[], int]) -> None:
 def run_fhemark(library: str, scheme: str, params: dict | str, ops: list[str], threads: int, policy: dict, db: Path,
                 env: dict, between_jobs: Callable, name: str) -> dict[str, dict]:
     """{op: record as the export writes it}; between_jobs(job) runs after each job's record is stored."""
-    from fhemark.measure.runner import Runner
+    from fhemark.measure import measure
     from fhemark.plan.jobs import build
     from fhemark.plan.suites import Suite
     from fhemark.store.sqlite import Store
@@ -44,7 +44,6 @@ def run_fhemark(library: str, scheme: str, params: dict | str, ops: list[str], t
                   cases=[{"libraries": [library], "schemes": [scheme], "ops": ops, "params": [params]}])
     plan = build(suite, [library], allow_insecure=False)
     store = Store(db)
-    run_id = store.start_run(suite.name, "fidelity", False, env, plan.to_json())
 
     def progress(job, recs):
         r = recs[0]
@@ -52,9 +51,8 @@ def run_fhemark(library: str, scheme: str, params: dict | str, ops: list[str], t
         print(f"  fhemark {library} {scheme} {job.op} ({policy.get('inputs', 'hot')}): {extra}", flush=True)
         between_jobs(job)
 
-    Runner(plan, store, run_id, env, on_record=progress).execute()
-    store.finish_run(run_id)
-    recs = {r.op: r.model_dump(exclude_unset=True) for r in store.records(run_id)}
+    measured = measure(plan, store, env=env, on_record=progress)
+    recs = {r.op: r.model_dump(exclude_unset=True) for r in measured.records}
     store.close()
     return recs
 

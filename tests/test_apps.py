@@ -9,7 +9,7 @@ from made_records import record
 
 from fhemark.drivers.registry import manifests
 from fhemark.locations import project_root
-from fhemark.measure.runner import Runner
+from fhemark.measure import measure
 from fhemark.model.apps.builder import Circuit
 from fhemark.model.apps.workloads import baby_giant, matvec, matvec_layout
 from fhemark.model.catalog import known, lookup
@@ -205,8 +205,7 @@ def test_every_library_runs_the_workloads_checked(library, tmp_path, driver_pool
                           "ops": ["poly_4", "logreg_16"]}])
     plan = build(suite, [library], allow_insecure=True)
     store = Store(tmp_path / "a.db")
-    run_id = store.start_run("apps-test", "h", True, {}, {})
-    Runner(plan, store, run_id, {"threads": 1}).execute()
+    run_id = measure(plan, store, env={"threads": 1}).run_id
     recs = list(store.records(run_id))
     assert len(recs) == 14
     # A library whose API lacks a primitive (TenSEAL: rotation by a chosen step) says so; the
@@ -239,8 +238,7 @@ def test_native_variants_run_checked_where_the_library_has_the_routines(library,
                           "ops": ["poly_3_native", "logreg_16_native"]}])
     plan = build(suite, [library], allow_insecure=True)
     store = Store(tmp_path / "n.db")
-    run_id = store.start_run("native-test", "h", True, {}, {})
-    Runner(plan, store, run_id, {"threads": 1}).execute()
+    run_id = measure(plan, store, env={"threads": 1}).run_id
     recs = list(store.records(run_id))
     assert len(recs) == 12 and all(r.workload["variant"] == "native" for r in recs)
     for r in recs:
@@ -264,8 +262,7 @@ def test_tenseal_routines_run_checked_at_secure_parameters(tmp_path, driver_pool
                           "ops": ["poly_3_native", "dot_64_native"]}])
     plan = build(suite, ["tenseal"])
     store = Store(tmp_path / "t.db")
-    run_id = store.start_run("tenseal-native", "h", True, {}, {})
-    Runner(plan, store, run_id, {"threads": 1}).execute()
+    run_id = measure(plan, store, env={"threads": 1}).run_id
     by_op = {(r.scheme, r.op): r for r in store.records(run_id)}
     for key in (("bfv", "dot_64_native"), ("bfv", "tally_64_native"), ("ckks", "poly_3_native")):
         r = by_op[key]
@@ -373,7 +370,6 @@ def test_integer_multiplication_runs_on_radix_integers_checked(tmp_path, driver_
         build(suite("zmul_64"), ["tfhe-rs"], allow_insecure=True)
     plan = build(suite("zmul_8"), ["tfhe-rs"], allow_insecure=True)
     store = Store(tmp_path / "z.db")
-    run_id = store.start_run("zmul-test", "h", True, {}, {})
-    Runner(plan, store, run_id, {"threads": 1}).execute()
+    run_id = measure(plan, store, env={"threads": 1}).run_id
     (rec,) = store.records(run_id)
     assert rec.status == "ok" and rec.check_passed and rec.workload["workload"] == "zmul"

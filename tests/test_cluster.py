@@ -6,8 +6,7 @@ import signal
 
 import pytest
 
-from fhemark.measure import cluster
-from fhemark.measure.runner import Runner
+from fhemark.measure import cluster, measure
 from fhemark.plan.jobs import build
 from fhemark.plan.suites import Suite
 from fhemark.store.sqlite import Store
@@ -38,8 +37,8 @@ def _store(tmp_path, name):
 
 def test_a_distributed_run_stores_the_jobs_and_checks_of_a_local_run(tmp_path, driver_pool, client):
     plan = _plan(driver_pool)
-    local, local_id = _store(tmp_path, "local")
-    Runner(plan, local, local_id, {"threads": 1}).execute()
+    local = Store(tmp_path / "local.db")
+    local_id = measure(plan, local, env={"threads": 1}).run_id
     dist, dist_id = _store(tmp_path, "dist")
     seen = []
     cluster.execute(plan, client, dist_id, dist, set(), lambda job, recs: seen.append(job.key))

@@ -1,6 +1,6 @@
 """The depth probe measures where decryption fails; nothing is assumed."""
 
-from fhemark.measure.runner import Runner
+from fhemark.measure import measure
 from fhemark.plan.jobs import build
 from fhemark.plan.suites import Suite
 from fhemark.store.sqlite import Store
@@ -14,8 +14,7 @@ def test_depth_probe_on_seal_finds_a_finite_limit(tmp_path):
                         "params": [{"N": 2048, "q_bits": [40, 30], "p_bits": [40], "scale_bits": 30}]}])
     plan = build(suite, ["seal"], allow_insecure=True)
     store = Store(tmp_path / "d.db")
-    run_id = store.start_run("depth", "h", True, {}, {})
-    Runner(plan, store, run_id, {"threads": 1}).execute()
+    run_id = measure(plan, store, env={"threads": 1}).run_id
     recs = {r.scheme: r for r in store.records(run_id)}
     bfv, ckks = recs["bfv"], recs["ckks"]
     assert bfv.status == "ok" and 1 <= bfv.depth < 12 and bfv.depth_limit.startswith(f"at depth {bfv.depth + 1}")

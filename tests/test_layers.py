@@ -156,8 +156,11 @@ def test_no_import_circle_among_fhemark_modules():
     them is two modules that each need the other, which one module or a third should hold."""
     known = _modules()
     graph = {mod: {t for _, t in _resolved(path, known) if t != mod} for mod, path in known.items()}
-    circle = _cycle(graph)
-    assert circle is None, "import circle: " + " -> ".join(".".join(("fhemark", *m)) for m in circle)
+    circles = []
+    while (circle := _cycle(graph)) and len(circles) < 20:  # each one found, then its last import cut
+        circles.append(" -> ".join(".".join(("fhemark", *m)) for m in circle))
+        graph[circle[-2]].discard(circle[-1])
+    assert not circles, "import circles:\n" + "\n".join(circles)
 
 
 def test_the_circle_checker_sees_a_circle_under_type_checking(tmp_path, monkeypatch):
@@ -198,6 +201,6 @@ def test_the_length_checker_sees_a_long_function(tmp_path, monkeypatch):
     try:
         test_no_function_in_measure_is_over_60_lines()
     except AssertionError as exc:
-        assert "measure/long.py:66 long: 61 lines" in str(exc) and "short" not in str(exc)
+        assert "measure/long.py:64 long: 61 lines" in str(exc) and "short" not in str(exc)
     else:
         raise AssertionError("a long function went unseen")

@@ -234,18 +234,18 @@ def test_warm_up_samples_are_recorded_or_counted_as_the_policy_says(fake_registr
     warmup: 0 (study4: circuits of minutes) counts the first sample instead of discarding it. Both
     blocks sat in the wrong branch since 23 Nov: warmup_ns was always empty, and warmup: 0 still
     threw a sample away."""
-    from fhemark.measure import sampler
+    from fhemark.measure import latency
     suite = Suite(name="warm", policy={"warmup": warmup, "min_samples": 4, "max_samples": 4, "min_sample_us": 0},
                   cases=[{"schemes": ["bfv"], "params": [{"N": 2048, "q_bits": [36, 36], "p_bits": [37], "t": T}],
                           "ops": ["add"]}])
     store = Store(tmp_path / "w.db")
     run_id = store.start_run("warm", "h", True, {}, {})
-    sent, real = [], sampler.run_checked
+    sent, real = [], latency.run_checked
 
     def counting(drv, job, op, prep, program, drawn, out):
         sent.append(len(drawn[1]))  # samples in each request
         return real(drv, job, op, prep, program, drawn, out)
-    monkeypatch.setattr(sampler, "run_checked", counting)
+    monkeypatch.setattr(latency, "run_checked", counting)
     Runner(build(suite, ["fake"], allow_insecure=True), store, run_id, {"threads": 1}).execute()
     (r,) = store.records(run_id)
     assert r.status == "ok" and len(r.samples_ns) == 4

@@ -1,7 +1,7 @@
 """Study 4's claim, measured: the bitwise comparison in BFV with t = 2 works
 until the noise budget runs out, then stops decrypting correctly."""
 
-from fhemark.measure.runner import Runner
+from fhemark.measure import measure
 from fhemark.plan.jobs import build
 from fhemark.plan.suites import Suite
 from fhemark.store.sqlite import Store
@@ -13,8 +13,7 @@ def test_bfv_t2_comparison_fails_at_a_measured_depth(tmp_path):
                           "params": [{"N": 4096, "q_bits": [36, 36], "p_bits": [37], "t": 2, "batching": False}],
                           "ops": ["compare_1", "compare_2", "compare_4", "compare_8"]}])
     store = Store(tmp_path / "t.db")
-    run_id = store.start_run("t2", "h", False, {}, {})
-    Runner(build(suite, ["seal"]), store, run_id, {"threads": 1}).execute()
+    run_id = measure(build(suite, ["seal"]), store, env={"threads": 1}).run_id
     recs = {r.op: r for r in store.records(run_id)}
     order = ["compare_1", "compare_2", "compare_4", "compare_8"]
     status = [recs[o].status for o in order]

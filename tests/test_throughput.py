@@ -9,9 +9,8 @@ import pytest
 
 from fhemark.drivers import registry as drivers_registry
 from fhemark.drivers.registry import Manifest
+from fhemark.measure import measure, throughput
 from fhemark.measure import runner as run_mod
-from fhemark.measure import throughput
-from fhemark.measure.runner import Runner
 from fhemark.plan.jobs import build
 from fhemark.plan.suites import Suite
 from fhemark.store.sqlite import Store
@@ -28,18 +27,17 @@ def registry(monkeypatch, *argv: str) -> None:
     monkeypatch.setattr(drivers_registry, "manifests", lambda: {"fault": m})
 
 
-def measure(tmp_path, ops, policy=POLICY) -> dict[str, dict]:
+def records(tmp_path, ops, policy=POLICY) -> dict[str, dict]:
     suite = Suite(name="tp", policy=policy, cases=[{"schemes": ["bfv"], "params": [SET], "ops": ops}])
     store = Store(tmp_path / "t.db")
-    run_id = store.start_run("tp", "h", True, {}, {})
-    Runner(build(suite, ["fault"], allow_insecure=True), store, run_id, {"threads": 1}).execute()
+    run_id = measure(build(suite, ["fault"], allow_insecure=True), store, env={"threads": 1}).run_id
     return {r.op: r for r in store.records(run_id)}
 
 
 def test_throughput_grows_k_until_the_host_is_busy_and_records_every_k(monkeypatch, tmp_path):
     registry(monkeypatch)
     monkeypatch.setattr(throughput, "host_cores", lambda: 4)  # the fault driver reports no CPU time: k to 4
-    r = measure(tmp_path, ["add"])["add"]
+    r = records(tmp_path, ["add"])["add"]
     assert r.status == "ok" and r.check_passed is True and r.mode == "throughput"
     curve = r.throughput_by_batch
     assert [b["batch"] for b in curve][:3] == [1, 2, 4][:len(curve)] and r.batch in [b["batch"] for b in curve]
@@ -58,20 +56,20 @@ def test_a_wrong_output_in_one_of_the_k_processes_fails_the_job(monkeypatch, tmp
     registry(monkeypatch, "add=wrong_second")
     monkeypatch.setenv("FAULT_CLAIM", str(tmp_path / "claim"))
     monkeypatch.setattr(throughput, "host_cores", lambda: 4)
-    r = measure(tmp_path, ["add"])["add"]
+    r = records(tmp_path, ["add"])["add"]
     assert r.status == "wrong_result" and r.check_passed is False and r.median_ns is None
 
 
 def test_latency_records_say_their_mode(monkeypatch, tmp_path):
     registry(monkeypatch)
-    r = measure(tmp_path, ["add"], {**POLICY, "mode": "latency"})["add"]
+    r = records(tmp_path, ["add"], {**POLICY, "mode": "latency"})["add"]
     assert r.mode == "latency" and "throughput_per_s" not in r.model_fields_set
 
 
 def test_max_batch_bounds_k(monkeypatch, tmp_path):
     registry(monkeypatch)
     monkeypatch.setattr(throughput, "host_cores", lambda: 64)
-    r = measure(tmp_path, ["add"], {**POLICY, "max_batch": 2})["add"]
+    r = records(tmp_path, ["add"], {**POLICY, "max_batch": 2})["add"]
     assert [b["batch"] for b in r.throughput_by_batch] in ([1], [1, 2]) and r.batch <= 2
 
 

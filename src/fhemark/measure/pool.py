@@ -13,44 +13,21 @@ from __future__ import annotations
 import itertools
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..drivers.protocol import Pool, Vector
 from ..model.program import encrypted
 from ..plan.jobs import Group, Job
+from .prepared import JobPairs, Kept, Pair, Prepared
 
-if TYPE_CHECKING:
-    from .sampler import Prepared
-
-WARM_ROUND = 2  # warm-up samples leading each round of a cheap op (sampler.measure_slice): they take pairs too
+WARM_ROUND = 2  # warm-up samples leading each round of a cheap op (latency.warm_count): they take pairs too
 POOL_MIN = 3  # pool ciphertexts at least (a pair needs two, and a choice of pairs three)
 KEPT_MAX = 24  # ciphertexts a kept pool holds at most: 276 pairs
 KEPT_BYTES = 256 << 20  # and at most this much memory in the driver (N = 2^16, 30 primes: 8 ciphertexts)
 POOL_NOTE = ("inputs: each ciphertext operand is the sum of two encryptions from a pool "
              "(fresh values per sample at the cost of an addition): noise budgets read about 1 bit below a "
              "single fresh encryption's")
-
-Pair = tuple[int, int]
-
-
-@dataclass
-class Kept:
-    """The pool a driver process keeps for one setup and vector length."""
-
-    pool: Pool  # whole: the first request in a process sends it so, later ones only its id
-    vecs: list[np.ndarray]
-
-
-@dataclass
-class JobPairs:
-    """The kept pool's pairs in the order one job takes them in one driver process."""
-
-    process: int
-    order: list[Pair]
-    used: int = 0
-
 
 @dataclass
 class Picked:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -21,7 +21,11 @@ from ..plan.jobs import Group, Job
 from ..plan.suites import Suite
 from ..stats import summarize
 from ..store.record import Record, checked
-from .sampler import Outcome, Prepared, total
+from .depth import DepthOutcome
+from .prepared import Outcome, Prepared, total
+from .throughput import ThroughputOutcome
+
+Deviations = Callable[[list[str]], dict[str, str]]  # timed regions -> the deviations of the work in them
 
 
 @dataclass(frozen=True)
@@ -45,18 +49,26 @@ def layout(job: Job, op: BenchOp, prep: Prepared | DriverError, out: Outcome | N
 
 def _fields(job: Job, op: BenchOp, prep: Prepared | DriverError, out: Outcome | None, error: DriverError | None,
             ctx: RecordContext) -> list[dict]:
-    ok_prep = isinstance(prep, Prepared)
+    base = _base(job, op, prep, ctx)
+    if error is not None or out is None:
+        return [_failure(base, job, op, prep, error or DriverError("internal", "no outcome"))]
+    shared = _measured(base, job, prep, out, ctx)
+    program = prep.programs[job.key]
+    deviations = _deviations(job, program, ctx.caps)
+    if isinstance(out, DepthOutcome):
+        return [_depth(shared, job, op, program, out, deviations)]
+    return _stages(shared, job, op, program, out, deviations)
+
+
+def _base(job: Job, op: BenchOp, prep: Prepared | DriverError, ctx: RecordContext) -> dict[str, Any]:
+    """What every record of a job says, measured or not: the case, the library and its build, the
+    parameters asked and built and their security, the run."""
     caps = ctx.caps
-    eff = prep.effective if ok_prep else None
+    eff = prep.effective if isinstance(prep, Prepared) else None
     log_qp = eff.log_qp if eff else float(job.params.log_qp_nominal)
     bits = job.params.kind == "bits"
-    if eff is not None:
-        sec = security_of(job.params.kind, eff)
-    else:  # setup failed: what was asked for, where a table applies
-        sec = estimates(job.params.N, max(log_qp, 1)) if not bits and job.params.preset is None else {}
-    table = "library" if bits else ctx.suite.security.table
     mismatch = _param_mismatch(job, eff) if eff else []
-    base: dict[str, Any] = {
+    return {
         "library": job.library,
         "library_version": caps.library_version if caps else None,
         "driver_version": caps.driver_version if caps else None,
@@ -69,10 +81,7 @@ def _fields(job: Job, op: BenchOp, prep: Prepared | DriverError, out: Outcome | 
         "effective_params": eff.model_dump() if eff else None,
         "params_match": not mismatch if eff else None,
         "params_mismatch": mismatch,
-        "security_bits": sec[table].bits if table in sec else None,
-        "security_table": table,
-        "security": {t: {"bits": e.bits, "below_table": e.below_table} for t, e in sec.items()},
-        "insecure": table in sec and sec[table].bits < ctx.suite.security.min_bits,
+        **_security(job, eff, log_qp, ctx.suite),
         "p_fail_log2": eff.p_fail if eff else None,
         "slots": job.slots or (eff.slots if eff else job.params.slots(job.scheme)),
         "vector_length": job.slots,  # as the suite asked: null means every slot
@@ -87,13 +96,36 @@ def _fields(job: Job, op: BenchOp, prep: Prepared | DriverError, out: Outcome | 
         "timestamp": time.time(),
         "env": ctx.env,
     }
-    if error is not None or out is None:
-        err = error or DriverError("internal", "no outcome")
-        return [{**base, "op": job.op, "title": op.title, "status": err.kind, "error": err.message,
-                 "check_passed": False if err.kind == "wrong_result" else None, "samples_ns": [],
-                 "median_ns": None, "ci95_ns": None, "noise_budget_bits": None, "precision_bits": None,
-                 "sizes_bytes": dict(prep.sizes) if ok_prep else {}, "peak_rss_bytes": None,
-                 "driver_overhead_ns": None}]
+
+
+def _security(job: Job, eff: Effective | None, log_qp: float, suite: Suite) -> dict[str, Any]:
+    """The security fields: of what the library built, or where its setup failed of what was asked
+    (where a table applies); judged in the suite's table, or the library's own for bit schemes."""
+    bits = job.params.kind == "bits"
+    if eff is not None:
+        sec = security_of(job.params.kind, eff)
+    else:
+        sec = estimates(job.params.N, max(log_qp, 1)) if not bits and job.params.preset is None else {}
+    table = "library" if bits else suite.security.table
+    return {
+        "security_bits": sec[table].bits if table in sec else None,
+        "security_table": table,
+        "security": {t: {"bits": e.bits, "below_table": e.below_table} for t, e in sec.items()},
+        "insecure": table in sec and sec[table].bits < suite.security.min_bits,
+    }
+
+
+def _failure(base: dict, job: Job, op: BenchOp, prep: Prepared | DriverError, err: DriverError) -> dict:
+    """The one record of a job that failed: its kind and message, and nothing measured."""
+    return {**base, "op": job.op, "title": op.title, "status": err.kind, "error": err.message,
+            "check_passed": False if err.kind == "wrong_result" else None, "samples_ns": [],
+            "median_ns": None, "ci95_ns": None, "noise_budget_bits": None, "precision_bits": None,
+            "sizes_bytes": dict(prep.sizes) if isinstance(prep, Prepared) else {}, "peak_rss_bytes": None,
+            "driver_overhead_ns": None}
+
+
+def _measured(base: dict, job: Job, prep: Prepared, out: Outcome, ctx: RecordContext) -> dict:
+    """What every record of a measured job says: its checks, facts, memory and how sampling ended."""
     shared = {
         **base, "status": "ok", "error": None, "check_passed": True,
         "noise_budget_bits": min(out.noise) if out.noise else None,
@@ -111,32 +143,44 @@ def _fields(job: Job, op: BenchOp, prep: Prepared | DriverError, out: Outcome | 
         "setup_s": prep.setup_s,
         "precision_bits_before": min(out.precision_before) if out.precision_before else None,
     }
-    if out.throughput:
+    if isinstance(out, ThroughputOutcome):
         shared.update(out.throughput)
     if any(out.scalars):
         shared["sample_scalars"] = out.scalars  # per sample, per copy: e.g. the rotation steps drawn
-    program = prep.programs[job.key]
+    return shared
+
+
+def _deviations(job: Job, program: Program, caps: Capabilities | None) -> Deviations:
+    """What the library's timed work in some of the program's regions adds to or lacks from the
+    canonical boundary."""
     devs = caps.schemes[job.scheme].deviations if caps and job.scheme in caps.schemes else {}
 
     def deviations(regions: list[str]) -> dict[str, str]:
-        """What the library's timed work adds to or lacks from the canonical boundary."""
         inside = Program(program.steps, regions, regions=program.regions).timed_primitives()
         return {p: devs[p] for p in inside if p in devs}
+    return deviations
 
-    if op.chain:
-        return [{**shared, "op": job.op, "title": op.title, "depth": out.depth, "depth_limit": out.depth_limit,
-                 "deviations": deviations(program.timed),
-                 "noise_by_depth": out.noise_by_depth, "check_passed": out.depth > 0,
-                 "precision_by_depth": out.precision[:out.depth],  # CKKS: after each multiplication that passed
-                 "precision_bits": out.precision[out.depth - 1] if out.depth and out.precision else None,
-                 "samples_ns": [s["chain"] for s in out.samples], "median_ns": None, "ci95_ns": None}]
+
+def _depth(shared: dict, job: Job, op: BenchOp, program: Program, out: DepthOutcome, deviations: Deviations) -> dict:
+    """A depth probe's one record: the depth reached, what happened past it, the noise and precision
+    at every depth that passed, and the time of the longest chain that decrypted."""
+    return {**shared, "op": job.op, "title": op.title, "depth": out.depth, "depth_limit": out.depth_limit,
+            "deviations": deviations(program.timed),
+            "noise_by_depth": out.noise_by_depth, "check_passed": out.depth > 0,
+            "precision_by_depth": out.precision[:out.depth],  # CKKS: after each multiplication that passed
+            "precision_bits": out.precision[out.depth - 1] if out.depth and out.precision else None,
+            "samples_ns": [s["chain"] for s in out.samples], "median_ns": None, "ci95_ns": None}
+
+
+def _stages(shared: dict, job: Job, op: BenchOp, program: Program, out: Outcome, deviations: Deviations) -> list[dict]:
+    """A timed job's records: one, or one per stage of a pipeline and its total."""
     if op.stages is None:  # one timed region, or several that make one operation (their sum)
         return [_timed({**shared, "deviations": deviations(program.timed)}, job.op, op.title,
                        [total(s) for s in out.samples], [total(s) for s in out.warmup], out)]
     recs = []
     for stage, regions in {**op.stages, "total": tuple(program.timed)}.items():
         regions = [x for x in regions if x in program.timed]  # e.g. no rescale outside CKKS
-        # every region is in every sample (_check_reply): no missing time reads as zero
+        # every region is in every sample (checked.check_reply): no missing time reads as zero
         recs.append(_timed({**shared, "deviations": deviations(regions)}, f"{job.op}/{stage}",
                            f"{op.title}: {stage}", [sum(s[x] for x in regions) for s in out.samples],
                            [sum(s[x] for x in regions) for s in out.warmup], out))

@@ -1,7 +1,7 @@
 """Which slice runs next: the driver pool (one process per library and thread count), setups and
-their second security check, and the processes x rounds interleaving; sampler.py measures a slice,
-records.py lays out what it measured. A driver failure ends its own job (or setup group), is
-recorded with its kind, and the run goes on.
+their second security check, and the processes x rounds interleaving; each job's mode (mode.py:
+latency, the depth probe or throughput) measures its slices, records.py lays out what it measured.
+A driver failure ends its own job (or setup group), is recorded with its kind, and the run goes on.
 """
 
 from __future__ import annotations
@@ -20,10 +20,13 @@ from ..model.program import Program
 from ..plan.jobs import Group, Job, Plan
 from ..store.record import Record
 from ..store.sqlite import Store
+from .depth import Depth
 from .host import Activity, merged
+from .mode import Mode, Slice
+from .prepared import Prepared
 from .records import RecordContext, failed, layout, plain_of, security_of
-from .sampler import Outcome, Prepared, measure_slice, probe_depth
-from .throughput import saturate
+from .latency import Latency
+from .throughput import Throughput
 
 OnRecord = Callable[[Job, list[Record]], None]
 class Runner:
@@ -95,7 +98,7 @@ class Runner:
         processes = max((j.policy.processes for g in key_groups for j in g.jobs), default=1)
         rounds = max((j.policy.rounds for g in key_groups for j in g.jobs), default=1)
         ops = list(dict.fromkeys(j.op for g in key_groups for j in g.jobs))
-        pending: dict[str, Outcome] = {}
+        pending: dict[str, Mode] = {}  # jobs with a slice measured and more to come
         done: set[str] = set(self.skip)
         for p in range(processes):
             if p > 0:
@@ -164,53 +167,49 @@ class Runner:
     def _timeout(self, g: Group) -> float:
         return max(j.policy.timeout_s for j in g.jobs)
 
-    def _job(self, job: Job, prep: Prepared | DriverError, slot: tuple[int, int],
-             pending: dict[str, "Outcome"]) -> bool:
+    def _job(self, job: Job, prep: Prepared | DriverError, slot: tuple[int, int], pending: dict[str, Mode]) -> bool:
         """One (process, round) slice of a job; True when the job is finished and its records are stored."""
         try:
             op = job.bench_op()
         except UserError as exc:  # a user's computation whose file is gone or changed: this job fails
             self._store(job, [failed(job, self.run_id, "workload_error", exc.line(), self.plan.suite.name)])
             return True
-        outcome = pending.setdefault(job.key, Outcome())
+        if job.key not in pending:  # the job's first slice
+            pending[job.key] = mode_for(job, op)
+        mode = pending[job.key]
         drv = self.drivers.get((job.library, job.threads))
         activity = Activity(drv.proc.pid if drv is not None and drv.alive else None)
         p, s = slot
-        # depth probes and throughput (its own processes and windows) run once
-        last = (p + 1 >= job.policy.processes and s + 1 >= job.policy.rounds) or op.chain is not None \
-            or job.policy.mode == "throughput"
+        last = mode.last(p, s)
         try:
-            # What the library cannot do at all is said first, even when its setup failed.
-            caps = self.caps.get((job.library, job.threads))
-            if caps is not None and job.scheme in caps.schemes:
-                missing = op.program(job.scheme).primitives() - set(caps.schemes[job.scheme].ops)
-                if missing:
-                    raise DriverError("unsupported",
-                                      f"{job.library} has no {', '.join(sorted(missing))} for {job.scheme}")
+            self._check_supported(job, op)
             if isinstance(prep, DriverError):
                 raise prep
             drv = self.driver(job.library, job.threads)
             if not drv.alive or prep.setup_id not in drv.setups:  # restarted after a failure, or died between jobs
                 self._reprepare(prep)
             program_of(job, op, prep)
-            if op.chain:
-                probe_depth(self.driver(job.library, job.threads), job, op, prep, outcome,
-                            lambda: self._reprepare(prep))
-            elif job.policy.mode == "throughput":
-                saturate(self, job, op, prep, outcome, activity.own_process)
-            else:
-                measure_slice(self.driver(job.library, job.threads), job, op, prep, outcome, p, s)
+            mode.slice(Slice(drv, prep, p, s, lambda: self._reprepare(prep),
+                             lambda: self.extra_driver(job.library, job.threads, prep), activity.own_process))
             error = None
         except DriverError as exc:
             error, last = exc, True
-        outcome.activity.append(activity.finish())
+        mode.out.activity.append(activity.finish())
         if not last:
             return False
         del pending[job.key]
-        records = layout(job, op, prep, outcome if error is None else None, error,
-                         self._context(job, error is None, merged(outcome.activity)))
+        records = layout(job, op, prep, mode.out if error is None else None, error,
+                         self._context(job, error is None, merged(mode.out.activity)))
         self._store(job, records)
         return True
+
+    def _check_supported(self, job: Job, op: BenchOp) -> None:
+        """What the library cannot do at all is said first, even when its setup failed."""
+        caps = self.caps.get((job.library, job.threads))
+        if caps is not None and job.scheme in caps.schemes:
+            missing = op.program(job.scheme).primitives() - set(caps.schemes[job.scheme].ops)
+            if missing:
+                raise DriverError("unsupported", f"{job.library} has no {', '.join(sorted(missing))} for {job.scheme}")
 
     def _store(self, job: Job, records: list[Record]) -> None:
         for rec in records:
@@ -237,6 +236,16 @@ class Runner:
         return RecordContext(self.plan.suite, self.run_id, self.env, self.caps.get((job.library, job.threads)),
                              manifests()[job.library].wraps, drv.peak_rss_bytes() if ok and drv is not None else None,
                              host)
+
+
+def mode_for(job: Job, op: BenchOp) -> Mode:
+    """A job's mode, chosen once: a chain is probed for its depth, a throughput policy runs k
+    processes at once, and everything else is sampled for its latency."""
+    if op.chain:
+        return Depth(job, op)
+    if job.policy.mode == "throughput":
+        return Throughput(job, op)
+    return Latency(job, op)
 
 
 def program_of(job: Job, op: BenchOp, prep: Prepared) -> Program:

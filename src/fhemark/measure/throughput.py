@@ -19,7 +19,7 @@ from __future__ import annotations
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Callable
+from typing import Callable
 
 import numpy as np
 
@@ -29,10 +29,9 @@ from ..model.ops import BenchOp
 from ..plan.jobs import Job
 from ..plan.suites import host_cores
 from ..stats import summarize
-from .sampler import Outcome, Prepared, absorb, copies_for, draw, run_checked, total
-
-if TYPE_CHECKING:
-    from .runner import Runner
+from .checked import absorb, copies_for, draw, run_checked
+from .mode import Mode, Slice
+from .prepared import Outcome, Prepared, total
 
 SATURATED = 0.95  # of the host's cores: busy enough
 GROWTH = 1.05     # a larger k must give at least this much more, or the search stops
@@ -81,22 +80,37 @@ class Level:
                 "parallelism": self.parallelism, "peak_rss_bytes": self.peak_rss_bytes, "samples": len(self.samples)}
 
 
-def saturate(runner: Runner, job: Job, op: BenchOp, prep: Prepared, out: Outcome,
-             own: Callable[[int], None] = lambda pid: None) -> None:
+@dataclass
+class ThroughputOutcome(Outcome):
+    throughput: dict = field(default_factory=dict)  # the rate at the best k and how it was found: record fields
+
+
+class Throughput(Mode):
+    """The job's policy says mode: throughput. Its processes and windows are its own: one slice."""
+
+    outcome = ThroughputOutcome
+
+    def slice(self, sl: Slice) -> None:
+        saturate(self.job, self.op, sl.prep, self.out, sl.drv, sl.spare, sl.own)
+
+
+def saturate(job: Job, op: BenchOp, prep: Prepared, out: ThroughputOutcome, drv: Driver,
+             spare: Callable[[], Driver], own: Callable[[int], None] = lambda pid: None) -> None:
     """Grow k until the host is busy; the best k's samples become the job's, its rate the record's.
-    `own(pid)` is told of each other driver before it stops: its CPU is the job's, not contention."""
+    `drv` is the job's driver, `spare()` starts another with keys of its own for the setup; `own(pid)`
+    is told of each other driver before it stops: its CPU is the job's, not contention."""
     pol = job.policy
     cores = host_cores()
     limit = min(pol.max_batch or 2 * cores, 256)
     started = time.monotonic()
-    pool: list[Driver] = [runner.driver(job.library, job.threads)]
+    pool: list[Driver] = [drv]
     levels: list[Level] = []
     try:
         _calibrate(job, op, prep, pool[0], out)
         k = 1
         while True:
             while len(pool) < k:  # started and given keys outside every window
-                pool.append(runner.extra_driver(job.library, job.threads, prep))
+                pool.append(spare())
             levels.append(_level(job, op, prep, pool[:k], out, len(levels)))
             last = levels[-1]
             if len(levels) > 1 and last.rate < GROWTH * max(lv.rate for lv in levels[:-1]):
