@@ -50,18 +50,6 @@ def test_a_candidate_that_fails_measurement_is_rejected_and_a_larger_one_accepte
     assert all(r.status == "ok" for r in prop.records)
 
 
-def test_openfhe_picks_its_own_ckks_set_for_choose(driver_pool):
-    """OpenFHE's automatic choice (advise/openfhe_auto.py runs a script inside the OpenFHE driver's
-    folder, on the driver's own readers of a context): a ring and special primes of its own for the
-    depth, at the scale asked; it broke silently once when the driver's helpers moved."""
-    from fhemark.advise.openfhe_auto import openfhe_auto
-    driver_pool("openfhe")  # built here, or the test skips (fails where the toolchain is but the build broke)
-    spec = openfhe_auto(Need("ckks", 3, 20.0, None, 1, 128, "hestd2018"), None)
-    assert spec is not None, "OpenFHE's automatic set could not be read"
-    assert spec["N"] >= 8192 and spec["N"] & (spec["N"] - 1) == 0 and len(spec["q_bits"]) == 4 and spec["p_bits"]
-    assert estimate(spec["N"], sum(spec["q_bits"]) + sum(spec["p_bits"]), "hestd2018").bits >= 128
-
-
 def test_params_exits_0_when_something_is_proposed_and_names_who_could_not(monkeypatch):
     """TenSEAL without a proposal while the others have one: exit 0, and the line says who had none."""
     from typer.testing import CliRunner

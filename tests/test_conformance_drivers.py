@@ -166,6 +166,21 @@ def test_a_driver_of_bit_schemes_declares_the_bits_extension(driver_pool, librar
     assert "bits" in driver_pool(library).request("capabilities").get("extensions", []), "PROTOCOL-bits.md"
 
 
+@pytest.mark.parametrize("library", LIBRARIES)
+def test_auto_params_is_answered_where_offered_and_unsupported_elsewhere(driver_pool, library):
+    """PROTOCOL.md "auto_params": an optional request, answered for each scheme whose capabilities
+    offer it (a set a setup takes), `unsupported` for the rest and by every driver without it."""
+    driver = driver_pool(library)
+    schemes = driver.request("capabilities")["schemes"]
+    for scheme in ("ckks", "bfv", "tfhe_int"):
+        ask = {"scheme": scheme, "depth": 2, "security": 128, **({"scale_bits": 40} if scheme == "ckks" else {})}
+        if schemes.get(scheme, {}).get("auto_params"):
+            got = driver.request("auto_params", **ask)
+            assert got["N"] and len(got["q_primes"]) >= 3, got
+        else:
+            refused("unsupported", driver.request, "auto_params", **ask)
+
+
 # -- bad requests ----------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("library", LIBRARIES)

@@ -1,4 +1,4 @@
-"""Parameter snippets (src/fhemark/snippets.py) run with the real libraries.
+"""Parameter snippets (src/fhemark/advise/snippets/) run with the real libraries.
 
 Each snippet prints one JSON line: what the library built. It must be what was asked (N, prime sizes,
 t or scale, the security level checked) and what the library's driver builds for the same set. A
@@ -56,9 +56,10 @@ class Case:
         return resolve(self.params, self.scheme)
 
 
+FORMS = snippets.forms()
 CASES = [
     *(Case(lib, scheme, SECURE_CKKS if scheme == "ckks" else SECURE_INT)
-      for lib in ("seal", "openfhe", "tenseal", "lattigo") for scheme in snippets.SCHEMES[lib]),
+      for lib in ("seal", "openfhe", "tenseal", "lattigo") for scheme in FORMS[lib].schemes),
     Case("seal", "bfv", SMALL_INT, insecure=True, tag="n4096-insecure"),
     Case("openfhe", "ckks", SMALL_CKKS, insecure=True, tag="n4096-insecure"),
     Case("lattigo", "bgv", SMALL_INT, insecure=True, tag="n4096"),
@@ -153,7 +154,7 @@ def reports(request, tmp_path_factory):
         if case.id not in done:
             path = snippets.write(case.library, case.scheme, case.params, tmp_path_factory.mktemp(case.id),
                                   header="test snippet", allow_insecure=case.insecure)
-            command, cwd = COMMANDS[snippets.LANGUAGES[case.library]](case, request, path)
+            command, cwd = COMMANDS[FORMS[case.library].language](case, request, path)
             env = {**os.environ, "GOTOOLCHAIN": os.environ.get("GOTOOLCHAIN", "local"), "GOFLAGS": "-mod=mod",
                    "OMP_NUM_THREADS": "1"}
             proc = subprocess.run(command, cwd=cwd, capture_output=True, text=True, timeout=RUN_TIMEOUT_S, env=env)
@@ -222,6 +223,17 @@ def test_snippet_names_header_and_t():
     assert "ckks" in snippets.snippet("seal", "ckks", {**SECURE_CKKS, "t_bits": 20, "secret": "ternary"}).text
 
 
+def test_each_library_with_a_builder_declares_its_snippet_facts_and_no_other():
+    """A library's snippet facts live in its driver.json, its template's builder in BUILDERS: one
+    without the other is a library half added."""
+    declared = {lib for lib, m in manifests().items() if m.snippet}
+    assert declared == set(snippets.BUILDERS) == set(FORMS)
+    for lib, form in FORMS.items():
+        assert form.language in COMMANDS and form.install and form.title != lib, lib
+        assert set(form.schemes) <= set(manifests()[lib].schemes), f"{lib}: snippets for schemes its driver lacks"
+    assert snippets.snippet("TFHE_RS", "tfhe_bool", {"preset": "default"}).library == "tfhe-rs"  # an alias
+
+
 @pytest.mark.parametrize("library,scheme,params", [
     ("helib", "bgv", SECURE_INT), ("tenseal", "bgv", SECURE_INT), ("seal", "tfhe_int", {"bits": 8}),
     ("seal", "bfv", {**SECURE_INT, "p_bits": [60, 60]}), ("lattigo", "ckks", {"N": 8192, "q_bits": [50]}),
@@ -233,7 +245,7 @@ def test_snippet_refuses_what_it_cannot_write(library, scheme, params):
 
 def test_python_snippets_are_lint_clean(tmp_path):
     for lib in ("seal", "openfhe", "tenseal"):
-        for scheme in snippets.SCHEMES[lib]:
+        for scheme in FORMS[lib].schemes:
             snippets.write(lib, scheme, SECURE_CKKS if scheme == "ckks" else SECURE_INT, tmp_path)
     proc = subprocess.run([sys.executable, "-m", "ruff", "check", "--no-cache", "--isolated", "--line-length", "130",
                            "--select", "E,F,W", str(tmp_path)], capture_output=True, text=True, timeout=120)

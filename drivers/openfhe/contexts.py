@@ -149,6 +149,11 @@ class Setup:
         return self.N * max(limbs, 1) * 8
 
 
+def scale_bits(cc, asked):
+    """A CKKS context's scale at the top level, log2 rounded; what was asked where the binding cannot say."""
+    return int(round(math.log2(cc.GetScalingFactorReal(0)))) if hasattr(cc, "GetScalingFactorReal") else asked
+
+
 def build_params(scheme, params, allow_insecure, depth_override=None):
     """Library-neutral parameters -> CCParams*; returns (ccparams, notes, dnum)."""
     N = int(params["N"])
@@ -314,10 +319,7 @@ def setup(scheme, params, rotations, allow_insecure):
     gmap = cc.EvalAutomorphismKeyGen(kp.secretKey, sorted(indices)) if indices else None  # OpenFHE refuses []
     s.gk = Key("galois", gmap, s.sk.tag, indices=indices)
 
-    sb = None
-    if scheme == "ckks":
-        sb = int(round(math.log2(cc.GetScalingFactorReal(0)))) if hasattr(cc, "GetScalingFactorReal") \
-            else params.get("scale_bits")
+    sb = scale_bits(cc, params.get("scale_bits")) if scheme == "ckks" else None
     s.standard_facts(cp, params.get("secret") or "ternary", not allow_insecure, sb)
     s.eff["multiplicative_depth"] = depth_used
     if scheme == "bfv":

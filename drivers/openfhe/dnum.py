@@ -1,6 +1,6 @@
 """How many digits OpenFHE's hybrid key switching splits the chain into: the driver's rule, in a
-module with no imports, so that fhemark's snippets (src/fhemark/snippets.py) read the same rule
-from this file instead of keeping a copy."""
+module with no imports, so that fhemark's snippets (src/fhemark/advise/snippets/python.py) read
+the same rule from this file instead of keeping a copy."""
 
 
 def choose_dnum(q_bits, p_bits):

@@ -12,7 +12,7 @@ import os
 import sys
 from functools import partial
 
-DRIVER_VERSION = "0.8.0"
+DRIVER_VERSION = "0.9.0"
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path[:0] = [HERE, os.path.join(HERE, "..", "python_shared")]
@@ -35,6 +35,7 @@ except Exception as exc:  # still answer every request, with a clear error
     serve(_unavailable, _unavailable, _unavailable)
     sys.exit(0)
 
+import autoparams  # noqa: E402
 import binfhe  # noqa: E402
 import ckksboot  # noqa: E402
 import contexts  # noqa: E402
@@ -124,6 +125,12 @@ for _scheme in SCHEMES:
 # Static facts (limits, deviations from PROTOCOL.md's canonical boundaries checked against OpenFHE 1.6.1
 # and openfhe-python 1.6.1.0, build notes): capabilities.json.
 CAPABILITIES = static_capabilities(HERE, {**OPS, "tfhe_bool": binfhe.OPS})
+# capabilities.json offers `auto_params` per scheme; autoparams.py answers it: a file that offers
+# another scheme's would promise what the driver refuses.
+_AUTO = sorted(s for s, f in CAPABILITIES["schemes"].items() if f.get("auto_params"))
+if _AUTO != sorted(autoparams.SCHEMES):
+    sys.exit("%s/capabilities.json: auto_params for %s, but autoparams.py answers for %s"
+             % (HERE, _AUTO, sorted(autoparams.SCHEMES)))
 
 
 # --------------------------------------------------------------------------
@@ -621,4 +628,4 @@ def unexpected(exc):
 
 if __name__ == "__main__":
     log("threads wanted %d, OpenMP max threads %s" % (_THREADS_WANTED, apply_threads(_THREADS_WANTED)))
-    serve(capabilities, setup, handle_run, unexpected)
+    serve(capabilities, setup, handle_run, unexpected, optional={"auto_params": autoparams.auto_params})

@@ -207,11 +207,14 @@ def merged(static: dict, facts: dict) -> dict:
 
 
 def serve(capabilities: Callable[[], dict], setup: Callable, handle_run: Callable[[object, dict], dict],
-          unexpected: Callable[[Exception], str] | None = None) -> None:
+          unexpected: Callable[[Exception], str] | None = None,
+          optional: dict[str, Callable[[dict], dict]] | None = None) -> None:
     """Answer requests on stdin, one JSON line each, until shutdown or end of input. `setup` is
     called with (scheme, params, rotations, allow_insecure) and must offer
     effective(params) and sizes() (and may hold setup_notes); handle_run(setup, request).
-    unexpected(exc) words an exception that is no Failure (default: its type and message)."""
+    unexpected(exc) words an exception that is no Failure (default: its type and message).
+    optional: the optional requests the driver answers (PROTOCOL.md: auto_params), type ->
+    handler(request) -> result; any other type is `unsupported`."""
     setups: dict = {}
     for line in sys.stdin:
         if not line.strip():
@@ -238,6 +241,8 @@ def serve(capabilities: Callable[[], dict], setup: Callable, handle_run: Callabl
                 if req["setup_id"] not in setups:
                     raise Failure("internal", f"unknown setup_id '{req['setup_id']}'")
                 result = handle_run(setups[req["setup_id"]], req)
+            elif kind in (optional or {}):
+                result = optional[kind](req)
             elif kind == "shutdown":
                 print(json.dumps({"v": PROTOCOL, "id": rid, "ok": True, "result": {}}), flush=True)
                 return

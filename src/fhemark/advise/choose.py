@@ -4,11 +4,11 @@ library runs it correctly at, proven by running it, then measured side by side a
 1. Requirements come from the program (requirements.py): levels, multiplications in sequence,
    rotations, values per evaluation, the plaintext bits the integers need.
 2. Search, per (library, scheme): the advisor's candidates, smallest first (advisor.py, its rules
-   of thumb), and OpenFHE's own automatic choice for the same depth and scale where OpenFHE is
-   here; each is run with the program itself in `repeats` fresh driver processes (fresh keys),
-   SEARCH_SAMPLES samples each; it passes only when every output of every sample checks (CKKS:
-   with the precision asked plus CKKS_SEARCH_MARGIN; BFV/BGV: exact, with MARGIN_BITS of noise
-   budget left). The smallest passing set is kept.
+   of thumb), and the library's own choice for the same depth and scale where its driver offers
+   one (PROTOCOL.md auto_params: OpenFHE's); each is run with the program itself in `repeats`
+   fresh driver processes (fresh keys), SEARCH_SAMPLES samples each; it passes only when every
+   output of every sample checks (CKKS: with the precision asked plus CKKS_SEARCH_MARGIN; BFV/BGV:
+   exact, with MARGIN_BITS of noise budget left). The smallest passing set is kept.
 3. Measurement: every chosen set, and each scheme's largest chosen set on every library (so the
    user sees how much of a gap is the library and how much its parameter constraints), in one
    run of the user's store, every sample checked against the requirement itself.
@@ -46,7 +46,7 @@ class Candidate:
     library: str
     scheme: str
     spec: dict | None = None
-    origin: str = "search"      # search | openfhe-auto | shared
+    origin: str = "search"      # search | <library>-auto (its own choice) | shared
     verified: bool = False
     tried: list[str] = field(default_factory=list)   # why each smaller set failed
     record: Record | None = None  # the measurement at `spec`
@@ -198,7 +198,7 @@ def margin(c: Candidate, precision: float) -> float | None:
 def choose(w: Workload, libraries: dict[str, tuple[str, ...]], precision: float | None, security: int, table: str,
            repeats: int, store: Store | None = None, verify_db: Store | None = None,
            say: Callable[[str, str], None] = lambda stage, what: None,
-           auto: Callable[[Need, dict | None], dict | None] | None = None, threads: int = 1,
+           auto: Callable[[str, Need, dict | None], dict | None] | None = None, threads: int = 1,
            objective: str = "latency") -> Answer:
     """`libraries`: each available library and the schemes it offers; `threads`: the cores the
     answer is for (the measurement runs at that count; whether a set is correct does not depend on it);
@@ -219,10 +219,10 @@ def choose(w: Workload, libraries: dict[str, tuple[str, ...]], precision: float 
                 continue
             c = _search(w, need, lib, space, repeats, verify_db, say)
             ans.chosen.append(c)
-            extra = auto(need, c.spec) if auto is not None and lib == "openfhe" else None
+            extra = auto(lib, need, c.spec) if auto is not None else None  # None: the library offers none
             if extra and extra not in space:
-                say("searching parameters", f"{lib} {scheme}: OpenFHE's own choice N = {extra['N']}")
-                alt = _search(w, need, lib, [extra], repeats, verify_db, say, origin="openfhe-auto")
+                say("searching parameters", f"{lib} {scheme}: the library's own choice N = {extra['N']}")
+                alt = _search(w, need, lib, [extra], repeats, verify_db, say, origin=f"{lib}-auto")
                 ans.chosen.append(alt)
     if len(ans.impossible) == len(reqs):
         raise UserError(f"impossible: {'; '.join(ans.impossible.values())}",

@@ -134,7 +134,8 @@ def choose_cmd(file: Path = typer.Argument(..., help="your workload file (Python
                                                                      "libraries at this thread count"),
                objective: str = typer.Option("latency", help="latency (one evaluation alone) or throughput (evaluations "
                                                              "a second with the host's cores busy: k at once)"),
-               auto: bool = typer.Option(True, "--auto/--no-auto", help="also try OpenFHE's own parameter choice"),
+               auto: bool = typer.Option(True, "--auto/--no-auto", help="also try each library's own parameter "
+                                                                        "choice, where its driver offers one (OpenFHE's)"),
                db: Path = typer.Option(None, help="store for the measurement (default ./fhemark.db or $FHEMARK_DB)"),
                verify_db: Path = typer.Option(None, help="keep the search's runs in this store (default: a temporary one)"),
                out: Path = typer.Option(None, help="folder for the snippets (default ./choose/<workload>)"),
@@ -142,7 +143,7 @@ def choose_cmd(file: Path = typer.Argument(..., help="your workload file (Python
     """Find, prove and rank the parameters each library runs YOUR computation at: smallest secure set per
     library, verified by running the program with fresh keys, then measured side by side."""
     from ..advise import choose as chooser
-    from ..advise.openfhe_auto import openfhe_auto
+    from ..advise.auto_params import auto_params
     from ..model.requirements import for_all
     from ..model.security import TABLES
     from ..model.workload_file import load as load_workloads
@@ -191,7 +192,7 @@ def choose_cmd(file: Path = typer.Argument(..., help="your workload file (Python
         try:
             answer = chooser.choose(w, libs, precision, security, table, repeats, store, search_store,
                                     say=lambda stage, what: progress.update(task, description=stage, last=what),
-                                    auto=openfhe_auto if auto and "openfhe" in libs else None, threads=threads,
+                                    auto=auto_params if auto else None, threads=threads,
                                     objective=objective)
         except KeyboardInterrupt:
             progress.stop()

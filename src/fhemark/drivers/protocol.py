@@ -176,11 +176,24 @@ class ShutdownRequest(_Request):
     type: Literal["shutdown"] = "shutdown"
 
 
+class AutoParamsRequest(_Request):
+    """The library's own parameter choice for a scheme (PROTOCOL.md "auto_params"), optional: asked
+    only of a driver whose capabilities offer it for the scheme."""
+    type: Literal["auto_params"] = "auto_params"
+    scheme: str
+    depth: int = Field(ge=0)                # multiplications in sequence the chain must hold
+    scale_bits: int | None = Field(None, ge=1)  # CKKS: the scale, 2^scale_bits
+    first_bits: int | None = Field(None, ge=1)  # the level-0 prime's size (None: the library's own)
+    security: Literal[128, 192, 256] = 128  # bits, under the library's own security table
+
+
 class SchemeCaps(BaseModel):
     ops: list[str]
     limits: dict[str, Any] = {}
     # op -> what its timed work adds to or lacks from PROTOCOL.md's canonical boundary
     deviations: dict[str, str] = {}
+    # The driver answers `auto_params` for this scheme: the library chooses parameters of its own.
+    auto_params: bool = False
 
 
 class Capabilities(BaseModel):
@@ -259,6 +272,15 @@ class Effective(_Built):
         return cls(**d)
 
 
+class AutoParamsResult(BaseModel):
+    """What the library chose (PROTOCOL.md "auto_params"): a set a `setup` request can name."""
+    N: int = Field(ge=2)
+    q_primes: list[Prime] = Field(min_length=1)  # ciphertext primes, level 0 (lowest) first
+    p_primes: list[Prime] = []                   # special (key-switching) primes
+    scale_bits: int | None = None                # CKKS: the scale the library set, 2^scale_bits
+    notes: list[str] = []
+
+
 class SetupResult(BaseModel):
     effective: SetupFacts
     sizes_bytes: dict[str, int] = {}
@@ -310,8 +332,8 @@ class Reply(BaseModel):
 
 
 REQUESTS = {"capabilities": CapabilitiesRequest, "setup": SetupRequest, "run": RunRequest,
-            "shutdown": ShutdownRequest}
-RESULTS = {"capabilities": Capabilities, "setup": SetupResult, "run": RunResult}
+            "shutdown": ShutdownRequest, "auto_params": AutoParamsRequest}
+RESULTS = {"capabilities": Capabilities, "setup": SetupResult, "run": RunResult, "auto_params": AutoParamsResult}
 
 
 def schemas() -> dict[str, dict]:

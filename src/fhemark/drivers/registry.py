@@ -16,6 +16,16 @@ from ..errors import UserError, field_error
 from ..locations import cache_dir, project_root
 
 
+class Snippet(BaseModel):
+    """A library's parameter snippets (docs/snippets.md): the language their template is in, what a
+    user installs to run one, and the schemes they cover (default: every scheme of the driver)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+    language: str = Field(min_length=1)
+    install: str = Field(min_length=1)
+    schemes: tuple[str, ...] = Field((), strict=False)  # a JSON list
+
+
 @dataclass(frozen=True)
 class Manifest:
     library: str
@@ -27,6 +37,10 @@ class Manifest:
     schemes: tuple[str, ...] = ()    # what it can offer, declared so a suite's needs are known before a build
     build_estimate_s: int = 0        # a first build's duration on 2 cores, shown while building
     wraps: str = ""                  # the library this one is a layer over (TenSEAL: seal), for the layer's cost
+    title: str = ""                  # the library's own spelling (OpenFHE), for what users read
+    colour: str = ""                 # its colour in every figure ("": one of the report's palette)
+    aliases: tuple[str, ...] = ()    # other names a user may give it (tfhe-rs: tfhe)
+    snippet: Snippet | None = None   # how fhemark's parameter snippets are written for it (advise/snippets)
 
     @property
     def buildable(self) -> bool:
@@ -59,6 +73,10 @@ class ManifestFile(BaseModel):
     schemes: list[str] = []
     build_estimate_s: int = Field(0, ge=0)
     wraps: str = ""
+    title: str = ""
+    colour: str = Field("", pattern=r"^(#[0-9a-fA-F]{6})?$")
+    aliases: list[str] = []
+    snippet: Snippet | None = None
 
 
 def _manifest(path: Path) -> Manifest:
@@ -77,19 +95,31 @@ def _manifest(path: Path) -> Manifest:
     except ValidationError as exc:
         field, msg = field_error(exc)
         raise UserError(f"{path}: driver manifest field '{field}': {msg}", fix)
+    snippet = m.snippet.model_copy(update={"schemes": m.snippet.schemes or tuple(m.schemes)}) if m.snippet else None
     return Manifest(m.library, path.parent, tuple(_expand(a) for a in m.command), m.requires, tuple(m.toolchain),
-                    tuple(m.build), tuple(m.schemes), m.build_estimate_s, m.wraps)
+                    tuple(m.build), tuple(m.schemes), m.build_estimate_s, m.wraps, m.title or m.library, m.colour,
+                    tuple(m.aliases), snippet)
 
 
 def manifests() -> dict[str, Manifest]:
     out: dict[str, Manifest] = {}
+    names: dict[str, Manifest] = {}  # every name and alias -> the manifest that declares it
     for path in sorted((project_root() / "drivers").glob("*/driver.json")):
         m = _manifest(path)
-        if m.library in out:
-            raise UserError(f"{path}: library '{m.library}' is also declared by {out[m.library].folder / 'driver.json'}",
-                            "give each driver its own library name")
+        for name in (m.library, *m.aliases):
+            if name in names:
+                raise UserError(f"{path}: the name '{name}' is also declared by {names[name].folder / 'driver.json'}",
+                                "give each driver its own library name and aliases")
+            names[name] = m
         out[m.library] = m
     return out
+
+
+def named(name: str) -> str:
+    """The library a user's name means: itself, or the library that declares it as an alias
+    (compared in lower case); the name as given where no driver declares it."""
+    low = name.lower()
+    return next((lib for lib, m in manifests().items() if low == lib or low in m.aliases), low)
 
 
 def available() -> list[str]:

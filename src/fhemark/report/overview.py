@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from html import escape as _escape
 
 from ..analyse.select import contended, latest
+from ..drivers.registry import manifests
 from ..model.catalog import CATALOG
 from ..stats import paired_ratio
 from ..store.record import Record
@@ -241,11 +242,12 @@ def _num(x) -> str:
     return f"{x:.0f}" if isinstance(x, (int, float)) else "?"
 
 
-# A library keeps its colour in every figure, interactive and static, whatever subset a figure shows.
-_KNOWN = {"lattigo": "#1f77b4", "openfhe": "#d62728", "seal": "#2ca02c", "tfhe-rs": "#9467bd"}
+# A library keeps its colour in every figure, interactive and static, whatever subset a figure shows:
+# the one its driver.json declares, else one of these, by name among the figure's undeclared ones.
 _PALETTE = ["#ff7f0e", "#8c564b", "#e377c2", "#17becf", "#bcbd22", "#7f7f7f"]
 
 
 def library_colours(ov: Overview) -> dict[str, str]:
-    others = sorted({lib for s in ov.setups for lib in s.libraries} - set(_KNOWN))
-    return {**_KNOWN, **{lib: _PALETTE[i % len(_PALETTE)] for i, lib in enumerate(others)}}
+    declared = {lib: m.colour for lib, m in manifests().items() if m.colour}
+    others = sorted({lib for s in ov.setups for lib in s.libraries} - set(declared))
+    return {**declared, **{lib: _PALETTE[i % len(_PALETTE)] for i, lib in enumerate(others)}}

@@ -14,31 +14,44 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
+from ...drivers.registry import manifests, named
 from ...errors import UserError
 from ...model.params import SCHEMES_BITS, ParamSet, resolve
 from .go import build_lattigo
 from .python import build_openfhe, build_seal, build_tenseal
 from .rust import build_tfhe, tfhe_preset
 
-LANGUAGES = {"seal": "python", "openfhe": "python", "tenseal": "python", "lattigo": "go", "tfhe-rs": "rust"}
-SCHEMES = {"seal": ("bfv", "bgv", "ckks"), "openfhe": ("bfv", "bgv", "ckks"), "tenseal": ("bfv", "ckks"),
-           "lattigo": ("bfv", "bgv", "ckks"), "tfhe-rs": ("tfhe_bool", "tfhe_shortint", "tfhe_int")}
-_ALIASES = {"tfhe": "tfhe-rs", "tfhe_rs": "tfhe-rs", "tfhers": "tfhe-rs"}
+# The one table of code per library: its template's builder. What else a snippet says of a library
+# (title, language, what to install, schemes) its driver.json declares (PROTOCOL.md "driver.json").
+BUILDERS: dict[str, Callable[[str, ParamSet, bool], str]] = {
+    "seal": build_seal, "openfhe": build_openfhe, "tenseal": build_tenseal, "lattigo": build_lattigo,
+    "tfhe-rs": build_tfhe}
 _SUFFIX = {"python": "py", "go": "go", "rust": "rs"}
 _COMMENT = {"python": "#", "go": "//", "rust": "//"}
 _SPEC_KEYS = ("N", "q_bits", "p_bits", "t", "t_bits", "scale_bits", "sigma", "name", "preset", "batching", "bits")
 TFHE_FEATURES = ("boolean", "shortint", "integer")
-INSTALL = {
-    "seal": "pip install seal-python==4.4.0",
-    "openfhe": "pip install openfhe==1.6.1.0.22.4 (CPython 3.10)",
-    "tenseal": "pip install tenseal==0.3.18",
-    "lattigo": "a go.mod requiring github.com/tuneinsight/lattigo/v6 v6.2.0",
-    "tfhe-rs": 'a cargo project with tfhe = { version = "=1.8.2", features = ["boolean", "shortint", "integer"] }',
-}
 _RUN = {"python": "python {file}", "go": "go run {file}", "rust": "cargo run --release (this file as src/main.rs)"}
-_TITLE = {"seal": "SEAL", "openfhe": "OpenFHE", "tenseal": "TenSEAL", "lattigo": "Lattigo", "tfhe-rs": "TFHE-rs"}
+
+
+@dataclass(frozen=True)
+class Form:
+    """How one library's snippets are written: its driver.json's facts and its builder."""
+    title: str
+    language: str
+    install: str
+    schemes: tuple[str, ...]
+    build: Callable[[str, ParamSet, bool], str]
+
+
+def forms() -> dict[str, Form]:
+    """Every library with a snippet form, in BUILDERS' order: a builder and its driver.json's
+    `snippet` facts (tests/test_snippets.py checks that no library has one without the other)."""
+    known = manifests()
+    return {lib: Form(known[lib].title, known[lib].snippet.language, known[lib].snippet.install,
+                      known[lib].snippet.schemes, build)
+            for lib, build in BUILDERS.items() if lib in known and known[lib].snippet}
 
 
 @dataclass(frozen=True)
@@ -55,24 +68,25 @@ def snippet(library: str, scheme: str, params: dict | ParamSet, header: str | No
     """The program for one library, scheme and parameter set (a ParamSet, the wire form or the suite
     inline form). `header`: text put on top as comments (what fhemark verified); `allow_insecure`:
     build without the library's 128-bit security check where it has one (small test rings)."""
-    lib = _ALIASES.get(library.lower(), library.lower())
-    if lib not in SCHEMES:
-        raise UserError(f"no parameter snippet for library '{library}'", f"use one of {', '.join(SCHEMES)}")
-    if scheme not in SCHEMES[lib]:
-        raise UserError(f"no {_TITLE[lib]} snippet for scheme '{scheme}'", f"{_TITLE[lib]} snippets: {', '.join(SCHEMES[lib])}")
+    lib, known = named(library), forms()
+    if lib not in known:
+        raise UserError(f"no parameter snippet for library '{library}'", f"use one of {', '.join(known)}")
+    form = known[lib]
+    if scheme not in form.schemes:
+        raise UserError(f"no {form.title} snippet for scheme '{scheme}'", f"{form.title} snippets: {', '.join(form.schemes)}")
     ps = _resolved(scheme, params)
     if ps.kind == "rlwe" and ps.preset:
-        raise UserError(f"no snippet for the {_TITLE[lib]} preset '{ps.preset}'",
+        raise UserError(f"no snippet for the {form.title} preset '{ps.preset}'",
                         "snippets cover explicit N / q_bits / p_bits sets")
-    language = LANGUAGES[lib]
+    language = form.language
     stem = lib.removesuffix("-rs")
     filename = f"{scheme if scheme.startswith(stem) else f'{stem}_{scheme}'}.{_SUFFIX[language]}"
-    body = _BUILDERS[lib](scheme, ps, allow_insecure)
+    body = form.build(scheme, ps, allow_insecure)
     mark = _COMMENT[language]
     lines = header.splitlines() if header else []
-    lines.append(f"fhemark parameter snippet: {_TITLE[lib]} {scheme}, {_describe(scheme, ps)}")
-    lines += [f"Needs: {INSTALL[lib]}.", f"Run: {_RUN[language].format(file=filename)}; it prints one JSON line: "
-              f"what {_TITLE[lib]} really built."]
+    lines.append(f"fhemark parameter snippet: {form.title} {scheme}, {_describe(scheme, ps)}")
+    lines += [f"Needs: {form.install}.", f"Run: {_RUN[language].format(file=filename)}; it prints one JSON line: "
+              f"what {form.title} really built."]
     top = "\n".join(f"{mark} {line}".rstrip() for line in lines)
     return Snippet(lib, scheme, language, filename, f"{top}\n{body.strip()}\n")
 
@@ -114,9 +128,7 @@ def _describe(scheme: str, ps: ParamSet) -> str:
     return f"N={ps.N}, q_bits={list(ps.q_bits)}, p_bits={list(ps.p_bits)}, {value}"
 
 
-_BUILDERS = {"seal": build_seal, "openfhe": build_openfhe, "tenseal": build_tenseal, "lattigo": build_lattigo,
-             "tfhe-rs": build_tfhe}
-__all__ = ["INSTALL", "LANGUAGES", "SCHEMES", "TFHE_FEATURES", "Snippet", "parse_report", "snippet", "tfhe_preset", "write"]
+__all__ = ["BUILDERS", "TFHE_FEATURES", "Form", "Snippet", "forms", "parse_report", "snippet", "tfhe_preset", "write"]
 
 
 def parse_report(stdout: str) -> dict:
