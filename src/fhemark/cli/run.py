@@ -129,7 +129,9 @@ def run(suite: str = typer.Option("quick", help="built-in suite name or path to 
         started = time.monotonic()
         try:
             done = measure(plan, store, env=env, resume=resume, yes=yes, client=client, on_start=on_start,
-                           on_record=on_record)
+                           on_record=on_record, on_wait=lambda holder: err_console.print(
+                               f"waiting: another fhemark is measuring on this host ({holder}); this run measures "
+                               "when it ends, so that neither reads the other's load", highlight=False, markup=False))
         except KeyboardInterrupt:
             store.close()
             err_console.print(f"interrupted: results so far are in {store.path}; continue with: {again}",

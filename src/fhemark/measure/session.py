@@ -18,6 +18,7 @@ from ..locations import project_root
 from ..plan.jobs import Job, Plan, check_size
 from ..store.record import Record
 from ..store.sqlite import Store
+from .lease import hold
 from .metadata import environment
 from .runner import OnRecord, Runner
 
@@ -136,17 +137,21 @@ class Measured:
 
 def measure(plan: Plan, store: Store | None = None, *, env: dict | None = None, resume: bool = False,
             yes: bool = True, client: Any = None, on_start: Callable[[Session], None] = lambda ses: None,
-            on_record: OnRecord = lambda job, recs: None) -> Measured:
+            on_record: OnRecord = lambda job, recs: None,
+            on_wait: Callable[[str], None] = lambda holder: None) -> Measured:
     """Measure a plan into a store (None: an in-memory one, gone with the result): a new run, or the
     one --resume continues; here, or on the Dask cluster `client` (connect). `on_start` sees the
     session before the first job (its notes, the jobs left); `on_record` each job's records as they
-    are stored. The run is marked finished and its lock released when every job has ended."""
+    are stored; `on_wait` is told who holds the host's lease when another fhemark measures here
+    (lease.py), and the jobs wait for it. The run is marked finished and its lock released when
+    every job has ended."""
     store = store if store is not None else Store(IN_MEMORY)
     env = env if env is not None else environment(plan.suite.threads, project_root())
     ses = start(store, plan, env, resume, yes)
     try:
         on_start(ses)
-        execute(ses, on_record, client)
+        with hold(f"suite {plan.suite.name}, run {ses.run_id} into {store.path}", on_wait):
+            execute(ses, on_record, client)
     except BaseException:
         if ses.lock is not None:
             ses.lock.close()
