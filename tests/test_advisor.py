@@ -64,3 +64,13 @@ def test_params_exits_0_when_something_is_proposed_and_names_who_could_not(monke
     assert "no proposal from tenseal" in r.output
     monkeypatch.setattr(advisor, "advise", lambda need, libs, *a, **k: [Proposal("tenseal")])
     assert CliRunner().invoke(app, ["params", "--scheme", "ckks", "--depth", "2", "--precision", "20"]).exit_code == 1
+
+
+def test_a_ring_is_tried_with_every_chain_it_holds_before_a_larger_one():
+    """A depth-1 BFV computation with a 20-bit t and 4096 values: N = 4096 holds its chain with a
+    special prime as large as the chain's largest (SEAL's own 128-bit default there is q 36+36, P 37),
+    not with a 60-bit one: that ring is tried first. Where 60 bits fit, P stays 60."""
+    first = next(candidates(Need("bfv", 1, None, 20, 4096)))
+    assert first["N"] == 4096 and first["p_bits"] == [max(first["q_bits"])]
+    assert estimate(4096, sum(first["q_bits"]) + sum(first["p_bits"]), "hestd2018").bits >= 128
+    assert next(candidates(Need("ckks", 2, 20.0, None, 1)))["p_bits"] == [60]

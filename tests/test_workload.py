@@ -277,3 +277,20 @@ def test_choose_interrupted_is_one_line_and_exit_130(tmp_path):
     p.send_signal(signal.SIGINT)
     out, err = p.communicate(timeout=60)
     assert p.returncode == 130 and "interrupted" in err and "Traceback" not in err, err
+
+
+def test_choose_answers_a_depth_one_tally_at_the_smallest_ring(tmp_path):
+    """4096 votes times a plaintext mask, t of 20 bits: SEAL runs it at N = 4096 (BFV/BGV hold N values
+    per ciphertext), where the search tries a special prime as large as the chain's largest."""
+    f = write(tmp_path, """
+    def compute(c):
+        return c.mul_plain(c.encrypted("votes"), c.plaintext("mask"))
+    W = Workload("tally_mask_t", compute, schemes=("bfv",),
+                 inputs={"votes": Uniform(0, 1, length=4096), "mask": Uniform(0, 1, length=4096)})
+    """)
+    out = tmp_path / "a.json"
+    r = cli("choose", f, "--library", "seal", "--repeats", "2", "--db", tmp_path / "c.db", "--json", out,
+            "--out", tmp_path / "s")
+    assert r.exit_code == 0, r.output
+    (cand,) = json.loads(out.read_text())["candidates"]
+    assert cand["params"]["N"] == 4096 and cand["verified"] and cand["margin"] >= 1, cand

@@ -14,7 +14,9 @@ Rules of thumb (the starting points; measurement decides):
 - BFV/BGV: each multiplication costs about log2(t) + log2(N) + 2 bits of noise budget, a fresh
   ciphertext starts log2(t) + 12 bits below q (optimistic on purpose: the smallest set is wanted,
   and measurement rejects what is too small): the chain starts at that total and grows by 20 bits.
-- One 60-bit special prime (OpenFHE's hybrid key switching always uses 60-bit special primes).
+- One 60-bit special prime (OpenFHE's hybrid key switching always uses 60-bit special primes); where
+  it does not fit the ring, one as large as the chain's largest prime (SEAL's rule), so a ring is
+  tried with every chain it can hold before a larger one (`special`).
 - Ring sizes from the smallest whose slots hold the values; the security bound of the chosen table
   caps the chain (log QP) for each N.
 """
@@ -103,15 +105,26 @@ def candidates(need: Need) -> Iterator[dict]:
             scale = first_scale(need)
             while scale <= MAX_PRIME - 2 and scale + need.magnitude_bits + 2 <= MAX_PRIME:  # the last prime holds it
                 q = ckks_chain(need, scale)
-                if sum(q) + SPECIAL_BITS > limit:
+                p = special(q, limit)
+                if p is None:
                     break
-                yield {"N": n, "q_bits": q, "p_bits": [SPECIAL_BITS], "scale_bits": scale}
+                yield {"N": n, "q_bits": q, "p_bits": p, "scale_bits": scale}
                 scale += 4
         else:
             total = _first_int_chain(need, n)
-            while total + SPECIAL_BITS <= limit:
-                yield {"N": n, "q_bits": _split(total), "p_bits": [SPECIAL_BITS], "t_bits": need.plain_bits}
+            while (p := special(_split(total), limit)) is not None:
+                yield {"N": n, "q_bits": _split(total), "p_bits": p, "t_bits": need.plain_bits}
                 total += INT_STEP
+
+
+def special(q: list[int], limit: int) -> list[int] | None:
+    """The special prime for a chain in a ring whose security allows `limit` bits of log QP: 60 bits
+    where they fit; else one as large as the chain's largest prime (SEAL's own rule: its 128-bit
+    default at N = 4096 is q 36+36, P 37), so that a chain the ring can hold is tried there before
+    the ring is left. None: the ring cannot hold the chain."""
+    if sum(q) + SPECIAL_BITS <= limit:
+        return [SPECIAL_BITS]
+    return [max(q)] if sum(q) + max(q) <= limit else None
 
 
 def check_possible(need: Need) -> None:

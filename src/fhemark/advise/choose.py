@@ -153,6 +153,7 @@ def search_space(w: Workload, req: Requirements, need: Need) -> list[dict]:
 # one of ~40 measured at 20.8), and the measurement checks every sample against the requirement.
 CKKS_SEARCH_MARGIN = 2.0
 SEARCH_SAMPLES = 2  # per fresh-key process
+NOT_PLANNED = "not planned"  # a set the plan refuses for the computation (its values do not fit it)
 
 
 def _suite(w: Workload, need: Need, cases: list[Case], policy: dict, threads: int = 1, margin: float = 0.0) -> Suite:
@@ -171,8 +172,11 @@ def verify(w: Workload, need: Need, library: str, spec: dict, repeats: int,
     """'' when the program passes its check in every repetition (fresh process, fresh keys) with
     the margin; else why not. The record says the margin reached."""
     policy = measuring.search_policy(repeats, SEARCH_SAMPLES)
-    recs = measuring.run_suite(_suite(w, need, [_case(w, library, need.scheme, spec)], policy,
-                                      margin=CKKS_SEARCH_MARGIN), [library], db)
+    try:
+        recs = measuring.run_suite(_suite(w, need, [_case(w, library, need.scheme, spec)], policy,
+                                          margin=CKKS_SEARCH_MARGIN), [library], db)
+    except UserError as exc:  # the set cannot be planned (the values do not fit it): a reason, not the end
+        return f"{NOT_PLANNED}: {exc.problem}", None
     rec = next((r for r in recs if r.op == w.name), None)
     if rec is None:
         return "not run (the library does not offer this scheme here)", None
@@ -250,6 +254,8 @@ def _search(w: Workload, need: Need, lib: str, space: list[dict], repeats: int, 
             c.spec, c.verified = spec, True
             break
         c.tried.append(f"{_short(spec)}: {why}")
+        if why.startswith(NOT_PLANNED):
+            continue  # a larger ring may hold what this one could not
         if rec is None or rec.status in STOP:
             break
         if rec.status == "insecure_params" and spec.get("N"):

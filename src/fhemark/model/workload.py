@@ -164,12 +164,13 @@ class Workload:
         lengths = [s.length for s in self.inputs.values() if isinstance(s, Uniform)]
         return None if not lengths or None in lengths else max(lengths)
 
-    def fits(self, params: Any) -> bool:
-        """Whether a parameter set can hold it (the integer width; the values per ciphertext)."""
+    def fits(self, params: Any, scheme: str | None = None) -> bool:
+        """Whether a parameter set can hold it (the integer width; the values per ciphertext: N for
+        BFV/BGV, N/2 for CKKS, and N/2 where the scheme is not said)."""
         if getattr(params, "kind", "rlwe") == "bits":
             return self.bits is None or params.bits == self.bits
         n = self.values()
-        return n is None or params.N is None or n <= params.N // 2
+        return n is None or params.N is None or n <= (params.slots(scheme) if scheme else params.N // 2)
 
     def bench_op(self, applies: Callable[[Any], bool] | None = None) -> BenchOp:
         """The catalog entry every runner, plan and report already understands (`applies`: which

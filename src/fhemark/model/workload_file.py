@@ -145,12 +145,13 @@ def resolve(ref: WorkloadRef) -> Workload:
 def bench_op(ref: WorkloadRef, scheme: str) -> BenchOp | None:
     """The catalog entry for one scheme of a user's computation (None where it names no such scheme)."""
     w = resolve(ref)
-    return _bench_op(w) if scheme in w.schemes else None
+    return _bench_op(w, scheme) if scheme in w.schemes else None
 
 
 @lru_cache(maxsize=None)
-def _bench_op(w: Workload) -> BenchOp:
-    return w.bench_op()
+def _bench_op(w: Workload, scheme: str) -> BenchOp:
+    """Planned on the sets whose slots of this scheme hold its values (BFV/BGV: N of them)."""
+    return w.bench_op(applies=lambda params: w.fits(params, scheme))
 
 
 def build(op: BenchOp, scheme: str, plain: Plain) -> Program | guard.Fault:
