@@ -261,24 +261,49 @@ def _copied(src: Path, dst: Path, scale: float, keep_plan: bool = True) -> None:
     b.finish_run(copy)
 
 
-def test_recheck_keeps_a_change_measured_again_and_drops_one_run_that_read_slow(tmp_path):
+def _remeasured(original: Path):
+    """`measure` for a recheck, as if the code measured again read exactly what it read in the run at
+    `original`: that run's records of the plan's jobs, copied into the recheck's store as a run."""
+    from fhemark.measure.session import Measured
+
+    def measure(plan, store, env=None, **kw) -> Measured:
+        src = Store(original)
+        keys = {j.key for j in plan.jobs}
+        run_id = store.start_run(plan.suite.name, "recheck", plan.allow_insecure, env or {}, plan.to_json())
+        for r in src.records(src.resolve_run("latest")):
+            if r.job_key in keys:
+                store.add(run_id, r.job_key, r)
+        store.finish_run(run_id)
+        return Measured(run_id, list(store.records(run_id)), store)
+    return measure
+
+
+def test_recheck_keeps_a_change_measured_again_and_drops_one_run_that_read_slow(tmp_path, monkeypatch):
     """`compare --recheck` measures the flagged cases once more: a real regression (a baseline that
     read four times as fast) is confirmed and fails the gate; a run that read four times as slow as
     its code is not confirmed, and passes. The rechecks go to a store beside --db: its latest run is
-    still the one judged. (A 30% threshold. Fourfold, not twofold: on a shared 2-core host a recheck
-    of unchanged code read one case of four within 30% of a baseline at half the time, and failed CI.)"""
+    still the one judged. The recheck's measurement reads what the code read in its run (injected):
+    no verdict here depends on how fast the host is while the test runs (issue 36: a real recheck
+    read one case of four 'same' against a baseline at half the time on a shared host, and failed CI)."""
+    from typer.testing import CliRunner
+
+    from fhemark import cli as cli_mod
     db = tmp_path / "c.db"
     assert fhemark("run", "--suite", write(tmp_path, SMALL), "--db", str(db), "--allow-insecure", "--report",
                    str(tmp_path / "r"), cwd=tmp_path).returncode == 0
     run_id = Store(db).resolve_run("latest")
     _copied(db, tmp_path / "fast.db", 0.25)
     _copied(db, tmp_path / "slow.db", 4.0)
+    monkeypatch.setattr("fhemark.cli.recheck.measure", _remeasured(db))
+    monkeypatch.chdir(tmp_path)
 
     def judged(base_db: Path, new_db: Path) -> tuple[int, list[dict]]:
-        out = fhemark("compare", "latest", "latest", "--base-db", str(base_db), "--db", str(new_db), "--recheck",
-                      "--threshold", "0.3", "--json", str(tmp_path / "v.json"), cwd=tmp_path)
-        assert "Traceback" not in out.stderr and "recheck: measuring 4 flagged case(s)" in out.stdout, out.stdout
-        return out.returncode, json.loads((tmp_path / "v.json").read_text())["cases"]
+        out = CliRunner().invoke(cli_mod.app, ["compare", "latest", "latest", "--base-db", str(base_db), "--db",
+                                               str(new_db), "--recheck", "--threshold", "0.3", "--json",
+                                               str(tmp_path / "v.json")])
+        assert out.exception is None or isinstance(out.exception, SystemExit), repr(out.exception)
+        assert "recheck: measuring 4 flagged case(s)" in out.stdout, out.output
+        return out.exit_code, json.loads((tmp_path / "v.json").read_text())["cases"]
 
     status, cases = judged(tmp_path / "fast.db", db)
     assert status == 1 and [c["verdict"] for c in cases] == ["slower"] * 4
@@ -288,6 +313,23 @@ def test_recheck_keeps_a_change_measured_again_and_drops_one_run_that_read_slow(
     status, cases = judged(db, tmp_path / "slow.db")
     assert status == 0 and [c["verdict"] for c in cases] == ["same"] * 4
     assert all("not confirmed: recheck" in c["why"] for c in cases), cases
+
+
+def test_a_real_recheck_measures_the_flagged_cases_into_a_store_beside(tmp_path):
+    """The same without injection: the recheck really measures (no verdict asserted: that depends on
+    the host's speed while the test runs)."""
+    db = tmp_path / "c.db"
+    assert fhemark("run", "--suite", write(tmp_path, SMALL), "--db", str(db), "--allow-insecure", "--report",
+                   str(tmp_path / "r"), cwd=tmp_path).returncode == 0
+    run_id = Store(db).resolve_run("latest")
+    _copied(db, tmp_path / "fast.db", 0.25)
+    out = fhemark("compare", "latest", "latest", "--base-db", str(tmp_path / "fast.db"), "--db", str(db), "--recheck",
+                  "--threshold", "0.3", cwd=tmp_path)
+    assert out.returncode in (0, 1) and "Traceback" not in out.stderr, out.stdout + out.stderr
+    assert "recheck: measuring 4 flagged case(s)" in out.stdout and "recheck (run " in out.stdout
+    recheck = Store(tmp_path / "c.recheck.db")
+    assert {r.status for r in recheck.records(recheck.resolve_run("latest"))} == {"ok"}
+    assert Store(db).resolve_run("latest") == run_id
 
     # A run whose store holds no plan to measure again: one line, and what to do instead.
     _copied(db, tmp_path / "planless.db", 4.0, keep_plan=False)
