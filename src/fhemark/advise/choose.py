@@ -201,13 +201,15 @@ def margin(c: Candidate, precision: float) -> float | None:
 
 def choose(w: Workload, libraries: dict[str, tuple[str, ...]], precision: float | None, security: int, table: str,
            repeats: int, store: Store | None = None, verify_db: Store | None = None,
-           say: Callable[[str, str], None] = lambda stage, what: None,
+           say: Callable[..., None] = lambda stage, what, sets=0, total=None: None,
            auto: Callable[[str, Need, dict | None], dict | None] | None = None, threads: int = 1,
            objective: str = "latency") -> Answer:
     """`libraries`: each available library and the schemes it offers; `threads`: the cores the
     answer is for (the measurement runs at that count; whether a set is correct does not depend on it);
     `objective`: latency (one evaluation alone) or throughput (the measurement in throughput mode);
-    `store`: where the measurement goes, `verify_db` the search's runs (None: in memory)."""
+    `store`: where the measurement goes, `verify_db` the search's runs (None: in memory);
+    `say(stage, what, sets, total)`: where it is; `sets` 1 for a set the search begins or the measurement
+    has finished, `total` the sets the measurement will take (the search's is unknown: it stops at a pass)."""
     reqs = for_all(w)
     prec = float(precision if precision is not None else w.precision_bits)
     ans = Answer(w, reqs, prec, security, table, [], threads=threads, objective=objective)
@@ -236,7 +238,7 @@ def choose(w: Workload, libraries: dict[str, tuple[str, ...]], precision: float 
 
 
 def _search(w: Workload, need: Need, lib: str, space: list[dict], repeats: int, db: Store | None,
-            say: Callable[[str, str], None], origin: str = "search") -> Candidate:
+            say: Callable[..., None], origin: str = "search") -> Candidate:
     """The first set of `space` the program passes at. What a failure measured steers the search:
     a ring the library refuses as insecure (OpenFHE sizes its own special primes) is left for the
     next one, and a CKKS set short of precision by d bits moves the scale up by at least d."""
@@ -248,7 +250,7 @@ def _search(w: Workload, need: Need, lib: str, space: list[dict], repeats: int, 
             break
         if spec.get("N") in refused or (spec.get("scale_bits") or 0) < scale_floor:
             continue
-        say("searching parameters", f"{lib} {need.scheme} {_short(spec)}")
+        say("searching parameters", f"{lib} {need.scheme} {_short(spec)}", 1)
         why, rec = verify(w, need, lib, spec, repeats, db)
         if not why:
             c.spec, c.verified = spec, True
@@ -282,7 +284,7 @@ def _short(spec: dict) -> str:
             f"{plaintext_text(spec)}")
 
 
-def _measure(ans: Answer, store: Store | None, say: Callable[[str, str], None]) -> None:
+def _measure(ans: Answer, store: Store | None, say: Callable[..., None]) -> None:
     """One run in the user's store: every verified set on its library, and every library at the
     largest verified set of its scheme (the shared set)."""
     w = ans.workload
@@ -306,11 +308,11 @@ def _measure(ans: Answer, store: Store | None, say: Callable[[str, str], None]) 
     if not cases:
         return
     need = Need("ckks", 0, ans.precision, None, 1, ans.security, ans.table)
-    say("measuring", f"{len(cases)} sets, every sample checked")
+    say("measuring", f"{len(cases)} sets, every sample checked", 0, len(cases))
     libs = sorted({c.libraries[0] for c in cases})
     policy = {**measuring.MEASURE, "mode": ans.objective}
     recs = measuring.run_suite(_suite(w, need, cases, policy, ans.threads), libs, store,
-                     progress=lambda what: say("measuring", what))
+                     progress=lambda what: say("measuring", what, 1))  # one job a set: one op, one library
     ans.run_id = recs[0].run_id if recs else None
     for c in ok + shared:
         c.record = next((r for r in recs if r.library == c.library and r.scheme == c.scheme

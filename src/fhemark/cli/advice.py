@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import time
+from datetime import timedelta
 from pathlib import Path
-from typing import Optional
+from typing import Callable, Optional
 
 import typer
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import BarColumn, Progress, ProgressColumn, Task, TaskID, TextColumn, TimeElapsedColumn
+from rich.table import Column
+from rich.text import Text
 
 from .. import report as report_files
 from ..advise.recommend import load_workload, ranking_json, recommend
@@ -186,13 +190,11 @@ def choose_cmd(file: Path = typer.Argument(..., help="your workload file (Python
     store_path = db or default_db()
     store, search_store = Store(store_path), Store(verify_db) if verify_db else None
     print_requirements(w.name, for_all(w), console)
-    with Progress(TextColumn("[bold]{task.description}"), BarColumn(), TimeElapsedColumn(),
-                  TextColumn("{task.fields[last]}", markup=False), console=err_console, transient=True) as progress:
-        task = progress.add_task("searching parameters", total=None, last="")
+    with Progress(*_choose_columns(), console=err_console, transient=True) as progress:
+        task = progress.add_task("searching parameters", total=None, last="", since=None)
         try:
             answer = chooser.choose(w, libs, precision, security, table, repeats, store, search_store,
-                                    say=lambda stage, what: progress.update(task, description=stage, last=what),
-                                    auto=auto_params if auto else None, threads=threads,
+                                    say=_say(progress, task), auto=auto_params if auto else None, threads=threads,
                                     objective=objective)
         except KeyboardInterrupt:
             progress.stop()
@@ -204,3 +206,42 @@ def choose_cmd(file: Path = typer.Argument(..., help="your workload file (Python
     if json_out:
         write_out(json_out, export_mod.strict_json(chooser.to_json(answer)), "--json")
     raise typer.Exit(0 if answer.ranked() else 1)
+
+
+# -- choose's progress: what is done and what is left ----------------------------------------------
+
+def _choose_columns() -> list[ProgressColumn]:
+    # Only the set under way may wrap: rich narrows every wrappable column, the counts among them, to fit.
+    return [TextColumn("[bold]{task.description}"), BarColumn(bar_width=16, table_column=Column(no_wrap=True)),
+            _Sets(Column(no_wrap=True)), TimeElapsedColumn(Column(no_wrap=True)), _Left(Column(no_wrap=True)),
+            TextColumn("{task.fields[last]}", markup=False, table_column=Column())]
+
+
+def _say(progress: Progress, task: TaskID) -> Callable[..., None]:
+    """choose's `say`: the search counts the sets it begins (how many it will try is unknown: each
+    library stops at its first passing set); the measurement counts its sets done of its total."""
+    def say(stage: str, what: str, sets: int = 0, total: int | None = None) -> None:
+        if total is not None:
+            progress.update(task, total=total, completed=0, since=time.monotonic())
+        progress.update(task, description=stage, last=what, advance=sets)
+    return say
+
+
+class _Sets(ProgressColumn):
+    def render(self, task: Task) -> Text:
+        done = int(task.completed)
+        if task.total is None:
+            return Text(f"set {done}" if done else "")
+        return Text(f"{done}/{int(task.total)} sets")
+
+
+class _Left(ProgressColumn):
+    """The measurement's time left at its pace so far: every set runs the same policy, so the sets done
+    predict the rest (larger rings run slower: an estimate, said as one). The search's is unknown."""
+
+    def render(self, task: Task) -> Text:
+        since, done = task.fields.get("since"), task.completed
+        if task.total is None or since is None or not done or done >= task.total:
+            return Text("")
+        left = (time.monotonic() - since) / done * (task.total - done)
+        return Text(f"about {timedelta(seconds=round(left))} left")

@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+import re
+
+from rich import box
+from rich.cells import cell_len
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from ..advise.choose import Answer, Candidate, client_bytes, eval_key_bytes, levels_available, margin, plaintext_text
 from ..model.requirements import Requirements
-from .formats import fmt_bytes, fmt_time, throughput_text
+from ..store.record import Record
+from .formats import fmt_bytes, fmt_rate, fmt_time, throughput_text
 
 
 def _or_dash(v: object) -> str:
@@ -42,10 +48,12 @@ def _params(c: Candidate) -> tuple[str, str, str]:
             f"q {'+'.join(map(str, s['q_bits']))}, P {'+'.join(map(str, s['p_bits']))}, {plaintext_text(s)}")
 
 
-def _margin(ans: Answer, c: Candidate) -> str:
+def _margin(ans: Answer, c: Candidate, unit: bool = True) -> str:
+    """`unit` False: the bits alone, for the narrow table (its legend says which bits)."""
     m, r = margin(c, ans.precision), c.record
     if m is not None:
-        return f"{m:+.1f} bits precision" if c.scheme == "ckks" else f"{m:.0f} bits noise budget"
+        bits = f"{m:+.1f} bits" if c.scheme == "ckks" else f"{m:.0f} bits"
+        return bits if not unit else f"{bits} precision" if c.scheme == "ckks" else f"{bits} noise budget"
     return f"p-fail 2^{r.p_fail_log2:.0f}" if r is not None and r.p_fail_log2 is not None else "-"
 
 
@@ -54,34 +62,161 @@ def _security(c: Candidate) -> str:
     return ", ".join(f"{v['bits']} ({k})" for k, v in sec.items()) or "-"
 
 
+def _speed(r: Record, narrow: bool) -> str:
+    """The median with its 95% interval; `narrow`: the interval in the median's unit where it shares it
+    (the batch k goes below the table)."""
+    if r.mode == "throughput":
+        ci = r.throughput_ci95
+        if not narrow:
+            return throughput_text(r)
+        mid = fmt_rate(r.throughput_per_s)
+        return narrow_interval(mid, fmt_rate(ci[0]), fmt_rate(ci[1])) if ci else mid
+    lo, hi = r.ci95_ns or (None, None)
+    mid = fmt_time(r.median_ns)
+    if not lo:
+        return mid
+    return narrow_interval(mid, fmt_time(lo), fmt_time(hi)) if narrow else f"{mid} [{fmt_time(lo)}, {fmt_time(hi)}]"
+
+
+def _library(c: Candidate) -> str:
+    # The library's own choice sits beside its searched set: the narrow table has no set column to tell them apart.
+    return c.library if c.origin in ("search", "shared") else f"{c.library} ({c.origin.removeprefix(c.library + '-')})"
+
+
 def _table(ans: Answer, cands: list[Candidate], title: str) -> Table:
     t = Table(title=title, title_justify="left")
-    speed = "throughput (95% CI)" if ans.objective == "throughput" else "latency (95% CI)"
-    for col in ("#", "library", "scheme", "set", "N", "log QP", "chain", "security bits", speed,
+    for col in ("#", "library", "scheme", "set", "N", "log QP", "chain", "security bits", _speed_header(ans),
                 "peak memory", "eval keys", "client bytes", "margin", "levels need/have"):
         t.add_column(col)
     for i, c in enumerate(cands, 1):
         r = c.record
-        lo, hi = r.ci95_ns or (None, None)
-        lat = (throughput_text(r) if r.mode == "throughput" else
-               fmt_time(r.median_ns) + (f" [{fmt_time(lo)}, {fmt_time(hi)}]" if lo else "")) + (" *" if c.within_best else "")
-        n, lqp, chain = _params(c)
-        req = ans.requirements[c.scheme]
-        t.add_row(str(i), c.library, c.scheme.upper(), c.origin, n, lqp, chain, _security(c), lat,
-                  fmt_bytes(r.peak_rss_bytes), fmt_bytes(eval_key_bytes(r)),
-                  fmt_bytes(client_bytes(ans.workload, r)),
-                  _margin(ans, c), f"{req.depth}/{_or_dash(levels_available(c, req))}")
+        t.add_row(str(i), c.library, c.scheme.upper(), c.origin, *_params(c), _security(c),
+                  _speed(r, False) + (" *" if c.within_best else ""), *_sizes(ans, c), _margin(ans, c), _levels(ans, c))
     return t
+
+
+def _speed_header(ans: Answer) -> str:
+    return "throughput (95% CI)" if ans.objective == "throughput" else "latency (95% CI)"
+
+
+def _sizes(ans: Answer, c: Candidate) -> tuple[str, str, str]:
+    r = c.record
+    return fmt_bytes(r.peak_rss_bytes), fmt_bytes(eval_key_bytes(r)), fmt_bytes(client_bytes(ans.workload, r))
+
+
+def _levels(ans: Answer, c: Candidate) -> str:
+    req = ans.requirements[c.scheme]
+    return f"{req.depth}/{_or_dash(levels_available(c, req))}"
+
+
+def _narrow_table(ans: Answer, cands: list[Candidate], title: str, console: Console) -> Table:
+    """The columns a choice is made on; every other figure goes on the lines below (_details)."""
+    t = narrow_table(title, console)
+    for col, just in (("#", "right"), ("library", "left"), ("scheme", "left"), ("N", "right"), ("log QP", "right"),
+                      (_speed_header(ans), "left"), ("margin", "right")):
+        t.add_column(col, justify=just, no_wrap=col not in ("library", "scheme"))
+    for i, c in enumerate(cands, 1):
+        n, lqp, _ = _params(c)
+        t.add_row(str(i), _library(c), c.scheme.upper(), n, lqp, _speed(c.record, True) + (" *" if c.within_best else ""),
+                  _margin(ans, c, unit=False))
+    return t
+
+
+def _details(ans: Answer, cands: list[Candidate]) -> list[Facts]:
+    rows = []
+    for i, c in enumerate(cands, 1):
+        peak, keys, client = _sizes(ans, c)
+        facts = [("chain", _params(c)[2]), ("security bits", _security(c)), ("peak memory", peak), ("eval keys", keys),
+                 ("client bytes", client), ("levels need/have", _levels(ans, c))]
+        if ans.objective == "throughput":
+            facts.append(("k at once", _or_dash(c.record.batch)))
+        rows.append((str(i), f"{_library(c)} {c.scheme.upper()}", facts))
+    return rows
+
+
+def _ranking(ans: Answer, cands: list[Candidate], title: str, console: Console) -> None:
+    """The full table where it fits the terminal whole; else the decisive columns, the rest below."""
+    full = _table(ans, cands, title)
+    if fits(full, console):
+        console.print(full)
+        return
+    console.print(_narrow_table(ans, cands, title, console))
+    schemes = {c.scheme for c in cands}
+    legend = (["CKKS, precision above the requirement"] if "ckks" in schemes else []) + \
+        (["BFV/BGV, noise budget left"] if schemes & {"bfv", "bgv"} else [])
+    if legend:
+        console.print(f"margin bits: {'; '.join(legend)}", highlight=False)
+    print_details(_details(ans, cands), console)
+
+
+# -- narrow terminals: shared with `recommend` (report/text.py) ------------------------------------
+
+# A row's key (its rank), what it is, and its further figures as (column, value).
+Facts = tuple[str, str, list[tuple[str, str]]]
+
+
+def fits(table: Table, console: Console) -> bool:
+    """Whether the table's every cell fits on one line at the terminal's width. Rich squeezes a table
+    too wide by narrowing its widest columns below their longest word, cutting figures to '…'."""
+    return console.measure(table, options=console.options.update_width(10 ** 6)).maximum <= console.width
+
+
+def narrow_table(title: str, console: Console) -> Table:
+    """A table of two spaces between columns and no side borders (the borders of a 14-column table
+    take a third of 80 columns), its title printed first: as a table's own it would wrap at the
+    table's width, not the terminal's."""
+    if title:
+        console.print(Text(title, style="table.title"))
+    return Table(box=box.SIMPLE_HEAD, collapse_padding=True, pad_edge=False, show_edge=False)
+
+
+def narrow_interval(mid: str, lo: str, hi: str) -> str:
+    """'12.3 ms [12.1, 12.5]': the interval's ends without the unit where they share the median's."""
+    parts = [re.fullmatch(r"([-+\d.e]+)(\D*)", x) for x in (mid, lo, hi)]
+    if all(parts) and len({m.group(2) for m in parts}) == 1:
+        return f"{mid} [{parts[1].group(1)}, {parts[2].group(1)}]"
+    return f"{mid} [{lo}, {hi}]"
+
+
+def print_details(rows: list[Facts], console: Console) -> None:
+    """The figures a narrow table leaves out: a second table where that fits whole, else per row its
+    figures packed onto lines beside its key, each moved whole to the next line rather than broken
+    between a number and its unit (one wider than a line alone wraps at its spaces)."""
+    if not rows:
+        return
+    t = narrow_table("", console)
+    for col in ("#", *(label for label, _ in rows[0][2])):
+        t.add_column(col, justify="right" if col == "#" else "left")
+    for key, _, facts in rows:
+        t.add_row(Text(key), *(Text(value) for _, value in facts))
+    if fits(t, console):
+        console.print(t)
+        return
+    width = max(console.width - max(cell_len(key) for key, _, _ in rows) - 1, 20)
+    grid = Table.grid(padding=(0, 1))
+    grid.add_column(justify="right", no_wrap=True)
+    grid.add_column()
+    for key, what, facts in rows:
+        lines = [f"{what}:"]
+        for label, value in facts:
+            fact = f"{label} {value}"
+            joined = f"{lines[-1]}{' ' if lines[-1] == f'{what}:' else '; '}{fact}"
+            if cell_len(joined) <= width:
+                lines[-1] = joined
+            else:
+                lines.append(fact)
+        grid.add_row(Text(key), Text("\n".join(lines)))
+    console.print(grid)
 
 
 def print_answer(ans: Answer, console: Console) -> None:
     ranked = ans.ranked()
     if ranked:
-        console.print(_table(ans, ranked, f"{ans.workload.name}: the smallest secure set each library runs it correctly "
-                                          f"at (proven: every output of every repetition checked), ranked by "
-                                          + ("throughput with the host's cores busy (k evaluations at once), "
-                                             if ans.objective == "throughput" else "latency ")
-                                          + f"at {ans.threads} thread(s) each; * = indistinguishable from the best"))
+        _ranking(ans, ranked, f"{ans.workload.name}: the smallest secure set each library runs it correctly "
+                              f"at (proven: every output of every repetition checked), ranked by "
+                              + ("throughput with the host's cores busy (k evaluations at once), "
+                                 if ans.objective == "throughput" else "latency ")
+                              + f"at {ans.threads} thread(s) each; * = indistinguishable from the best", console)
         if ans.threads > 1 and ans.objective == "latency":  # k processes at once share the cores by design
             for c in ranked:
                 par = c.record.parallelism
@@ -94,9 +229,9 @@ def print_answer(ans: Answer, console: Console) -> None:
                 console.print(f"{c.label} ({c.origin}): {escape(c.snippet)}", highlight=False)
     measured_shared = [c for c in ans.shared if c.record and c.record.status == "ok"]
     if measured_shared:
-        console.print(_table(ans, sorted(measured_shared, key=lambda c: ans.timed(c).median_ns),
-                             "the same program with every library at its scheme's largest chosen set: the gap left is "
-                             "the library's, not its parameters'"))
+        _ranking(ans, sorted(measured_shared, key=lambda c: ans.timed(c).median_ns),
+                 "the same program with every library at its scheme's largest chosen set: the gap left is "
+                 "the library's, not its parameters'", console)
     for c in ans.excluded():
         why = "; ".join(c.tried[-2:]) if not c.verified else f"{c.record.status}: {c.record.error}" \
             if c.record else "not measured"

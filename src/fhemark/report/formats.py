@@ -10,6 +10,7 @@ from ..store.record import Record
 def fmt_time(ns: float | None) -> str:
     if ns is None:
         return "-"
+    ns = float(f"{ns:.3g}")  # rounded before the unit is chosen: 999.5 us is 1 ms, not "1e+03 us"
     for unit, div in (("s", 1e9), ("ms", 1e6), ("µs", 1e3)):
         if ns >= div:
             return f"{ns / div:.3g} {unit}"
@@ -20,6 +21,7 @@ def fmt_rate(per_s: float | None) -> str:
     """Evaluations a second, to three figures."""
     if per_s is None:
         return "-"
+    per_s = float(f"{per_s:.3g}")  # rounded before the unit is chosen, as fmt_time
     for unit, div in (("M", 1e6), ("k", 1e3)):
         if per_s >= div:
             return f"{per_s / div:.3g}{unit}/s"

@@ -176,22 +176,14 @@ def print_recommendation(cands: list[Candidate], w: Workload, console: Console) 
                         + (f", depth >= {w.depth}" if w.depth else "")
                         + ("; ranked by throughput" if w.objective == "throughput" else ""), title_justify="left")
     devs = Deviations()
+    rows = [_ranked_row(i, c, w, devs) for i, c in enumerate(usable, 1)]
     for col, just in (("rank", "right"), ("library / scheme / params", "left"), ("cost per evaluation [95%]", "right"),
                       ("ciphertexts", "right"), ("security", "right"), ("worst op: noise left / precision", "right"),
                       ("depth", "right"), ("eval keys", "right")):
         t.add_column(col, justify=just)
-    for i, c in enumerate(usable, 1):
-        noise, prec = c.worst_noise_budget, c.worst_precision
-        quality = f"{noise:g} bits" if noise is not None else f"{prec:.1f} bits prec" if prec is not None else "-"
-        sizes = c.evidence[0].sizes_bytes
-        keys = sum(sizes.get(k) or 0 for k in ("relin_keys", "galois_keys", "server_key"))
-        depth = str(c.depth_rec.depth) if c.depth_rec and c.depth_rec.status == "ok" else "-"
-        mark = "[green]*[/]" if c.within_best else ""
-        dev = "".join(devs.mark_work(c.library, {k: v}) for k, v in sorted(c.deviations.items()))
-        t.add_row(f"{i}{mark}", c.label + dev, f"{fmt_time(c.cost)} [{fmt_time(c.cost_ci[0])}, {fmt_time(c.cost_ci[1])}]",
-                  str(c.copies), str(c.security_bits(w.security_table)), quality, depth,
-                  f"{keys / 2**20:.1f} MiB" if keys else "-")
-    console.print(t)
+    for cells, _, _ in rows:
+        t.add_row(*cells)
+    _print_ranking(t, rows, console)
     for note in devs.lines():
         console.print(f"{escape(note)} (this candidate's cost times different work: compare with care)", highlight=False)
     err = getattr(cands, "model_error", None)  # recommend's Ranking carries it
@@ -229,6 +221,42 @@ def print_recommendation(cands: list[Candidate], w: Workload, console: Console) 
                   + (f"; indistinguishable on this data (*): {escape(', '.join(ties))}" if ties else "")
                   + (f" ({escape(', '.join(best.modelled))} modelled)" if best.modelled else "")
                   + f". Evidence: runs {escape(', '.join(best.runs) or '-')}.", highlight=False)
+
+
+def _ranked_row(i: int, c: Candidate, w: Workload, devs: Deviations) -> tuple[tuple[str, ...], tuple[str, ...], list]:
+    """A usable candidate's cells in the full table, in the narrow one, and the figures the narrow one
+    leaves out, worded to stand alone."""
+    from .choice import narrow_interval
+    noise, prec = c.worst_noise_budget, c.worst_precision
+    quality = f"{noise:g} bits" if noise is not None else f"{prec:.1f} bits prec" if prec is not None else "-"
+    worded = f"{noise:g} bits noise left" if noise is not None else f"{prec:.1f} bits precision" \
+        if prec is not None else "-"
+    sizes = c.evidence[0].sizes_bytes
+    keys = sum(sizes.get(k) or 0 for k in ("relin_keys", "galois_keys", "server_key"))
+    depth = str(c.depth_rec.depth) if c.depth_rec and c.depth_rec.status == "ok" else "-"
+    mark = "[green]*[/]" if c.within_best else ""
+    dev = "".join(devs.mark_work(c.library, {k: v}) for k, v in sorted(c.deviations.items()))
+    cost, lo, hi = fmt_time(c.cost), fmt_time(c.cost_ci[0]), fmt_time(c.cost_ci[1])
+    full = (f"{i}{mark}", c.label + dev, f"{cost} [{lo}, {hi}]", str(c.copies), str(c.security_bits(w.security_table)),
+            quality, depth, f"{keys / 2**20:.1f} MiB" if keys else "-")
+    return full, (*full[:2], narrow_interval(cost, lo, hi)), [("ciphertexts", full[3]), ("security bits", full[4]),
+                                                              ("worst op", worded), ("depth", depth),
+                                                              ("eval keys", full[7])]
+
+
+def _print_ranking(full: RichTable, rows: list[tuple], console: Console) -> None:
+    """The full table where it fits the terminal whole; else rank, candidate and cost, the rest below."""
+    from .choice import fits, narrow_table, print_details
+    if fits(full, console):
+        console.print(full)
+        return
+    t = narrow_table(str(full.title), console)
+    for col, just in (("rank", "right"), ("library / scheme / params", "left"), ("cost per evaluation [95%]", "left")):
+        t.add_column(col, justify=just, no_wrap=col != "library / scheme / params")
+    for _, narrow, _ in rows:
+        t.add_row(*narrow)
+    console.print(t)
+    print_details([(str(i), narrow[1], facts) for i, (_, narrow, facts) in enumerate(rows, 1)], console)
 
 
 def _sources(m: Modelled) -> str:
