@@ -26,8 +26,8 @@ from typing import Callable
 
 from ..errors import UserError
 from ..model.requirements import Requirements, for_all
-from ..model.workload import INT_SCHEMES, Workload
-from ..plan.suites import Case, Suite, WorkloadFile, add_workload
+from ..model.workload import INT_SCHEMES, Workload, WorkloadRef
+from ..plan.suites import Case, Suite, add_workload
 from ..store.record import Record
 from ..store.sqlite import Store
 from . import measuring
@@ -123,7 +123,7 @@ def preset_suite(workloads: list[Workload], params: list[str | dict] | None) -> 
                                     "parameters for it, or give --params")
                 sets = reach[:1]
             cases.append(Case(schemes=[scheme], params=sets, ops=[w.name]))
-    found: dict[str, WorkloadFile] = {}
+    found: dict[str, WorkloadRef] = {}
     for w in workloads:
         add_workload(found, w.ref)
     return Suite(name="-".join(w.name for w in workloads)[:100], threads=1,

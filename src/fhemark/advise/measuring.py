@@ -17,7 +17,7 @@ from typing import Callable
 from ..measure import measure
 from ..model.workload import Workload
 from ..plan.jobs import build
-from ..plan.suites import Case, Suite, WorkloadFile
+from ..plan.suites import Case, Suite
 from ..store.record import Record
 from ..store.sqlite import Store
 
@@ -51,7 +51,7 @@ def suite(name: str, cases: list[Case], policy: dict, security: int, table: str,
     """A suite made in code: the cases, the policy, the security asked, and the user's computations
     the cases name (found again by their files' content in whatever process measures them)."""
     return Suite(name=name, threads=threads, security={"min_bits": security, "table": table}, policy=policy,
-                 cases=cases, workloads=[WorkloadFile(**w.ref.wire()) for w in workloads if w.ref])
+                 cases=cases, workloads=[w.ref for w in workloads if w.ref])
 
 
 def run_suite(suite: Suite, libraries: list[str], store: Store | None,

@@ -137,12 +137,11 @@ class Runner:
             caps = self.capabilities(g.library, g.threads)
             if g.scheme not in caps.schemes:
                 raise DriverError("unsupported", f"{g.library} has no {g.scheme.upper()}")
-            try:
-                rotations = g.rotations  # every job's op, a user's computation loaded from its file
-            except UserError as exc:
-                raise DriverError("workload_error", exc.line())
             t0 = time.monotonic()
-            result = self._setup(g, setup_id, rotations=rotations)
+            try:
+                result = self._setup(g, setup_id)
+            except UserError as exc:  # the setup's rotations read every job's op: a user's file gone or edited
+                raise DriverError("workload_error", exc.line())
             setup_s = time.monotonic() - t0
             eff = Effective(**result["effective"])
             if g.params.kind == "rlwe" and not (eff.N and eff.q_bits and eff.slots):
@@ -216,12 +215,12 @@ class Runner:
             self.store.add(self.run_id, job.key, rec)
         self.on_record(job, records)
 
-    def _setup(self, g: Group, setup_id: str, drv: Driver | None = None, rotations: list[int] | None = None) -> dict:
+    def _setup(self, g: Group, setup_id: str, drv: Driver | None = None) -> dict:
         """Context and keys for a group, kept alive in the driver under setup_id."""
         drv = drv or self.driver(g.library, g.threads)
         result = drv.request(
             "setup", timeout_s=self._timeout(g), setup_id=setup_id, scheme=g.scheme, params=g.params.wire(),
-            rotations=g.rotations if rotations is None else rotations, allow_insecure=self.plan.allow_insecure,
+            rotations=g.rotations, allow_insecure=self.plan.allow_insecure,
             memory_limit_mb=g.jobs[0].policy.memory_limit_mb)
         drv.setups.add(setup_id)
         drv.pools = {p for p in drv.pools if not p.startswith(f"{setup_id}/")}  # kept with the setup it replaced

@@ -123,20 +123,6 @@ class Case(BaseModel):
     policy: dict[str, Any] = {}
 
 
-class WorkloadFile(BaseModel):
-    """A user's computation that a suite's ops name: the file it is defined in and the digest of the
-    bytes that were loaded (model/workload_file.py), so that any process planning the suite again
-    finds the same computation, or is told that the file changed."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-    name: Name
-    file: str
-    sha256: str
-
-    def ref(self) -> WorkloadRef:
-        return WorkloadRef(self.name, self.file, self.sha256)
-
-
 class Suite(BaseModel):
     model_config = ConfigDict(extra="forbid")
     name: Name
@@ -147,11 +133,14 @@ class Suite(BaseModel):
     cases: list[Case] = Field(min_length=1)
     full_cases: list[Case] = []  # added by `fhemark run --full`: the long sweep
     source: str = ""
-    workloads: list[WorkloadFile] = []  # what the ops name that is no built-in op (set by fhemark, not in YAML)
+    # The user's computations the ops name (set by fhemark, not in YAML): the file each is defined in
+    # and the digest of the bytes loaded (model/workload_file.py), so that any process planning the
+    # suite again finds the same computation, or is told that the file changed.
+    workloads: list[WorkloadRef] = []
 
     def refs(self) -> dict[str, WorkloadRef]:
         """The user's computations the ops name, by name."""
-        return {w.name: w.ref() for w in self.workloads}
+        return {w.name: w for w in self.workloads}
 
     @field_validator("name")
     @classmethod
@@ -304,7 +293,7 @@ def resolve_path(name_or_path: str) -> Path:
     return path
 
 
-def _with_workloads(ops: list[str], folder: Path, found: dict[str, WorkloadFile]) -> list[str]:
+def _with_workloads(ops: list[str], folder: Path, found: dict[str, WorkloadRef]) -> list[str]:
     """A case's ops with every workload file (a path ending in .py, relative to the suite's folder)
     replaced by the names of the workloads it defines, each added to `found`."""
     from ..model.workload_file import load as load_workloads
@@ -319,13 +308,13 @@ def _with_workloads(ops: list[str], folder: Path, found: dict[str, WorkloadFile]
     return out
 
 
-def add_workload(found: dict[str, WorkloadFile], ref: WorkloadRef) -> None:
+def add_workload(found: dict[str, WorkloadRef], ref: WorkloadRef) -> None:
     """One computation per name in a suite: two files that define the same name are refused."""
     other = found.get(ref.name)
-    if other is not None and other.ref() != ref:
+    if other is not None and other != ref:
         raise UserError(f"workload name {ref.name!r} is defined by both {other.file} and {ref.file}",
                         "rename one of them (a workload's name is its op's name in every table)")
-    found[ref.name] = WorkloadFile(**ref.wire())
+    found[ref.name] = ref
 
 
 def load(name_or_path: str, full: bool = False) -> Suite:
@@ -341,7 +330,7 @@ def load(name_or_path: str, full: bool = False) -> Suite:
         suite = Suite(**data, source=str(path))
     except ValidationError as exc:
         raise validation_line(path, exc, "see suites/quick.yaml and docs/suites.md for the format")
-    found: dict[str, WorkloadFile] = {}
+    found: dict[str, WorkloadRef] = {}
     for what in ("cases", "full_cases"):  # merged policies meet every rule too (e.g. a case's min_samples)
         for ci, case in enumerate(getattr(suite, what)):
             suite.case_policy(case, f"{what}[{ci}]")
