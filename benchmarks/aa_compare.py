@@ -8,6 +8,10 @@ library-wide verdicts.
     .venv/bin/python benchmarks/aa_compare.py --runs 3 --out /tmp/aa.json
     .venv/bin/python benchmarks/aa_compare.py --stores a.db b.db c.db   # judge runs already made
     .venv/bin/python benchmarks/aa_compare.py --recheck       # and again with compare --recheck
+    .venv/bin/python benchmarks/aa_compare.py --stores a.db b.db --slow lattigo   # and a synthetic 10% slowdown
+
+`--slow LIB` judges each pair once more with every sample of LIB's cases in the new run made 10%
+slower (in memory, the stores untouched): the gate should then call that library slower.
 
 It reports; it asserts no threshold.
 """
@@ -20,6 +24,10 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+
+from fhemark.analyse.compare import compare
+from fhemark.analyse.select import latest
+from fhemark.store.sqlite import Store
 
 FHEMARK = [sys.executable, "-m", "fhemark.cli"]
 
@@ -45,12 +53,28 @@ def _judge(base: Path, new: Path, extra: tuple[str, ...] = ()) -> dict:
             "libraries": answer["libraries"], "machine_shift": answer["machine_shift"], "exit_status": r.returncode}
 
 
+def _slowed(base: Path, new: Path, library: str, factor: float = 1.10) -> dict:
+    """The pair judged with `library`'s new samples multiplied by `factor`: is it caught?"""
+    a, b = Store(base, readonly=True), Store(new, readonly=True)
+    ra, rb = a.resolve_run("latest"), b.resolve_run("latest")
+    new_recs = [r.model_copy(update={"samples_ns": [x * factor for x in r.samples_ns],
+                                     "median_ns": r.median_ns * factor if r.median_ns else r.median_ns})
+                if r.library == library and r.samples_ns else r for r in latest(list(b.records(rb)))]
+    cmp = compare(list(a.records(ra)), new_recs, a.run_env(ra), b.run_env(rb), other_host=True)
+    lib = next((x for x in cmp.libraries if x.library == library), None)
+    flagged = sum(c.verdict == "slower" and c.new.library == library for c in cmp.changes)
+    cases = sum(c.ratio is not None and c.new.library == library for c in cmp.changes)
+    return {"library": library, "factor": factor, "verdict": lib.verdict if lib else None,
+            "ratio": lib.ratio if lib else None, "cases_flagged": f"{flagged}/{cases}", "exit_status": cmp.exit_status}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--suite", default="quick")
     ap.add_argument("--runs", type=int, default=4)
     ap.add_argument("--stores", nargs="*", type=Path, help="stores of runs already made (in order)")
     ap.add_argument("--out", type=Path)
+    ap.add_argument("--slow", help="also judge each pair with this library's new samples 10%% slower")
     ap.add_argument("--recheck", action="store_true",
                     help="judge each pair again with compare --recheck (it measures the flagged cases once more)")
     args = ap.parse_args()
@@ -78,6 +102,11 @@ def main() -> None:
         failing = sum(p["exit_status"] != 0 for p in pairs)
         print(f"all pairs: {total[0]} of {total[1]} cases flagged ({100 * total[0] / max(total[1], 1):.2f}%); "
               f"the gate failed {failing} of {len(pairs)} pairs")
+    if args.slow:
+        judged["slowed"] = [_slowed(a, b, args.slow) for a, b in zip(stores, stores[1:])]
+        for x in judged["slowed"]:
+            print(f"{args.slow} made {x['factor']:.2f}x slower: library verdict {x['verdict']} ({x['ratio']:.3f}), "
+                  f"{x['cases_flagged']} of its cases slower, exit {x['exit_status']}")
     if args.out:
         args.out.write_text(json.dumps(judged, indent=1))
 

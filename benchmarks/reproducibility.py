@@ -25,7 +25,7 @@ from pathlib import Path
 
 from fhemark.analyse.select import timed_seconds
 from fhemark.store.record import Record
-from fhemark.stats import paired_ratio
+from fhemark.stats import floor_ratio
 
 ROOT = Path(__file__).resolve().parents[1]
 FHEMARK = [sys.executable, "-m", "fhemark.cli"]
@@ -64,17 +64,15 @@ def case(r: dict) -> tuple:
 
 
 def ratios(recs: list[dict]) -> dict[tuple, tuple[float, tuple[float, float] | None]]:
-    """Every pair of libraries on the same (scheme, params, op, vector length): median(a) / median(b),
-    with its interval from the paired rounds where the records have rounds."""
+    """Every pair of libraries on the same (scheme, params, op, vector length): the ratio of their
+    floors with its interval (stats.floor_ratio: what the report's ratios are)."""
     by_case: dict[tuple, dict[str, dict]] = {}
     for r in recs:
         by_case.setdefault(case(r)[1:], {})[r["library"]] = r
 
     def one(a: dict, b: dict) -> tuple[float, tuple[float, float] | None]:
-        if a.get("sample_round") and b.get("sample_round"):
-            pr = paired_ratio(a["samples_ns"], a["sample_round"], b["samples_ns"], b["sample_round"])
-            return pr.ratio, pr.ci95
-        return a["median_ns"] / b["median_ns"], None
+        fr = floor_ratio(a["samples_ns"], b["samples_ns"])
+        return fr.ratio, fr.ci95
 
     return {(x, y) + k: one(m[x], m[y]) for k, m in by_case.items() for x, y in itertools.combinations(sorted(m), 2)}
 

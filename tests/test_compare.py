@@ -10,7 +10,7 @@ from test_cli import SMALL, fhemark, one_line_error, write
 
 from fhemark.analyse.compare import RECHECK_CONTROLS, RECHECK_LIBRARY, compare, confirmed, recheck_keys
 from fhemark.errors import UserError
-from fhemark.stats import mann_whitney_p, ratio_ci
+from fhemark.stats import floor_ratio
 from fhemark.store.record import Record
 from fhemark.store.sqlite import Store
 
@@ -28,17 +28,15 @@ def noisy(center, n=30, seed=0, rel=0.02):
     return np.random.default_rng(seed).normal(center, center * rel, n)
 
 
-def test_rank_test_exact_and_approximate():
-    # Fully separated 3 vs 3: the smallest two-sided p the exact test can give is 2/20.
-    assert mann_whitney_p(np.array([1., 2, 3]), np.array([4., 5, 6])) == pytest.approx(0.1)
-    assert mann_whitney_p(np.arange(10.), np.arange(10.) + 0.5) > 0.5
-    # Ties take the normal approximation and still separate clear shifts.
-    assert mann_whitney_p(np.repeat([1., 2], 20), np.repeat([3., 4], 20)) < 1e-6
-
-
-def test_ratio_interval_covers_the_true_ratio():
-    lo, hi = ratio_ci(noisy(100.0, seed=1), noisy(150.0, seed=2))
-    assert lo < 1.5 < hi and hi - lo < 0.1
+def test_two_runs_floor_ratio_has_an_interval_and_a_p_value():
+    """Two runs compared: the ratio's own interval (narrower than a prediction for a third run)
+    covers the true ratio, and its p value separates a real change from none."""
+    fr = floor_ratio(noisy(150.0, seed=2), noisy(100.0, seed=1), another_run=False)
+    lo, hi = fr.ci95
+    assert lo < 1.5 < hi and hi - lo < 0.15 and fr.p < 1e-6
+    wider = floor_ratio(noisy(150.0, seed=2), noisy(100.0, seed=1))
+    assert wider.ci95[0] < lo and wider.ci95[1] > hi
+    assert floor_ratio(noisy(100.0, seed=3), noisy(100.0, seed=4), another_run=False).p > 0.05
 
 
 def test_slower_faster_same():
@@ -64,10 +62,10 @@ def test_change_inside_the_noise_threshold_is_not_flagged():
 
 def test_too_few_samples_say_so():
     c = compare([rec(samples=[1e6, 1.01e6, 1.02e6])], [rec(samples=[3e6, 3.01e6, 3.02e6])], ENV, ENV).changes[0]
-    assert c.verdict == "same" and "3 vs 3 units: too few" in c.why
-    # 3 against 5 can reach p = 2/56 < 0.05: a clear change is flagged.
-    c = compare([rec(samples=[1e6, 1.01e6, 1.02e6])], [rec(samples=[3e6, 3.01e6, 3.02e6, 3.03e6, 3.04e6])],
-                ENV, ENV).changes[0]
+    assert c.verdict == "same" and "3 vs 3 samples: too few" in c.why
+    # 6 a side, the fewest with an interval: a clear change is flagged.
+    c = compare([rec(samples=[1e6, 1.01e6, 1.02e6, 1.03e6, 1.7e6, 1.01e6])],
+                [rec(samples=[3e6, 3.01e6, 3.02e6, 3.03e6, 3.04e6, 5.1e6])], ENV, ENV).changes[0]
     assert c.verdict == "slower" and c.why == ""
 
 

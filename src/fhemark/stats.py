@@ -147,73 +147,71 @@ def summarize(samples_ns: list[float] | np.ndarray, process: list[int] | None = 
         f"none: fewer than {MIN_CI_SAMPLES} samples give no 95% order-statistic interval")
 
 
+# The host's fastest state, read as the samples within this factor of a job's fastest: on this
+# project's 2-core VM the speed flips between levels 1.6-1.7x apart from one sample to the next
+# (N = 8192 mul_relin: 10 ms and 17-18 ms in adjacent 20 ms turns), while inside a level samples
+# spread by about 5%; 10% is two of those spreads.
+FLOOR_BAND = 1.1
+FLOOR_METHOD = (f"floor: the median of the samples within {FLOOR_BAND}x of the fastest (the host's fastest state); "
+                "95% prediction interval for another run's ratio from a bootstrap of each side's samples")
+FLOOR_RESAMPLES = 1000
+# The bootstrap of an estimator anchored on a minimum reads its spread short (the bootstrap of
+# extremes is not consistent): widened by this, another run's ratio fell inside the interval 95% of
+# the time in simulation (tests/test_stats.py: fast share 0.2-0.8, 36 samples a side), 85% without.
+FLOOR_WIDEN = 1.4
+
+
 @dataclass(frozen=True)
-class PairedRatio:
-    ratio: float                          # median(a) / median(b) over all samples
-    ci95: tuple[float, float] | None      # from the rounds both were measured in; None below 6 rounds
-    rounds: int
+class FloorRatio:
+    ratio: float                          # floor(a) / floor(b)
+    ci95: tuple[float, float] | None      # 95% interval; None below 6 samples a side
+    n: tuple[int, int]                    # samples of a and b
+    p: float | None = None                # two-sided: how often floors this far apart arise from equal ones
 
 
-def paired_ratio(a: list[float], a_rounds: list[int], b: list[float], b_rounds: list[int]) -> PairedRatio:
-    """How many times slower a is than b, with an interval that a drifting machine does not
-    fake: in each round both were measured in (interleaved, so a slow minute hits both), the
-    ratio of the two round medians; the hull of the order-statistic interval of those ratios'
-    median and the prediction interval of another run's ratio (`run_interval`)."""
-    av, bv, ar, br = (np.asarray(x, dtype=np.float64) for x in (a, b, a_rounds, b_rounds))
-    common = sorted(set(ar.tolist()) & set(br.tolist()))
-    per_round = np.array([np.median(av[ar == r]) / np.median(bv[br == r]) for r in common])
-    ratio = float(np.median(av) / np.median(bv))
-    ci = median_ci(per_round) if per_round.size else None
-    return PairedRatio(ratio, hull(ci, run_interval(ratio, per_round)) if ci else None, len(common))
+def floor(samples: list[float] | np.ndarray) -> float:
+    """An operation's time in the host's fastest state: the median of the samples within
+    FLOOR_BAND of the fastest. A shared host only ever slows an op down, and how often it does
+    changes from minute to minute; the median moves with that share, the floor does not (three
+    runs of one suite: the ratio between two libraries' floors varied by 1.6% in median from run
+    to run, their medians' by 3.9%, p90 3.8% against 15%)."""
+    a = np.asarray(samples, dtype=np.float64)
+    return float(np.median(a[a <= a.min() * FLOOR_BAND]))
 
 
-def _bootstrap_medians(rng: np.random.Generator, a: np.ndarray) -> np.ndarray:
-    return np.median(rng.choice(a, size=(BOOTSTRAP_RESAMPLES, a.size), replace=True), axis=1)
+def _floors(rng: np.random.Generator, a: np.ndarray) -> np.ndarray:
+    """The floor of FLOOR_RESAMPLES resamples of `a`, at once."""
+    x = np.sort(rng.choice(a, size=(FLOOR_RESAMPLES, a.size), replace=True), axis=1)
+    c = (x <= x[:, :1] * FLOOR_BAND).sum(axis=1)  # the band's samples lead each sorted row
+    rows = np.arange(FLOOR_RESAMPLES)
+    return (x[rows, (c - 1) // 2] + x[rows, c // 2]) / 2
 
 
-def ratio_ci(base: np.ndarray, new: np.ndarray, seed: int = 0, level: float = 0.95) -> tuple[float, float]:
-    """Percentile bootstrap of median(new) / median(base), both sides resampled independently."""
-    rng = np.random.default_rng(seed)
-    mb, mn = _bootstrap_medians(rng, base), _bootstrap_medians(rng, new)
-    lo, hi = np.percentile(mn / mb, [(1 - level) / 2 * 100, (1 + level) / 2 * 100])
-    return float(lo), float(hi)
+Parts = list[tuple[float, list[float] | np.ndarray]]  # (weight, samples): a cost made of several ops
 
 
-def _u_distribution(n1: int, n2: int) -> np.ndarray:
-    """Counts of the Mann-Whitney U statistic over all orderings of n1 + n2 distinct values."""
-    # f[i][j] = distribution of U for sizes (i, j); U(i, j) = U(i-1, j) shifted by j  +  U(i, j-1)
-    f = [[np.ones(1)] * (n2 + 1)] + [[np.ones(1)] + [None] * n2 for _ in range(n1)]
-    for i in range(1, n1 + 1):
-        for j in range(1, n2 + 1):
-            a = np.concatenate([np.zeros(j), f[i - 1][j]])
-            b = f[i][j - 1]
-            out = np.zeros(i * j + 1)
-            out[:a.size] += a
-            out[:b.size] += b
-            f[i][j] = out
-    return f[n1][n2]
+def floor_ratio(a: list[float] | np.ndarray, b: list[float] | np.ndarray, another_run: bool = True) -> FloorRatio:
+    """How many times slower a is than b in the host's fastest state, with a 95% interval: the
+    spread of the ratio over bootstrap resamples of each side's samples (the host's state flips
+    from one sample to the next, so samples, not slices, are the units), FLOOR_WIDEN wider for what
+    the bootstrap misses. `another_run`: where another run's ratio of the two falls (libraries of
+    one run: sqrt 2 wider, since that run varies too); otherwise the ratio's own interval and its
+    p value (two runs compared: each side is one run)."""
+    return cost_ratio([(1.0, a)], [(1.0, b)], another_run)
 
 
-def mann_whitney_p(a: np.ndarray, b: np.ndarray) -> float:
-    """Two-sided p-value of the Mann-Whitney U test (a rank test: no normality assumed).
-    Exact for small samples without ties, normal approximation with tie correction otherwise."""
-    n1, n2 = a.size, b.size
-    both = np.concatenate([a, b])
-    order = both.argsort(kind="mergesort")
-    ranks = np.empty(both.size)
-    ranks[order] = np.arange(1, both.size + 1)
-    _, inverse, counts = np.unique(both, return_inverse=True, return_counts=True)
-    ranks = (np.bincount(inverse, weights=ranks) / counts)[inverse]  # mid-ranks for ties
-    u = ranks[:n1].sum() - n1 * (n1 + 1) / 2
-    ties = counts.max() > 1
-    if not ties and n1 * n2 <= 900:
-        dist = _u_distribution(n1, n2)
-        dist = dist / dist.sum()
-        k = int(round(min(u, n1 * n2 - u)))
-        return float(min(1.0, 2 * dist[:k + 1].sum()))
-    n = n1 + n2
-    sigma2 = n1 * n2 / 12 * ((n + 1) - (counts ** 3 - counts).sum() / (n * (n - 1)))
-    if sigma2 <= 0:
-        return 1.0
-    z = (abs(u - n1 * n2 / 2) - 0.5) / np.sqrt(sigma2)
-    return float(min(1.0, math.erfc(max(z, 0.0) / math.sqrt(2))))
+def cost_ratio(a: Parts, b: Parts, another_run: bool = True) -> FloorRatio:
+    """floor_ratio of two costs, each a weighted sum of ops' floors (a workload's n multiplications
+    and m rotations), every op's samples resampled on their own."""
+    a = [(w, np.asarray(x, dtype=np.float64)) for w, x in a]
+    b = [(w, np.asarray(x, dtype=np.float64)) for w, x in b]
+    n = (min(x.size for _, x in a), min(x.size for _, x in b))
+    ratio = sum(w * floor(x) for w, x in a) / sum(w * floor(x) for w, x in b)
+    if min(n) < MIN_CI_SAMPLES or ratio <= 0:
+        return FloorRatio(ratio, None, n)
+    rng = np.random.default_rng(0)  # the same data gives the same interval in every report
+    logs = np.log(sum(w * _floors(rng, x) for w, x in a) / sum(w * _floors(rng, x) for w, x in b))
+    sd = FLOOR_WIDEN * float(logs.std(ddof=1)) * (math.sqrt(2) if another_run else 1.0)
+    half = 1.96 * sd
+    p = math.erfc(abs(math.log(ratio)) / sd / math.sqrt(2)) if sd > 0 else (1.0 if ratio == 1 else 0.0)
+    return FloorRatio(ratio, (ratio * math.exp(-half), ratio * math.exp(half)), n, p)

@@ -24,15 +24,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from ..analyse import ratios
 from ..errors import UserError
 from ..model.requirements import Requirements, for_all
 from ..model.workload import INT_SCHEMES, Workload, WorkloadRef
 from ..plan.suites import Case, Suite, add_workload
+from ..stats import FloorRatio
 from ..store.record import Record
 from ..store.sqlite import Store
 from . import measuring
 from .advisor import MARGIN_BITS, MAX_TRIES, Need, candidates
-from .recommend import amortised, median_bounds
+from .recommend import amortised
 
 EVAL_KEYS = ("relin_keys", "galois_keys", "server_key", "bootstrapping_key", "keyswitching_key")
 # Larger sets will not help: the library lacks an op, fails on its own, or the program is wrong for it
@@ -51,6 +53,7 @@ class Candidate:
     tried: list[str] = field(default_factory=list)   # why each smaller set failed
     record: Record | None = None  # the measurement at `spec`
     within_best: bool = False
+    vs_best: FloorRatio | None = None    # its floor over the best's, with the interval for another run
     snippet: str | None = None
 
     @property
@@ -84,11 +87,12 @@ class Answer:
         return amortised(c.record) if self.objective == "throughput" else c.record
 
     def ranked(self) -> list[Candidate]:
-        ok = sorted((c for c in self.chosen if _ok(c)), key=lambda c: self.timed(c).median_ns)
+        ok = sorted((c for c in self.chosen if _ok(c)), key=lambda c: ratios.speed(self.timed(c)))
         if ok:
-            best_hi = median_bounds(self.timed(ok[0]))[1]
+            best = self.timed(ok[0])
             for c in ok:
-                c.within_best = median_bounds(self.timed(c))[0] <= best_hi
+                c.within_best = ratios.within(self.timed(c), best)
+                c.vs_best = ratios.versus(self.timed(c), best)
         return ok
 
     def excluded(self) -> list[Candidate]:
@@ -371,7 +375,9 @@ def to_json(ans: Answer) -> dict:
                 "eval_key_bytes": eval_key_bytes(r) if r else None,
                 "client_bytes": client_bytes(ans.workload, r) if r else None,
                 "margin": margin(c, ans.precision), "p_fail_log2": r.p_fail_log2 if r else None,
-                "within_best": c.within_best, "snippet": c.snippet, "run_id": r.run_id if r else None,
+                "within_best": c.within_best, "ratio_to_best": c.vs_best.ratio if c.vs_best else None,
+                "ratio_to_best_ci95": c.vs_best.ci95 if c.vs_best else None, "snippet": c.snippet,
+                "run_id": r.run_id if r else None,
                 "threads": r.threads if r else None, "threads_honoured": r.threads_honoured if r else None,
                 "parallelism": r.parallelism if r else None,
                 **({"batch": r.batch, "throughput_per_s": r.throughput_per_s, "throughput_ci95": r.throughput_ci95}

@@ -4,10 +4,12 @@ A workload says how many of which operations one evaluation needs, and what it
 requires: security level, CKKS precision, multiplicative depth, how many values
 are processed together. Every (library, scheme, parameter set) in the store is a
 candidate; one that lacks a measurement, failed it, or misses a requirement is
-excluded with the reason. The rest are ranked by the workload's cost (sum of
-count x median) with an interval (sum of count x the medians' 95% bounds, a
-conservative envelope), and every candidate whose interval overlaps the best
-one's is reported as indistinguishable from it: the data cannot separate them.
+excluded with the reason. The rest are ranked by the workload's cost from each op's floor (its
+time in the host's fastest state, analyse/ratios.py), shown as the sum of count x median with an
+interval (sum of count x the medians' 95% bounds, a conservative envelope); each candidate's cost
+over the best's comes with a 95% interval for another run (stats.cost_ratio), and a candidate
+whose interval reaches 1 is reported as indistinguishable from the best: the data cannot separate
+them. Where an op was modelled or kept no samples, the medians' envelopes decide instead.
 
 An application workload (poly_7, dot_4096, ...) needs levels or multiplications in sequence
 (`apps.cost.requirement`): a CKKS set whose chain is shorter, or a BFV/BGV set that has not shown
@@ -32,6 +34,7 @@ from ..model.catalog import known, unknown_op
 from ..model.params import NAME_PATTERN, SCHEMES_BITS, SCHEMES_RLWE
 from ..model.security import TABLES
 from ..plan.suites import read_mapping
+from ..stats import FloorRatio, Parts, cost_ratio, floor
 from ..store.record import Record
 from .derived import Amortised, Modelled, Source
 
@@ -107,6 +110,7 @@ class Candidate:
     cost: float = 0.0
     cost_ci: tuple[float, float] = (0.0, 0.0)
     within_best: bool = False
+    vs_best: FloorRatio | None = None  # its cost over the best's, from floors, with the interval for another run
     singles: dict[str, Record] = field(default_factory=dict)  # every measured op: what a cost model adds up
     modelled: list[str] = field(default_factory=list)  # workloads costed by the sum of their single ops
     needs: dict[str, int] = field(default_factory=dict)  # app workload -> levels (CKKS) / depth (BFV, BGV) it needs
@@ -325,13 +329,35 @@ def recommend(recs: list[Record], w: Workload) -> Ranking:
         bounds = {op: median_bounds(r) for op, r in c.by_op.items()}
         c.cost_ci = (c.copies * sum(n * bounds[op][0] for op, n in w.ops.items()),
                      c.copies * sum(n * bounds[op][1] for op, n in w.ops.items()))
-    usable = sorted((c for c in out if not c.excluded), key=lambda c: c.cost)
+    usable = sorted((c for c in out if not c.excluded), key=lambda c: _floor_cost(c, w) or c.cost)
     if usable:
         best = usable[0]
         for c in usable:
+            c.vs_best = _versus(c, best, w)
+            near = c.vs_best.ci95[0] <= 1 if c.vs_best and c.vs_best.ci95 else c.cost_ci[0] <= best.cost_ci[1]
             # A candidate timed on different work is another case, never "indistinguishable" from the best.
-            c.within_best = c.cost_ci[0] <= best.cost_ci[1] and c.deviations == best.deviations
+            c.within_best = near and c.deviations == best.deviations
     return Ranking(usable + sorted((c for c in out if c.excluded), key=lambda c: c.label), model_error(evidence))
+
+
+def _parts(c: Candidate, w: Workload) -> Parts | None:
+    """The candidate's cost as the ops' samples, weighted by how often the workload runs each
+    (None where an op was modelled or kept no samples, or under the throughput objective, whose
+    cost is the host's rate: those costs have medians only)."""
+    if w.objective == "throughput" or any(not c.by_op[op].samples_ns or isinstance(c.by_op[op], Modelled) for op in w.ops):
+        return None
+    return [(c.copies * n, c.by_op[op].samples_ns) for op, n in w.ops.items()]
+
+
+def _floor_cost(c: Candidate, w: Workload) -> float | None:
+    """What ranks candidates: the cost from each op's floor (analyse/ratios.py), where every op has samples."""
+    parts = _parts(c, w)
+    return sum(n * floor(x) for n, x in parts) if parts else None
+
+
+def _versus(c: Candidate, best: Candidate, w: Workload) -> FloorRatio | None:
+    a, b = _parts(c, w), _parts(best, w)
+    return cost_ratio(a, b) if a and b else None
 
 
 def _answers(r: Record, w: Workload) -> bool:
@@ -390,7 +416,9 @@ def ranking_json(cands: list[Candidate], w: Workload) -> dict:
                 {"library": c.library, "scheme": c.scheme, "params": c.params, "excluded": c.excluded or None,
                  "cost_ns": c.cost if not c.excluded else None,
                  "cost_ci95_ns": c.cost_ci if not c.excluded else None,
-                 "ciphertexts": c.copies, "within_best": c.within_best, "deviations": c.deviations,
+                 "ciphertexts": c.copies, "within_best": c.within_best,
+                 "ratio_to_best": c.vs_best.ratio if c.vs_best else None,
+                 "ratio_to_best_ci95": c.vs_best.ci95 if c.vs_best else None, "deviations": c.deviations,
                  "needs": c.needs, "modelled": c.modelled, "runs": c.runs,
                  "evidence": {op: _evidence(r) for op, r in c.by_op.items()}} for c in cands]}
 

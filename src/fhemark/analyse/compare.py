@@ -1,19 +1,18 @@
 """Compare two runs case by case, for regression tracking.
 
-What varies between two runs is not the single sample: samples of one driver process share its
-keys, its memory layout and that minute of the machine, and the whole run shifts with the host.
-So a case is judged on its slice medians (one per driver process and round: the units that vary
-between runs), after removing the machine-wide shift, estimated from the other libraries' cases
-(the median of their libraries' median ratios, so that one library's own change neither hides
-itself nor moves the others). A change is flagged only when the rank test on those units says
-they differ (p < alpha) *and* the whole bootstrap interval of the ratio of medians lies beyond the
-noise threshold (criterion's rule, with asv's rank test). Each library's cases together give a
-library-wide verdict too (a sign test over its cases' corrected ratios), which catches a change
-of a few percent that single cases are too noisy to show. The two have thresholds of their own:
-a single case moves between two runs of the same code by more than its interval says (a cheap
-op's cache state, that minute of a shared host), a library's median over dozens of cases far
-less. Cases match on the job key (the resolved case: library, scheme, parameters, operation,
-vector length, sampling policy, threads),
+A shared host slows an operation down in some of its samples, and how often changes from one
+minute to the next; what stays is the operation's time in the host's fastest state, its floor
+(stats.floor). So a case is judged on its floors: new over base, after removing the machine-wide
+shift, estimated from the other libraries' cases (the median of their libraries' median floor
+ratios, so that one library's own change neither hides itself nor moves the others). A change is
+flagged only when the bootstrap of the two runs' samples says they differ (p < alpha) *and* the
+whole interval of the ratio lies beyond the noise threshold (criterion's rule). Each library's
+cases together give a library-wide verdict too (a sign test over its cases' corrected ratios),
+which catches a change of a few percent that single cases are too noisy to show. The two have
+thresholds of their own: a single case moves between two runs of the same code by more than its
+interval says (a cheap op's cache state, a fast level of the host that one run never saw), a
+library's median over dozens of cases far less. Cases match on the job key (the resolved case:
+library, scheme, parameters, operation, vector length, sampling policy, threads),
 so a library upgrade is compared with itself and a changed sampling policy is "not comparable"
 rather than a false change.
 """
@@ -27,7 +26,7 @@ from typing import Iterable
 import numpy as np
 
 from ..errors import UserError
-from ..stats import mann_whitney_p, ratio_ci
+from ..stats import floor, floor_ratio
 from ..store.record import Record
 from .select import contended, latest
 
@@ -112,19 +111,6 @@ def _usable(r: Record) -> bool:
     return r.status == "ok" and r.check_passed is not False
 
 
-def units(r: Record) -> np.ndarray:
-    """A record's slice medians, one per (driver process, round); its samples where it has fewer
-    than two slices (an old record, one process and one round)."""
-    s = np.asarray(r.samples_ns, float)
-    slices = list(zip(r.sample_process, r.sample_round))
-    if len(slices) != s.size or len(set(slices)) < 2:
-        return s
-    groups: dict[tuple, list[float]] = {}
-    for k, v in zip(slices, s):
-        groups.setdefault(k, []).append(v)
-    return np.array([np.median(g) for g in groups.values()])
-
-
 def compare_case(base: Record | None, new: Record | None, threshold: float, alpha: float, shift: float = 1.0) -> Change:
     lab = label(new or base)
     if base is None:
@@ -145,23 +131,23 @@ def compare_case(base: Record | None, new: Record | None, threshold: float, alph
         d0, d1 = base.depth, new.depth
         verdict = SAME if d1 == d0 else FAILED if d1 < d0 else FIXED
         return Change(lab, verdict, base, new, why=f"depth {d0} -> {d1}")
-    a, b = units(base), units(new) / shift
+    a, b = np.asarray(base.samples_ns, float), np.asarray(new.samples_ns, float) / shift
     if a.size == 0 or b.size == 0:
         return Change(lab, SKIPPED, base, new, why="no samples")
-    ratio = float(np.median(b) / np.median(a))
-    lo, hi = ratio_ci(a, b)
-    p = mann_whitney_p(a, b)
+    fr = floor_ratio(b, a, another_run=False)
+    if fr.ci95 is None:
+        return Change(lab, SAME, base, new, fr.ratio, None, None,
+                      f"{a.size} vs {b.size} samples: too few for an interval")
+    (lo, hi), p = fr.ci95, fr.p
     if p < alpha and lo > 1 + threshold:
         verdict = SLOWER
     elif p < alpha and hi < 1 - threshold:
         verdict = FASTER
     else:
         verdict = SAME
-    # The smallest two-sided p a rank test can give is 2 / C(n1 + n2, n1): with fewer samples nothing can be flagged.
-    why = [] if 2 / math.comb(a.size + b.size, a.size) < alpha else \
-        [f"{a.size} vs {b.size} units: too few for the rank test to reach p < {alpha:g}"]
+    why: list[str] = []
     why += [f"{side} run on a busy host" for side, r in (("base", base), ("new", new)) if contended(r)]
-    return Change(lab, verdict, base, new, ratio, (lo, hi), p, "; ".join(why))
+    return Change(lab, verdict, base, new, fr.ratio, (lo, hi), p, "; ".join(why))
 
 
 def _work(r: Record) -> str:
@@ -239,12 +225,12 @@ def _timed_pair(b: Record | None, n: Record | None) -> bool:
 
 def machine_shift(base: dict[tuple, Record], new: dict[tuple, Record]) -> tuple[dict[str, float], str]:
     """Per library, the machine-wide shift to remove from its cases: the median of the other
-    libraries' median log ratios (new / base). With one library only there is nothing to tell the
+    libraries' median log floor ratios (new / base). With one library only there is nothing to tell the
     machine from the library by, and nothing is removed."""
     by_lib: dict[str, list[float]] = {}
     for k in base.keys() & new.keys():
         if _timed_pair(base[k], new[k]):
-            ratio = float(np.median(new[k].samples_ns) / np.median(base[k].samples_ns))
+            ratio = floor(new[k].samples_ns) / floor(base[k].samples_ns)
             by_lib.setdefault(new[k].library, []).append(math.log(ratio))
     medians = {lib: float(np.median(v)) for lib, v in by_lib.items() if len(v) >= MIN_LIBRARY_CASES}
     if len(medians) < 2:
@@ -252,7 +238,7 @@ def machine_shift(base: dict[tuple, Record], new: dict[tuple, Record]) -> tuple[
                     if by_lib else "")
     shifts = {lib: math.exp(float(np.median([m for other, m in medians.items() if other != lib])))
               for lib in by_lib}
-    return shifts, (f"removed: each library's cases divided by the median of the other libraries' median ratios "
+    return shifts, (f"removed: each library's cases divided by the median of the other libraries' median floor ratios "
                     f"({', '.join(f'{lib} x{math.exp(m):.3f}' for lib, m in sorted(medians.items()))})")
 
 
@@ -314,7 +300,7 @@ def confirmed(first: Comparison, again: Comparison, run_ref: str) -> Comparison:
             out.append(c)
             continue
         r = rechecked.get((c.new.job_key, c.new.op))
-        if r is None or r.verdict == FAILED or r.ratio is None:
+        if r is None or r.verdict == FAILED or r.ratio_ci is None:
             why = f"recheck {run_ref}: " + (f"{r.verdict} {r.why}".strip() if r else "not measured again")
             out.append(replace(c, verdict=FAILED if r and r.verdict == FAILED else c.verdict, why=_join(c.why, why)))
         else:

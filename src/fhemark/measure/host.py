@@ -50,15 +50,15 @@ def _process(pid: int, children: bool) -> int:
 class Activity:
     """Started before a job, finished after it: what the rest of the machine did meanwhile."""
 
-    def __init__(self, driver_pid: int | None):
-        self.pid = driver_pid
+    def __init__(self, *driver_pids: int | None):
+        self.pids = [pid for pid in driver_pids if pid]  # the drivers measured in the window: not contention
         self.t0 = time.monotonic()
         self.sys0 = _system()
         self.extra = 0  # ticks of the job's own other processes, which ended inside the window
         self.own0 = self._own()
 
     def _own(self) -> int:
-        return _process(os.getpid(), False) + (_process(self.pid, True) if self.pid else 0) + self.extra
+        return _process(os.getpid(), False) + sum(_process(pid, True) for pid in self.pids) + self.extra
 
     def own_process(self, pid: int) -> None:
         """A process of the job's own, started inside the window (throughput mode's other drivers):

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import replace
-from typing import NamedTuple
+from typing import Iterator, NamedTuple
 
 import numpy as np
 
@@ -24,6 +24,11 @@ from .pool import POOL_NOTE, WARM_ROUND
 from .prepared import Outcome, Prepared, total
 
 WARM_ROUND_NS = 20e6  # a sample shorter than this is warmed up again in every round (WARM_ROUND samples)
+# Interleaved, a request holds about this much of one library's samples before the next library's:
+# the host's speed here switches between levels 1.7x apart within a tenth of a second (CKKS and BFV
+# mul_relin at N = 8192, 2-core VM, 2026-11-28: 10 ms and 17-18 ms in one 0.1 s slice), so samples
+# paired across libraries must be tens of milliseconds apart, not a slice.
+TICK_S = 0.02
 HOT_MAX_NS = 3e6  # inputs: hot warms up the ops faster than this (as their cold calibration sample reads)
 
 
@@ -38,29 +43,43 @@ class Latency(Mode):
     def last(self, p: int, s: int) -> bool:
         return p + 1 >= self.job.policy.processes and s + 1 >= self.job.policy.rounds
 
-    def slice(self, sl: Slice) -> None:
+    def steps(self, sl: Slice) -> Iterator[None]:
+        """The slice one request at a time: the runner alternates libraries between requests.
+        Interleaved (policy.interleave "sample", and another library on the op), a request holds
+        about TICK_S of samples, and a cheap op warms up again in every request (another library
+        ran since); every sample is tagged with the runner's tick, and the slice's budget counts
+        the job's own requests, not the others'."""
         pol, out = self.job.policy, self.out
         req = Requests(sl.drv, self.job, self.op, sl.prep, out, sl.process, sl.process * pol.rounds + sl.round)
         if sl.round == 0:
             sl.drv.reset_peak()
-        started = time.monotonic()
         n0 = len(out.samples)  # samples from earlier rounds
+        spent = 0.0
+        t0 = time.monotonic()
         if not out.copies:  # calibrated once, in the first process, and kept for the whole job
-            calibrate(req)
+            calibrate(req, sl.tick())
             warm_n = 0
         else:
             warm_n = warm_count(pol, out, sl.round)  # warm-up samples leading the slice's first request
+        spent += time.monotonic() - t0
         lim = limits(pol)
-        deadline = time.monotonic() + lim.slice_s
-        while not (reason := self.stop(len(out.samples) - n0, lim, deadline)):
-            want = request_size(out, lim, len(out.samples) - n0, deadline - time.monotonic(), warm_n)
+        tick_s = TICK_S if sl.interleaved else None
+        while not (reason := self.stop(len(out.samples) - n0, lim, lim.slice_s - spent)):
+            t0 = time.monotonic()
+            want = request_size(out, lim, len(out.samples) - n0, lim.slice_s - spent, warm_n, tick_s)
             _, got, scal = req.batch(want, out.copies, warm_n)
-            warm_n = 0
-            req.keep(got, scal)
+            req.keep(got, scal, sl.tick())
+            warm_n = warm_count(pol, out, sl.round, again=True) if tick_s else 0
+            spent += time.monotonic() - t0
+            yield
         out.stop_reason = reason
-        out.elapsed_s += time.monotonic() - started
+        out.elapsed_s += spent
 
-    def stop(self, n: int, lim: Limits, deadline: float) -> str:
+    def slice(self, sl: Slice) -> None:
+        for _ in self.steps(sl):
+            pass
+
+    def stop(self, n: int, lim: Limits, left_s: float) -> str:
         """Why the slice ends after its n samples ("" while it goes on): the interval at the target
         on two checks in a row (stopping at the first lucky look would shrink its coverage), the
         slice's budget spent once the floor is reached, or its share of max_samples."""
@@ -71,7 +90,7 @@ class Latency(Mode):
             self.met_target = self.met_target + 1 if met else 0
             if self.met_target >= 2:
                 return "target_ci"
-        if n >= lim.floor_n and deadline - time.monotonic() <= 0:
+        if n >= lim.floor_n and left_s <= 0:
             return "budget"
         if n >= lim.max_n:
             return "max_samples"
@@ -96,21 +115,24 @@ def limits(pol: Policy) -> Limits:
     return Limits(min_n, math.ceil(pol.max_samples / rounds), floor_n, pol.budget_s / rounds)
 
 
-def request_size(out: Outcome, lim: Limits, n: int, left: float, warm_n: int) -> int:
+def request_size(out: Outcome, lim: Limits, n: int, left: float, warm_n: int, tick_s: float | None = None) -> int:
     """One request for what the slice's budget holds (a request's fixed cost, its pool and its
-    decryptions, is paid once), at least up to the floor, at most ~0.5 s and 20 samples."""
+    decryptions, is paid once), at least up to the floor, at most ~0.5 s and 20 samples; interleaved,
+    one tick's worth (at least one sample), so that the libraries' samples stay adjacent."""
     per = max(out.wall_per_sample * out.copies, 1e-6)
+    if tick_s is not None:
+        return max(1, min(lim.max_n - n, int(tick_s / per)))
     fits = int(max(left, 0) / per) - warm_n
     return max(1, lim.floor_n - n, min(lim.max_n - n, fits, 20, int(0.5 / per)))
 
 
-def calibrate(req: Requests) -> None:
+def calibrate(req: Requests, tick: int) -> None:
     """The job's very first warm-up, a request of its own: it sizes the copies per region and
     decides hot or cold inputs, for the whole job."""
     pol, out = req.job.policy, req.out
     warm, _, warm_scalars = req.batch(0, 1, max(pol.warmup, 1))
     if pol.warmup == 0:  # no warm-up asked for: the first sample counts
-        req.keep(warm, warm_scalars)
+        req.keep(warm, warm_scalars, tick)
     out.warmup = warm[: pol.warmup]
     t_op = float(np.median([total(w) for w in warm]))
     # A warm-up doubles an op's cost for what it buys: 10-30% on ops under a millisecond, 1-2%
@@ -123,16 +145,17 @@ def calibrate(req: Requests) -> None:
     out.copies = 1 if hot else copies_for(req.job, req.op, req.base, t_op)
 
 
-def warm_count(pol: Policy, out: Outcome, s: int) -> int:
+def warm_count(pol: Policy, out: Outcome, s: int, again: bool = False) -> int:
     """Warm-up samples leading round s of a calibrated job: a fresh process warms up as the policy
     asks; every round of a cheap op, hot or cold, with WARM_ROUND samples at least. The other
     libraries ran since, and the driver woke from idle: with one request a round (quick suite, 3
     samples a round) the round's first sample read 13% slow in median and 83% at the 90th
     percentile (Lattigo, hot) after no warm-up, 4% and 13% (cold) after one; after two, 0-2% and
-    10-22%, and the median interval half-width of Lattigo's cases fell from 5.4-6.5% to 3.8-4.6%."""
+    10-22%, and the median interval half-width of Lattigo's cases fell from 5.4-6.5% to 3.8-4.6%.
+    `again`: a later request of an interleaved slice, after the other libraries' requests."""
     if not pol.warmup:
         return 0
-    return max(pol.warmup if s == 0 else 0, WARM_ROUND if _cheap(out) else 0)
+    return max(pol.warmup if s == 0 and not again else 0, WARM_ROUND if _cheap(out) else 0)
 
 
 def _cheap(out: Outcome) -> bool:
@@ -172,8 +195,9 @@ class Requests:
             out.wall_per_sample = wall / ((warm + count) * k)
         return got[:warm], got[warm:], scal[warm:]
 
-    def keep(self, got: list[dict[str, float]], scal: list) -> None:
+    def keep(self, got: list[dict[str, float]], scal: list, tick: int) -> None:
         self.out.samples += got
         self.out.process += [self.p] * len(got)
         self.out.round += [self.r] * len(got)
+        self.out.tick += [tick] * len(got)
         self.out.scalars += scal

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Iterator
 
 from ..drivers.supervise import Driver
 from ..model.ops import BenchOp
@@ -25,7 +25,9 @@ class Slice:
     prep: Prepared
     process: int
     round: int
+    interleaved: bool               # taking turns with other libraries' slices request by request (runner._cell)
     reprepare: Callable[[], None]   # the setup again, in a driver that restarted after a failure
+    tick: Callable[[], int]         # the runner's tick now: samples of two libraries with one tick were taken adjacent
     spare: Callable[[], Driver]     # another process of the library, with keys of its own for the setup: the mode stops it
     own: Callable[[int], None]      # a process of the job's own (a spare, before it stops): its CPU is not contention
 
@@ -47,3 +49,9 @@ class Mode(ABC):
     @abstractmethod
     def slice(self, sl: Slice) -> None:
         """Measure one slice into `out`; a DriverError ends the job with its kind."""
+
+    def steps(self, sl: Slice) -> Iterator[None]:
+        """The slice in steps, yielding between them, so the runner can alternate libraries inside
+        one slice; a mode that cannot be cut measures its slice in one step."""
+        self.slice(sl)
+        yield

@@ -57,6 +57,7 @@ class Outcome:
     samples: list[dict[str, float]] = field(default_factory=list)  # per sample: timed region -> ns per copy
     process: list[int] = field(default_factory=list)  # per sample: the driver process it came from
     round: list[int] = field(default_factory=list)  # per sample: the interleaved round (over all processes)
+    tick: list[int] = field(default_factory=list)  # per sample: the runner's tick, shared by the libraries' adjacent requests
     scalars: list[dict] = field(default_factory=list)  # per sample: the scalars of every copy (e.g. rotation steps)
     warmup: list[dict[str, float]] = field(default_factory=list)
     copies: int = 0  # copies of the op per timed region (0: not calibrated yet)

@@ -191,7 +191,7 @@ def _timed(shared: dict, op: str, title: str, samples: list[float], warmup: list
     s = summarize(samples, out.process, out.round)
     slots = shared["slots"]
     return {**shared, "op": op, "title": title, "samples_ns": samples, "sample_process": out.process,
-            "sample_round": out.round,
+            "sample_round": out.round, "sample_tick": out.tick if len(out.tick) == len(samples) else [],
             "warmup_ns": warmup, "median_ns": s.median, "mean_ns": s.mean, "stdev_ns": s.stdev, "mad_ns": s.mad,
             "min_ns": s.min, "max_ns": s.max, "ci95_ns": list(s.ci95) if s.ci95 else None,
             "rel_ci_half_width": s.rel_ci_half_width, "ci_method": s.ci_method, "processes": s.processes,

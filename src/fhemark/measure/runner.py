@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Callable
+from typing import Callable, Iterator
+
+import numpy as np
 
 from ..drivers.protocol import Capabilities, Effective
 from ..drivers.registry import manifests
@@ -38,6 +40,7 @@ class Runner:
         self.drivers: dict[tuple[str, int], Driver] = {}
         self.caps: dict[tuple[str, int], Capabilities] = {}  # one driver process per (library, threads)
         self.cancel = threading.Event()
+        self._tick = 0  # counts the turns of interleaved slices: samples' sample_tick
 
     # -- drivers -----------------------------------------------------------------
     def driver(self, library: str, threads: int = 1) -> Driver:
@@ -109,13 +112,10 @@ class Runner:
                         if any(j.key not in done and p < j.policy.processes for j in g.jobs)}
             for s in range(rounds):
                 for op in ops:
-                    for g in key_groups:
-                        for job in (j for j in g.jobs if j.op == op):
-                            if job.key in done or p >= job.policy.processes or s >= job.policy.rounds:
-                                continue
-                            self._check_cancel()
-                            if self._job(job, prepared[id(g)], (p, s), pending):
-                                done.add(job.key)
+                    cell = [(job, prepared[id(g)]) for g in key_groups for job in g.jobs
+                            if job.op == op and job.key not in done and p < job.policy.processes
+                            and s < job.policy.rounds]
+                    done |= self._cell(cell, (p, s), pending)
     def _wanted(self, g: Group) -> bool:
         """`libraries: all` means every library that has the scheme: the others are skipped, not failed."""
         if any(j.named for j in g.jobs):
@@ -166,20 +166,58 @@ class Runner:
     def _timeout(self, g: Group) -> float:
         return max(j.policy.timeout_s for j in g.jobs)
 
-    def _job(self, job: Job, prep: Prepared | DriverError, slot: tuple[int, int], pending: dict[str, Mode]) -> bool:
-        """One (process, round) slice of a job; True when the job is finished and its records are stored."""
+    def _cell(self, cell: list[tuple[Job, Prepared | DriverError]], slot: tuple[int, int],
+              pending: dict[str, Mode]) -> set[str]:
+        """One op's slices of a round, for every library measuring it; the keys of the jobs it finished.
+        Interleaved (policy.interleave "sample"), the slices take turns request by request, in a
+        random order each turn, under one window of host activity whose own processes are all of
+        theirs; otherwise each slice runs whole in turn, with a window of its own."""
+        finished: set[str] = set()
+        turns: list[Turn] = []
+        sharing = sum(job.policy.interleave == "sample" for job, _ in cell) > 1  # alone, nothing to take turns with
+        for job, prep in cell:
+            self._check_cancel()
+            turn = self._start(job, prep, slot, pending, sharing and job.policy.interleave == "sample")
+            if turn is None:
+                finished.add(job.key)
+            else:
+                turns.append(turn)
+        together = [t for t in turns if t.interleaved and t.gen is not None]
+        rng = np.random.default_rng([self.plan.suite.policy.seed, *slot, len(cell)])
+        window = Activity(*(t.pid for t in together))
+        for turn in together:
+            turn.window = window
+        running = list(together)
+        while running:
+            self._tick += 1
+            for turn in [running[i] for i in rng.permutation(len(running))]:
+                self._check_cancel()
+                if not turn.advance():
+                    running.remove(turn)
+        reading = window.finish()
+        for turn in turns:
+            if turn in together:
+                turn.mode.out.activity.append(reading)
+            else:
+                turn.window = Activity(turn.pid)
+                while turn.advance():
+                    self._tick += 1
+                turn.mode.out.activity.append(turn.window.finish())
+            if turn.last and self._finish(turn, pending):
+                finished.add(turn.job.key)
+        return finished
+
+    def _start(self, job: Job, prep: Prepared | DriverError, slot: tuple[int, int],
+               pending: dict[str, Mode], interleaved: bool) -> Turn | None:
+        """A job's slice ready to step, or None when the job failed before it (its record stored)."""
         try:
             op = job.bench_op()
         except UserError as exc:  # a user's computation whose file is gone or changed: this job fails
             self._store(job, [failed(job, self.run_id, "workload_error", exc.line(), self.plan.suite.name)])
-            return True
+            return None
         if job.key not in pending:  # the job's first slice
             pending[job.key] = mode_for(job, op)
-        mode = pending[job.key]
-        drv = self.drivers.get((job.library, job.threads))
-        activity = Activity(drv.proc.pid if drv is not None and drv.alive else None)
-        p, s = slot
-        last = mode.last(p, s)
+        turn = Turn(job, op, prep, pending[job.key], pending[job.key].last(*slot), interleaved)
         try:
             self._check_supported(job, op)
             if isinstance(prep, DriverError):
@@ -188,18 +226,21 @@ class Runner:
             if not drv.alive or prep.setup_id not in drv.setups:  # restarted after a failure, or died between jobs
                 self._reprepare(prep)
             program_of(job, op, prep)
-            mode.slice(Slice(drv, prep, p, s, lambda: self._reprepare(prep),
-                             lambda: self.extra_driver(job.library, job.threads, prep), activity.own_process))
-            error = None
+            turn.pid = drv.proc.pid if drv.alive else None
+            turn.gen = turn.mode.steps(Slice(drv, prep, *slot, interleaved, lambda: self._reprepare(prep), lambda: self._tick,
+                                             lambda: self.extra_driver(job.library, job.threads, prep),
+                                             lambda pid: turn.window.own_process(pid)))
         except DriverError as exc:
-            error, last = exc, True
-        mode.out.activity.append(activity.finish())
-        if not last:
-            return False
-        del pending[job.key]
-        records = layout(job, op, prep, mode.out if error is None else None, error,
-                         self._context(job, error is None, merged(mode.out.activity)))
-        self._store(job, records)
+            turn.fail(exc)
+        return turn
+
+    def _finish(self, turn: Turn, pending: dict[str, Mode]) -> bool:
+        """The job's records laid out and stored, after its last slice (or its failure)."""
+        del pending[turn.job.key]
+        out = turn.mode.out
+        records = layout(turn.job, turn.op, turn.prep, out if turn.error is None else None, turn.error,
+                         self._context(turn.job, turn.error is None, merged(out.activity)))
+        self._store(turn.job, records)
         return True
 
     def _check_supported(self, job: Job, op: BenchOp) -> None:
@@ -235,6 +276,34 @@ class Runner:
         return RecordContext(self.plan.suite, self.run_id, self.env, self.caps.get((job.library, job.threads)),
                              manifests()[job.library].wraps, drv.peak_rss_bytes() if ok and drv is not None else None,
                              host)
+
+
+class Turn:
+    """A job's slice as a cell steps it: its mode's steps, and how it ended."""
+
+    def __init__(self, job: Job, op: BenchOp, prep: Prepared | DriverError, mode: Mode, last: bool, interleaved: bool):
+        self.job, self.op, self.prep, self.mode, self.last = job, op, prep, mode, last
+        self.interleaved = interleaved  # takes turns with other libraries' slices, request by request
+        self.gen: Iterator[None] | None = None
+        self.error: DriverError | None = None
+        self.pid: int | None = None
+        self.window: Activity | None = None  # the host activity the slice is measured under
+
+    def fail(self, exc: DriverError) -> None:
+        self.error, self.last, self.gen = exc, True, None
+
+    def advance(self) -> bool:
+        """One step of the slice; False once it is over (measured, or failed with its kind)."""
+        if self.gen is None:
+            return False
+        try:
+            next(self.gen)
+            return True
+        except StopIteration:
+            self.gen = None
+        except DriverError as exc:
+            self.fail(exc)
+        return False
 
 
 def mode_for(job: Job, op: BenchOp) -> Mode:

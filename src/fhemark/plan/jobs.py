@@ -83,7 +83,7 @@ def _wire(params: ParamSet) -> dict:
 
 # Policy fields added after stores existed: left out of a job's key while at their default, so a
 # job measured before they existed keeps its key (compare and --resume match it) until it uses them.
-_LATER_FIELDS = ("mode", "max_batch")
+_LATER_FIELDS = ("mode", "max_batch", "interleave")
 
 
 @lru_cache(maxsize=4096)

@@ -51,6 +51,11 @@ class Policy(BaseModel):
     # one op interleaved slice by slice (A B C A B C ...), so a slow minute of the machine hits
     # every library alike; the ratios between libraries get intervals from the paired rounds.
     rounds: int = Field(1, ge=1, le=50)
+    # Inside a round, the libraries measured on one op take turns request by request (sample: about
+    # 20 ms each, in a random order each turn), so the ratio between two libraries is read from
+    # samples taken tens of milliseconds apart; slice: each library's whole slice in turn (the
+    # design before 2026-11-28, whose pairs are a slice apart and share little of the host's state).
+    interleave: Literal["sample", "slice"] = "sample"
     timeout_s: float = Field(600.0, gt=0, le=WEEK_S)  # per driver request
     memory_limit_mb: int = Field(20000, gt=0, le=2**24)
     min_precision_bits: float = Field(10.0, ge=0, le=60)  # CKKS results below this fail the check

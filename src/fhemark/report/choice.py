@@ -12,6 +12,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..advise.choose import Answer, Candidate, client_bytes, eval_key_bytes, levels_available, margin, plaintext_text
+from ..analyse import ratios
 from ..model.requirements import Requirements
 from ..store.record import Record
 from .formats import fmt_bytes, fmt_rate, fmt_time, throughput_text
@@ -209,6 +210,20 @@ def print_details(rows: list[Facts], console: Console) -> None:
     console.print(grid)
 
 
+def _separation(ranked: list) -> str:
+    """Which candidates the data separates from the best, and by how much (floors, analyse/ratios)."""
+    best, parts = ranked[0], []
+    for c in ranked[1:]:
+        fr = c.vs_best
+        if fr is not None:
+            parts.append(f"{c.library} {c.scheme.upper()} {fr.ratio:.2f}x{ratios.shown(fr)}"
+                         + (" *" if c.within_best else ""))
+    if not parts:
+        return f"best: {best.library} {best.scheme.upper()}, alone"
+    return (f"against the best ({best.library} {best.scheme.upper()}), time in the host's fastest state "
+            f"with a 95% interval for another run: " + "; ".join(parts))
+
+
 def print_answer(ans: Answer, console: Console) -> None:
     ranked = ans.ranked()
     if ranked:
@@ -217,6 +232,7 @@ def print_answer(ans: Answer, console: Console) -> None:
                               + ("throughput with the host's cores busy (k evaluations at once), "
                                  if ans.objective == "throughput" else "latency ")
                               + f"at {ans.threads} thread(s) each; * = indistinguishable from the best", console)
+        console.print(_separation(ranked), highlight=False, markup=False)
         if ans.threads > 1 and ans.objective == "latency":  # k processes at once share the cores by design
             for c in ranked:
                 par = c.record.parallelism

@@ -8,10 +8,10 @@ import math
 from dataclasses import dataclass, field
 from html import escape as _escape
 
+from ..analyse import ratios
 from ..analyse.select import contended, latest
 from ..drivers.registry import manifests
 from ..model.catalog import CATALOG
-from ..stats import paired_ratio
 from ..store.record import Record
 from .formats import fmt_time
 from .tables import DEVIATION_MARK, Deviations, Table, params_name, security_disagreements
@@ -27,7 +27,7 @@ class Cell:
     library: str
     op: str
     rec: Record
-    ratio: float                            # median / the fastest library's median on the same op
+    ratio: float                            # floor / the fastest library's floor on the same op (analyse/ratios.py)
     ci: tuple[float, float] | None          # 95% interval of the ratio; None: too few rounds, or the fastest
     how: str                                # how the interval was made, in words
     fastest: bool
@@ -105,17 +105,12 @@ def _marks(rec: Record) -> str:
 def _ratio(rec: Record, fastest: Record) -> tuple[float, tuple[float, float] | None, str]:
     if rec is fastest:
         return 1.0, None, "the fastest"
-    if (rec.run_id == fastest.run_id and rec.sample_round and fastest.sample_round
-            and rec.samples_ns and fastest.samples_ns):
-        pr = paired_ratio(rec.samples_ns, rec.sample_round, fastest.samples_ns, fastest.sample_round)
-        how = f"paired rounds ({pr.rounds})" if pr.ci95 else f"no interval: {pr.rounds} paired rounds"
-        return pr.ratio, pr.ci95, how
-    # Different runs (or no rounds): the quotient of the two medians' intervals, wider than a paired one.
-    ratio = rec.median_ns / fastest.median_ns
-    a, b = rec.ci95_ns, fastest.ci95_ns
-    if a and b and b[0] > 0:
-        return ratio, (a[0] / b[1], a[1] / b[0]), "unpaired (different runs): quotient of the medians' intervals"
-    return ratio, None, "no interval: too few samples"
+    fr = ratios.versus(rec, fastest)
+    if fr is None:
+        return rec.median_ns / fastest.median_ns, None, "no interval: no samples kept (ratio of medians)"
+    how = "floors" + ("" if rec.run_id == fastest.run_id else ", different runs") + (
+        "" if fr.ci95 else f"; no interval: {min(fr.n)} samples")
+    return fr.ratio, fr.ci95, how
 
 
 def setups(recs: list[Record], devs: Deviations | None = None) -> list[Setup]:
@@ -133,7 +128,7 @@ def setups(recs: list[Record], devs: Deviations | None = None) -> list[Setup]:
             # The reference is the fastest cell that does the protocol's work: a cell that skips part of
             # it (OpenFHE's decode, TenSEAL's encode) is shown, marked, but never the yardstick.
             same_work = [r for r in per.values() if not r.deviations]
-            fastest = min(same_work or per.values(), key=lambda r: r.median_ns)
+            fastest = ratios.fastest(same_work or list(per.values()))
             for lib in sorted(per):
                 r = per[lib]
                 ratio, ci, how = _ratio(r, fastest)
@@ -190,7 +185,7 @@ def _glance(recs: list[Record], found: list[Setup]) -> Table:
                      "; ".join(c for c in caveats if c) or "none"] + [_standing(s, lib) for lib in libs])
     return Table("At a glance: setups compared, who is fastest", ["scheme / params", "parameters", "security", "caveats"]
                  + libs, rows,
-                 "per library: geometric mean of its time / the fastest library's time over the ops it shares "
+                 "per library: geometric mean of its floor / the fastest library's floor over the ops it shares "
                  "(1.00x: fastest on every op), then on how many ops it was the fastest; clearly: every other library's "
                  "95% interval lies above 1. ≠ a library could not use the same parameters. One figure per row below")
 

@@ -10,7 +10,8 @@ from ..analyse.cost import ROUTINES, predict
 from ..analyse.metrics import communication, instances, per_instance_ns, throughput
 from ..analyse.select import contended, latest
 from ..model.catalog import CATALOG
-from ..stats import MIN_CI_SAMPLES, paired_ratio
+from ..analyse import ratios
+from ..stats import MIN_CI_SAMPLES
 from ..store.record import Record
 from .formats import ci_text, fmt_bytes, fmt_time, op_order
 
@@ -138,10 +139,8 @@ def op_tables(recs: list[Record]) -> list[Table]:
 
 def ratio_table(recs: list[Record]) -> Table | None:
     """Each library against the fastest on the same scheme, parameters and op, in one run: the
-    ratio of medians, with an interval from the rounds in which both were measured interleaved
-    (a slow minute of the machine hits both, so it cancels in the ratio)."""
-    recs = [r for r in latest(recs) if r.status == "ok" and r.samples_ns and r.depth is None
-            and r.sample_round]
+    ratio of floors (analyse/ratios.py), with its interval for another run's ratio."""
+    recs = [r for r in latest(recs) if r.status == "ok" and r.samples_ns and r.depth is None]
     by_case: dict[tuple, dict[str, Record]] = {}
     for r in recs:
         by_case.setdefault((r.run_id, r.scheme, params_name(r), r.vector_length, r.op), {})[r.library] = r
@@ -152,7 +151,7 @@ def ratio_table(recs: list[Record]) -> Table | None:
     for (_, scheme, params, length, op), per in sorted(by_case.items(), key=lambda kv: kv[0][1:3] + (kv[0][4],)):
         if len(per) < 2:
             continue
-        fastest = min(per.values(), key=lambda r: r.median_ns)
+        fastest = ratios.fastest(list(per.values()))
         cells = []
         for lib in libs:
             r = per.get(lib)
@@ -162,21 +161,19 @@ def ratio_table(recs: list[Record]) -> Table | None:
             if r is fastest:
                 cells.append(f"1 (fastest){devs.mark(r)}")
                 continue
-            pr = paired_ratio(r.samples_ns, r.sample_round, fastest.samples_ns, fastest.sample_round)
-            ci = f" [{pr.ci95[0]:.2f}, {pr.ci95[1]:.2f}]" if pr.ci95 else f" (no CI: {pr.rounds} rounds)"
-            cells.append(f"{pr.ratio:.2f}x{ci}{devs.mark(r)}")
+            fr = ratios.versus(r, fastest)
+            cells.append(f"{fr.ratio:.2f}x{ratios.shown(fr)}{devs.mark(r)}")
         rows.append([f"{scheme.upper()} {params}" + (f" / {length} values" if length else ""), op] + cells)
     if not rows:
         return None
-    return Table("Ratios to the fastest library (paired rounds)", ["scheme / params", "op"] + libs, rows,
-                 "median / the fastest library's median; 95% interval from the per-round ratios of medians "
-                 f"(libraries measured interleaved in rounds; needs {MIN_CI_SAMPLES} rounds); "
-                 f"{DEVIATION_MARK} different work (footnote)", devs.lines())
+    return Table("Ratios to the fastest library (floors)", ["scheme / params", "op"] + libs, rows,
+                 f"{ratios.METHOD} (needs {MIN_CI_SAMPLES} samples a side); the libraries took turns, request by "
+                 f"request, on each op; {DEVIATION_MARK} different work (footnote)", devs.lines())
 
 
 def layer_table(recs: list[Record]) -> Table | None:
     """What a convenience layer costs over the library it wraps (TenSEAL over SEAL), per operation,
-    in one run: the ratio of medians with the paired-round interval, as in the ratio table. A layer's
+    in one run: the ratio of floors with its interval, as in the ratio table. A layer's
     own routine (a `_native` workload) is set against the wrapped library's portable program of the
     same workload where the wrapped library has no routine for it: what the user of each would run."""
     recs = [r for r in latest(recs) if r.status == "ok" and r.samples_ns and r.depth is None]
@@ -191,19 +188,15 @@ def layer_table(recs: list[Record]) -> Table | None:
             base, label = by_case.get((run, r.wraps, scheme, params, length, portable)), f"{op} / {portable}"
         if base is None:
             continue
-        if r.sample_round and base.sample_round:
-            pr = paired_ratio(r.samples_ns, r.sample_round, base.samples_ns, base.sample_round)
-            ratio, ci = pr.ratio, f" [{pr.ci95[0]:.2f}, {pr.ci95[1]:.2f}]" if pr.ci95 else f" (no CI: {pr.rounds} rounds)"
-        else:
-            ratio, ci = r.median_ns / base.median_ns, " (not interleaved: no CI)"
+        fr = ratios.versus(r, base)
         rows.append([f"{lib} over {r.wraps}", f"{scheme.upper()} {params}", label, cell(r, devs), cell(base, devs),
-                     f"{ratio:.3g}x{ci}"])
+                     f"{fr.ratio:.3g}x{ratios.shown(fr)}"])
     if not rows:
         return None
     return Table("What a layer costs over the library it wraps (one run)",
                  ["layer", "scheme / params", "op", "layer's time", "wrapped library's time", "ratio [95% CI]"], rows,
-                 "layer median / wrapped library's median at the same parameters, same run; interval from the "
-                 f"paired rounds; {DEVIATION_MARK} different work (footnote)", devs.lines())
+                 f"layer / wrapped library at the same parameters, same run: {ratios.METHOD}; "
+                 f"{DEVIATION_MARK} different work (footnote)", devs.lines())
 
 
 def depth_table(recs: list[Record]) -> Table | None:

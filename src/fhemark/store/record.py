@@ -62,6 +62,9 @@ class Record(BaseModel):
     samples_ns: list[float] = []
     sample_process: list[int] = []
     sample_round: list[int] = []
+    # per sample, the runner's tick: libraries' samples with one tick (and round) were taken in
+    # adjacent requests, tens of milliseconds apart; [] where the mode takes no ticks
+    sample_tick: list[int] = []
     sample_scalars: list[Any] = []
     warmup_ns: list[float] = []
     copies: int | None = None
