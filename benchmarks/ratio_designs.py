@@ -47,8 +47,9 @@ def doubled(suite: str, out: Path) -> Path:
     for case in data["cases"]:
         for design in DESIGNS:
             cases.append({**case, "policy": {**case.get("policy", {}), "interleave": design}})
-    data.update(cases=cases, full_cases=[], source="")
-    data.pop("workloads", None)
+    data.update(cases=cases, full_cases=[])
+    for internal in ("workloads", "source"):  # set by fhemark when it loads a suite, refused in YAML
+        data.pop(internal, None)
     out.write_text(yaml.safe_dump(data))
     return out
 

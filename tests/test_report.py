@@ -303,6 +303,26 @@ def test_the_terminal_table_lists_operations_as_a_computation_runs_them():
                      "decrypt", "decode"]
 
 
+def test_the_terminal_table_says_per_row_who_is_fastest_and_by_how_much():
+    """◆ the fastest by floors; another library 3x slower beyond doubt reads 3x; one the data cannot
+    tell from the fastest reads ≈; a row of one library has no marks."""
+    from rich.console import Console
+
+    from fhemark.report.text import print_results
+    recs = [_paired("seal", 100.0), _paired("lattigo", 300.0), _paired("openfhe", 101.0),
+            _paired("seal", 50.0, op="mul_relin")]
+    for i, r in enumerate(recs):
+        r.job_key, r.params = f"k{i}", {"name": "n4096", "N": 4096}
+    console = Console(width=200, record=True, file=open("/dev/null", "w"))
+    print_results(recs, console)
+    lines = console.export_text().splitlines()
+    add = next(line for line in lines if " add " in line)
+    lattigo, openfhe, seal = (cell.strip() for cell in add.split("│")[4:7])
+    assert seal.endswith("◆") and lattigo.endswith(" 3x") and openfhe.endswith("≈")
+    mul = next(line for line in lines if " mul_relin " in line)
+    assert "◆" not in mul and "≈" not in mul
+
+
 def test_no_heading_or_link_of_the_html_report_shows_a_backtick(tmp_path):
     """Titles are written for Markdown (`op`); the HTML shows them as code, not as literal backticks."""
     import re

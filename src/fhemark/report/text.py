@@ -9,6 +9,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table as RichTable
 
+from ..analyse import ratios
 from ..analyse.select import contended, latest
 from ..store.record import Record
 from .formats import ci_text, fmt_time, op_order, throughput_text
@@ -62,11 +63,29 @@ def parallelism_mark(r: Record, threads: int | None = None) -> str:
     return ">t" if par > threads * OVER_FACTOR else ""
 
 
+def _standing(by_lib: dict[str, Record]) -> dict[str, str]:
+    """A row's decision: which library is fastest, and whether each other one is slower beyond
+    doubt (analyse/ratios.py); nothing where fewer than two time the same work."""
+    timed = [r for r in by_lib.values() if r.status == "ok" and r.samples_ns and r.depth is None
+             and r.mode != "throughput" and not r.deviations]
+    if len(timed) < 2:
+        return {}
+    best = ratios.fastest(timed)
+    out = {best.library: " [bold]◆[/]"}
+    for r in timed:
+        if r is not best:
+            fr = ratios.versus(r, best)
+            out[r.library] = f" [dim]{fr.ratio:.2g}x[/]" if fr and fr.ci95 and fr.ci95[0] > 1 else " [dim]≈[/]"
+    return out
+
+
 def print_results(recs: list[Record], console: Console) -> None:
     recs = latest(recs)
     libs = sorted({r.library for r in recs})
     t = RichTable(title="fhemark: median ±95% CI half-width (noise budget bits | CKKS precision bits); "
-                        "every result decrypted and checked", title_justify="left")
+                        "every result decrypted and checked; per row, ◆: the fastest (by floors, the host's "
+                        "fastest state), 1.3x: that many times slower, beyond doubt, ≈: not told apart from it",
+                  title_justify="left")
     swept = len({r.threads or 1 for r in recs}) > 1  # threads as an axis: a column of its own
     for col in ("scheme", "params", "op") + (("threads",) if swept else ()):
         t.add_column(col)
@@ -85,7 +104,9 @@ def print_results(recs: list[Record], console: Console) -> None:
         r = next(iter(by_lib.values()))
         return scheme, r.params.get("N") or 0, params, tuple(threads), op_order(r.op), op
     for key, by_lib in sorted(rows.items(), key=row_order):  # names are the user's text, not console markup
-        t.add_row(*map(escape, key), *[_cell(by_lib[lib], devs) if lib in by_lib else "" for lib in libs])
+        standing = _standing(by_lib)
+        t.add_row(*map(escape, key), *[_cell(by_lib[lib], devs) + standing.get(lib, "") if lib in by_lib else ""
+                                       for lib in libs])
     console.print(t)
     for note in devs.lines():
         console.print(f"[magenta]{note[0]}[/]{escape(note[1:])}", highlight=False)  # "[sk]" is text, not a style
