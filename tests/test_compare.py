@@ -165,15 +165,17 @@ def test_a_cell_timed_on_different_work_is_another_case():
 
 def _run(seed: int, machine: float = 1.0, changed: dict[str, float] | None = None,
          libs=("seal", "openfhe", "lattigo", "tenseal"),
-         cases: int = 12) -> list[Record]:
-    """One synthetic run: per library `cases` cases, 2 processes x 3 rounds x 4 samples each; each
-    slice drawn around its own level (what varies between processes and rounds), the whole run
-    scaled by `machine` (the host's shift) and a library's cases by `changed[lib]` (its own change)."""
+         cases: int = 12, slow_ops: dict[int, float] | None = None) -> list[Record]:
+    """One synthetic run: per library `cases` cases (one op each), 2 processes x 3 rounds x 4
+    samples each; each slice drawn around its own level (what varies between processes and rounds),
+    the whole run scaled by `machine` (the host's shift), op c of every library by `slow_ops[c]`
+    (a minute of the host while the libraries took turns on it) and a library's cases by
+    `changed[lib]` (its own change)."""
     rng = np.random.default_rng(seed)
     out = []
     for lib in libs:
         for c in range(cases):
-            center = 1e6 * (1 + c) * machine * (changed or {}).get(lib, 1.0)
+            center = 1e6 * (1 + c) * machine * (changed or {}).get(lib, 1.0) * (slow_ops or {}).get(c, 1.0)
             samples, proc, rnd = [], [], []
             for p in range(2):
                 for r in range(3):
@@ -181,8 +183,31 @@ def _run(seed: int, machine: float = 1.0, changed: dict[str, float] | None = Non
                     samples += list(rng.normal(level, level * 0.01, 4))
                     proc += [p] * 4
                     rnd += [p * 3 + r] * 4
-            out.append(rec(key=f"{lib}{c}", samples=samples, library=lib, sample_process=proc, sample_round=rnd))
+            out.append(rec(op=f"op{c}", key=f"{lib}{c}", samples=samples, library=lib, sample_process=proc,
+                           sample_round=rnd))
     return out
+
+
+def test_a_slow_minute_on_some_ops_of_every_library_flags_nothing():
+    """The host never ran fast while the libraries took turns on three ops of the new run: every
+    library's floor there rose 1.6x at once. Each case's shift, read from the libraries beside it on
+    the same op, removes it; one library's own change on the same ops is still caught."""
+    cmp = compare(_run(11), _run(12, slow_ops={0: 1.6, 1: 1.6, 2: 1.6}), ENV, ENV)
+    assert cmp.count("faster") == cmp.count("slower") == 0 and cmp.exit_status == 0
+    assert "per case" in cmp.shift_source and all(lib.verdict == "same" for lib in cmp.libraries)
+    cmp = compare(_run(11), _run(12, slow_ops={0: 1.6, 1: 1.6, 2: 1.6}, changed={"seal": 1.3}), ENV, ENV)
+    assert {c.new.library for c in cmp.changes if c.verdict == "slower"} == {"seal"}
+
+
+def test_a_change_read_on_a_busy_host_is_said_and_not_judged():
+    """Another process took a core while the new run measured a case (its ~): the floor read then
+    is the host's. The case is listed with what it read and why it is not judged, and the gate passes."""
+    new = _run(14, changed={"seal": 1.5}, libs=("seal", "openfhe"), cases=1)
+    new[0].host_activity = {"contended": True, "other_cores": 1.0}
+    cmp = compare(_run(13, libs=("seal", "openfhe"), cases=1), new, ENV, ENV)
+    (seal,) = [c for c in cmp.changes if c.new.library == "seal"]
+    assert seal.verdict == "not compared" and "read slower" in seal.why and "busy host" in seal.why
+    assert cmp.count("slower") == 0
 
 
 def test_a_machine_wide_shift_flags_nothing_and_is_named():

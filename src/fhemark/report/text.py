@@ -141,8 +141,8 @@ _VERDICT_STYLE = {"failed": "bold red", "slower": "red", "still failing": "yello
 def print_comparison(cmp: Comparison, base_id: str, new_id: str, console: Console, show_same: bool = False) -> None:
     """Changes first; unchanged and unmatched cases only on request (they are counted below the table)."""
     order = list(_VERDICT_STYLE)
-    t = RichTable(title=f"fhemark compare: {base_id} -> {new_id} (ratio = new / base median of the slice medians, "
-                        "the machine-wide shift removed; 95% bootstrap CI; Mann-Whitney p over slices)", title_justify="left")
+    t = RichTable(title=f"fhemark compare: {base_id} -> {new_id} (ratio = new / base floor, the host's change "
+                        "removed; 95% bootstrap CI and p)", title_justify="left")
     for col, just in (("case", "left"), ("base", "right"), ("new", "right"), ("ratio [95% CI]", "right"),
                       ("p", "right"), ("verdict", "left")):
         t.add_column(col, justify=just)
@@ -235,7 +235,8 @@ def print_recommendation(cands: list[Candidate], w: Workload, console: Console) 
         console.print("note: CKKS is approximate (its precision is shown), BFV/BGV exact: pass --scheme or "
                       "--precision to state what your data needs")
     best = usable[0]
-    ties = [c.label for c in usable[1:] if c.within_best]
+    ties = [c.label + (f" {c.vs_best.ratio:.2f}x{ratios.shown(c.vs_best)}" if c.vs_best else "")
+            for c in usable[1:] if c.within_best]
     per = "per evaluation at saturation" if w.objective == "throughput" else "per evaluation"
     console.print(f"[bold]recommended:[/] {escape(best.label)}, {fmt_time(best.cost)} {per} "
                   f"[{fmt_time(best.cost_ci[0])}, {fmt_time(best.cost_ci[1])}]"
