@@ -3,8 +3,8 @@
 Concrete is a compiler: a Python function on integers is traced, compiled to a native library and
 run on encrypted arguments; its optimizer chooses the TFHE parameters (LWE/GLWE dimensions,
 decompositions) for each compiled program. So the driver compiles, at setup, one Concrete *module*
-(`fhe.module`) that holds one function per integer primitive it offers (int_add, int_lt, int_gt)
-for the setup's width, generates its keys once, and runs each step of a
+(`fhe.module`) that holds one function per integer primitive of the vocabulary (int_add, int_sub,
+int_mul, int_min, int_max, int_lt, int_gt, int_ge, int_eq) for the setup's width, generates its keys once, and runs each step of a
 program as one call of the compiled function: each step is timed on its own, as the protocol's
 regions ask (a multi-operand sum is n - 1 timed additions, exactly as with TFHE-rs).
 
@@ -15,8 +15,9 @@ and a table lookup (TLU, one programmable bootstrap) on it needs parameters for 
 integer as a Concrete tensor of `bits / 2` chunks of 2 bits (little-endian), the radix layout
 TFHE-rs' FheUint uses (2-bit message blocks), and writes the operations on chunks in Concrete's
 own Python: additions with a ripple carry (two TLUs per chunk), comparisons by a TLU per chunk
-pair and a tree of TLUs. The carry out of the top chunk is dropped, so sums wrap modulo 2^bits,
-exactly as the orchestrator's reference does. Outputs of add are wired back to every input
+pair and a tree of TLUs, min/max by a select per chunk, products by schoolbook columns. The carry out
+of the top chunk is dropped, so sums, differences and products wrap modulo 2^bits, exactly as the
+orchestrator's reference does. Integer outputs are wired back to every input
 (`fhe.Wired` composition) so results feed later steps under the same keys.
 
 Concrete imports PyTorch only for its convolution and max-pool extensions. Its PyPI wheel
@@ -81,17 +82,16 @@ from concrete.fhe.compilation.configuration import SecurityLevel  # noqa: E402  
 
 from jsonl_driver import Failure, merged, run_samples, serve, static_capabilities  # noqa: E402
 
-DRIVER_VERSION = "0.3.0"
+DRIVER_VERSION = "0.4.0"
 CONCRETE_VERSION = metadata.version("concrete-python")
 SCHEME = "tfhe_int"
 CHUNK_BITS = 2
 M = 1 << CHUNK_BITS
 WIDTHS = (8, 16, 32, 64)
-# Primitive -> name of the module's function. Comparisons produce an encrypted bit.
-# int_sub, int_ge, int_eq would be a few lines each (a borrow chain; other final tables), but every
-# listed op adds ~5 s of conformance cases at 8 bits on 2 cores: the driver offers what Study 4 uses.
-FUNCS = {"int_add": "add", "int_lt": "lt", "int_gt": "gt"}
-INT_VALUED = ("add",)
+# Primitive -> name of the module's function: every int op of the vocabulary. Comparisons produce
+# an encrypted bit; the others an integer, wired back to every input.
+FUNCS = {f"int_{n}": n for n in ("add", "sub", "mul", "min", "max", "lt", "gt", "ge", "eq")}
+INT_VALUED = ("add", "sub", "mul", "min", "max")
 OPS = ["keygen", "encrypt_sk", "decrypt", *FUNCS]
 
 # Presets: the encoding (2-bit chunks) and the failure-probability target given to Concrete's
@@ -118,7 +118,11 @@ NOT_APPLICABLE = "noise and levels: not applicable (every table lookup bootstrap
 
 # state of one chunk pair: 0 = x < y, 1 = equal, 2 = x > y (index x * M + y)
 _STATE = [0 if a < b else 1 if a == b else 2 for a in range(M) for b in range(M)]
-_PREDICATE = {"lt": lambda s: int(s == 0), "gt": lambda s: int(s == 2)}
+_PREDICATE = {"lt": lambda s: int(s == 0), "gt": lambda s: int(s == 2),
+              "ge": lambda s: int(s != 0), "eq": lambda s: int(s == 1)}
+# Every table lookup's input stays below 2^LUT_BITS: the lookups then run at the small parameters the
+# comparisons already need (wider lookup inputs make Concrete's optimizer pick larger polynomials).
+LUT_BITS = 4
 
 
 def _merge(hi: int, lo: int) -> int:
@@ -138,12 +142,64 @@ def _carry_chain(s, chunks: int, carry):
     return fhe.array(out)
 
 
+def _grouping(bounds: list[int], limit: int) -> list[list[int]]:
+    """The terms of one column (their largest values) in groups, smallest first, each group's bound
+    at most `limit`."""
+    order = sorted(range(len(bounds)), key=lambda i: bounds[i])
+    groups: list[list[int]] = []
+    total = limit + 1
+    for i in order:
+        if total + bounds[i] > limit:
+            groups.append([])
+            total = 0
+        groups[-1].append(i)
+        total += bounds[i]
+    return groups
+
+
+def _column_sum(terms, bounds: list[int], last: bool):
+    """One column's encrypted terms (a tensor, with each term's largest value) -> the column's chunk
+    (its sum modulo M) and its carries to the next column (a tensor and their bounds; none for the
+    top column, whose carry leaves the integer). Groups whose bound stays below 2^LUT_BITS are summed
+    (a clear 0/1 matrix product, one node for all of them) and split by two lookups into a chunk and
+    a carry, until one term below M is left."""
+    limit = (1 << LUT_BITS) - 1
+    low = fhe.LookupTable([v % M for v in range(limit + 1)])
+    high = fhe.LookupTable([v // M for v in range(limit + 1)])
+    carries, carry_bounds = [], []
+    while len(bounds) > 1 or bounds[0] >= M:
+        groups = _grouping(bounds, limit)
+        mat = np.zeros((len(bounds), len(groups)), dtype=np.int64)
+        for g, members in enumerate(groups):
+            mat[members, g] = 1
+        # Concrete sizes every value from the inputset's runs, which seldom reach a group's bound:
+        # the hint gives the sum (and, by its operands sharing its encoding, every term) the width
+        # its bound needs, so no input can overflow it.
+        sums = fhe.hint(terms @ mat, bit_width=LUT_BITS)
+        sum_bounds = [sum(bounds[i] for i in g) for g in groups]
+        terms, bounds = low[sums], [min(b, M - 1) for b in sum_bounds]
+        if not last:
+            carries.append(high[sums])
+            carry_bounds += [b // M for b in sum_bounds]
+    return terms[0], carries, carry_bounds
+
+
 def _function(name: str, chunks: int):
     state = fhe.LookupTable(_STATE)
     merge = fhe.LookupTable([_merge(hi, lo) for hi in range(4) for lo in range(4)])
+    # select[b * 2M + d + M - 1] = d if b else 0, for a chunk difference d in (-M, M): one lookup per
+    # chunk turns a comparison bit b into min or max (x + b * (y - x)), its input below 2^LUT_BITS.
+    select = fhe.LookupTable([(d - (M - 1)) * b for b in range(2) for d in range(2 * M)])
+    refresh = fhe.LookupTable(list(range(M)))
+    product_lo = fhe.LookupTable([(a * b) % M for a in range(M) for b in range(M)])
+    product_hi = fhe.LookupTable([(a * b) // M for a in range(M) for b in range(M)])
 
     def add(x, y):
         return _carry_chain(x + y, chunks, None)
+
+    def sub(x, y):
+        # x + (M^k - 1 - y) + 1: every chunk of y complemented, one carried in (two's complement)
+        return _carry_chain(x + (M - 1) - y, chunks, 1)
 
     def compare(x, y, predicate):
         st = state[x * M + y]                      # one TLU per chunk pair
@@ -152,9 +208,33 @@ def _function(name: str, chunks: int):
         final = fhe.LookupTable([predicate(_merge(hi, lo)) for hi in range(4) for lo in range(4)])
         return final[st[1] * 4 + st[0]]
 
-    bodies = {"add": add,
-              "lt": lambda x, y: compare(x, y, _PREDICATE["lt"]),
-              "gt": lambda x, y: compare(x, y, _PREDICATE["gt"])}
+    def pick(x, y, b):
+        """x where b is 0, y where b is 1, chunk by chunk. The sum goes through a lookup (identity)
+        too: an output that carries its input's noise unrefreshed, wired back to the inputs, has
+        no bounded noise (Concrete's optimizer refuses the module: no fixed point)."""
+        return refresh[x + select[fhe.hint(b * (2 * M) + (y - x) + (M - 1), bit_width=LUT_BITS)]]
+
+    def mul(x, y):
+        # schoolbook on chunks, modulo M^k, column by column: column c holds the low halves of the
+        # products x_i * y_(c-i), the high halves of column c - 1's, and column c - 1's carries
+        out, pending, pending_bounds = [], [], []
+        for c in range(chunks):
+            idx = fhe.hint(x[:c + 1] * M + y[c::-1], bit_width=LUT_BITS)
+            pieces, bounds = [product_lo[idx], *pending], [M - 1] * (c + 1) + pending_bounds
+            pending, pending_bounds = [], []
+            if c < chunks - 1:
+                pending, pending_bounds = [product_hi[idx]], [(M - 1) ** 2 // M] * (c + 1)
+            terms = np.concatenate(tuple(pieces)) if len(pieces) > 1 else pieces[0]
+            chunk, carries, carry_bounds = _column_sum(terms, bounds, c == chunks - 1)
+            out.append(chunk)
+            pending += carries
+            pending_bounds += carry_bounds
+        return fhe.array(out)
+
+    bodies = {"add": add, "sub": sub, "mul": mul,
+              "min": lambda x, y: pick(y, x, compare(x, y, _PREDICATE["lt"])),
+              "max": lambda x, y: pick(x, y, compare(x, y, _PREDICATE["lt"])),
+              **{p: (lambda x, y, p=p: compare(x, y, _PREDICATE[p])) for p in _PREDICATE}}
     body = bodies[name]
 
     def traced(x, y):

@@ -1,0 +1,34 @@
+"""Concrete's integer ops beyond Study 4's (int_sub, int_mul, int_min, int_max, int_ge, int_eq),
+composed the way a user's program composes them: every integer result feeds a later op under the
+same keys (the module's wiring), on the extreme values of the width. The single-op cases are in
+test_conformance.py (its snapshot lists them); no timings are checked."""
+
+import numpy as np
+
+from fhemark.model.bitops import INT_SEMANTICS
+from test_conformance_drivers import decrypted, encrypted, out, program, region, run, setup, step
+
+
+def test_concrete_composes_every_int_op_exactly(driver_pool):
+    driver, setup_id, result, plain = setup(driver_pool, "concrete", "tfhe_int")
+    top = int(plain.t) - 1
+    x = np.array([0, top, top, 7, 200, 13], dtype=np.uint64)
+    y = np.array([top, top, 0, 7, 100, 251], dtype=np.uint64)
+    steps = encrypted(plain, "x", "y") + [
+        step("m", "int_max", "cx", "cy"), step("p", "int_mul", "cx", "cy"), step("s", "int_add", "m", "p"),
+        step("n", "int_min", "p", "cx"), step("d", "int_sub", "m", "p"), step("q", "int_mul", "d", "n"),
+        step("ge", "int_ge", "n", "cy"), step("eq", "int_eq", "m", "cx")]
+    names = ("s", "n", "d", "q", "ge", "eq")
+    steps += [st for name in names for st in decrypted(plain, name, f"z_{name}")]
+    res = run(driver, setup_id, program(steps, [region("s")], [f"z_{n}" for n in names]), {"x": x, "y": y})
+
+    def f(op, a, b):
+        return INT_SEMANTICS[op](plain, a, b)
+    m, p = f("int_max", x, y), f("int_mul", x, y)
+    n, d = f("int_min", p, x), f("int_sub", m, p)
+    want = {"s": f("int_add", m, p), "n": n, "d": d, "q": f("int_mul", d, n), "ge": f("int_ge", n, y),
+            "eq": f("int_eq", m, x)}
+    for name, values in want.items():
+        got = out(res, f"z_{name}")
+        assert np.array_equal(got, values.astype(np.uint64)), (name, got, values)
+    assert result["effective"]["functions"]["int_mul"]["pbs"] > result["effective"]["functions"]["int_add"]["pbs"]
