@@ -150,6 +150,10 @@ def test_choose_proves_measures_and_ranks_on_seal(tmp_path):
         assert Path(c["snippet"]).is_file()
     ckks = next(c for c in cands if c["scheme"] == "ckks")
     assert ckks["margin"] >= 0  # every measured sample at the required precision or above
+    worst = ckks["worst_input"]  # the worst input found, checked too, and kept beside the snippet
+    assert worst["precision_bits"] >= ans["requirements"]["ckks"]["precision_bits"] + 1
+    kept = Path(worst["file"])
+    assert json.loads(kept.read_text())["inputs"]["x"] and kept.parent == Path(ckks["snippet"]).parent
     recs = {x.job_key: x for x in Store(tmp_path / "c.db").records()}
     assert all(recs[c["job_key"]].check_passed for c in cands)
 
@@ -255,6 +259,7 @@ def test_the_search_is_steered_by_what_failures_measured(tmp_path, monkeypatch):
             return "insecure_params: the ring is too small for this library", record(status="insecure_params")
         return "", record(status="ok", precision_bits=23.0)
     monkeypatch.setattr(chooser, "verify", fake_verify)
+    monkeypatch.setattr(chooser, "hardest", lambda *a: ("", None))  # the worst input passes: what verify says decides
     c = chooser._search(None, Need("ckks", 1, 20.0), "lib", space, 1, tmp_path / "v.db", lambda *a: None)
     # 30 is 9 bits short: the floor becomes 39, so 34 and 38 are skipped; 42 at 8192 is refused as
     # insecure, and the ring is left; at 16384 the first set at or above the floor passes.

@@ -8,7 +8,9 @@ library runs it correctly at, proven by running it, then measured side by side a
    one (PROTOCOL.md auto_params: OpenFHE's); each is run with the program itself in `repeats`
    fresh driver processes (fresh keys), SEARCH_SAMPLES samples each; it passes only when every
    output of every sample checks (CKKS: with the precision asked plus CKKS_SEARCH_MARGIN; BFV/BGV:
-   exact, with MARGIN_BITS of noise budget left). The smallest passing set is kept.
+   exact, with MARGIN_BITS of noise budget left); then the worst input found in a budgeted search
+   (worst.py: the edges of the inputs' box, then a short search) must check too (`hardest`).
+   The smallest passing set is kept.
 3. Measurement: every chosen set, and each scheme's largest chosen set on every library (so the
    user sees how much of a gap is the library and how much its parameter constraints), in one
    run of the user's store, every sample checked against the requirement itself.
@@ -20,13 +22,13 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass, field
-from pathlib import Path
+from dataclasses import dataclass, field, replace
 from typing import Callable
 
 from ..analyse import ratios
 from ..errors import UserError
-from ..model.requirements import Requirements, for_all
+from ..model import routines, ways
+from ..model.requirements import DEFAULT_INT_BITS, Requirements, derive, for_all
 from ..model.workload import INT_SCHEMES, Workload, WorkloadRef
 from ..plan.suites import Case, Suite, add_workload
 from ..stats import FloorRatio
@@ -35,8 +37,8 @@ from ..store.sqlite import Store
 from . import measuring
 from .advisor import MARGIN_BITS, MAX_TRIES, Need, candidates
 from .recommend import amortised
+from .worst import Worst, probe
 
-EVAL_KEYS = ("relin_keys", "galois_keys", "server_key", "bootstrapping_key", "keyswitching_key")
 # Larger sets will not help: the library lacks an op, fails on its own, or the program is wrong for it
 # (internal: e.g. a scale mismatch the program made, which no parameter set changes; workload_error: the
 # computation itself failed at this ring, and a larger one will not mend it).
@@ -54,11 +56,17 @@ class Candidate:
     record: Record | None = None  # the measurement at `spec`
     within_best: bool = False
     vs_best: FloorRatio | None = None    # its floor over the best's, with the interval for another run
+    worst: Worst | None = None           # the worst input found at `spec` (worst.py), and its error
+    worst_file: str | None = None        # where it was written, beside the snippet
     snippet: str | None = None
+    workload: Workload | None = None     # the way it ran (ways.py): the file's own, or Horner, or fhemark's routine
+    routine: str | None = None           # its polynomials by: library | fhemark (log depth) | horner (None: none)
+    levels_needed: int | None = None     # CKKS: with the library's routines' own levels (routines.py)
 
     @property
     def label(self) -> str:
-        return f"{self.library} {self.scheme.upper()}"
+        by = f" ({ROUTINE_TEXT.get(self.routine, self.routine)})" if self.routine else ""
+        return f"{self.library} {self.scheme.upper()}{by}"
 
     def log_qp(self) -> int:
         return sum(self.spec.get("q_bits", [])) + sum(self.spec.get("p_bits", [])) if self.spec else 0
@@ -87,12 +95,15 @@ class Answer:
         return amortised(c.record) if self.objective == "throughput" else c.record
 
     def ranked(self) -> list[Candidate]:
-        ok = sorted((c for c in self.chosen if _ok(c)), key=lambda c: ratios.speed(self.timed(c)))
+        # Latency by floors (analyse/ratios.py); a rate at saturation by its own figure and interval.
+        rate = self.objective == "throughput"
+        ok = sorted((c for c in self.chosen if _ok(c)),
+                    key=lambda c: self.timed(c).median_ns if rate else ratios.speed(self.timed(c)))
         if ok:
             best = self.timed(ok[0])
             for c in ok:
-                c.within_best = ratios.within(self.timed(c), best)
-                c.vs_best = ratios.versus(self.timed(c), best)
+                c.within_best = ratios.within(self.timed(c), best, by_samples=not rate)
+                c.vs_best = None if rate else ratios.versus(self.timed(c), best)
         return ok
 
     def excluded(self) -> list[Candidate]:
@@ -137,7 +148,7 @@ def preset_suite(workloads: list[Workload], params: list[str | dict] | None) -> 
 def _integer_set(w: Workload) -> dict:
     """TFHE-family integers: the library's default set at the workload's width (no search: the
     library's preset is its parameter choice, every operation bootstrapped)."""
-    return {"preset": "default", "bits": w.bits or 32}
+    return {"preset": "default", "bits": w.bits or DEFAULT_INT_BITS}
 
 
 def _need(w: Workload, req: Requirements, precision: float, security: int, table: str) -> Need:
@@ -156,14 +167,19 @@ def search_space(w: Workload, req: Requirements, need: Need) -> list[dict]:
 # the spread than the measurement's many (statistics, SEAL: every search sample at >= 22 bits, then
 # one of ~40 measured at 20.8), and the measurement checks every sample against the requirement.
 CKKS_SEARCH_MARGIN = 2.0
+# The worst input found must beat the requirement by this much: it is already the largest error of
+# worst.EDGES + worst.SEARCH evaluations aimed at the corners, so only its keys' share of the spread
+# is left to cover (the margin every verified set keeps, advisor.MARGIN_BITS).
+WORST_MARGIN = MARGIN_BITS
 SEARCH_SAMPLES = 2  # per fresh-key process
 NOT_PLANNED = "not planned"  # a set the plan refuses for the computation (its values do not fit it)
 
 
-def _suite(w: Workload, need: Need, cases: list[Case], policy: dict, threads: int = 1, margin: float = 0.0) -> Suite:
+def _suite(w: Workload, need: Need, cases: list[Case], policy: dict, threads: int = 1, margin: float = 0.0,
+           ways: list[Workload | None] = ()) -> Suite:
     precision = {"min_precision_bits": (need.precision or 0.0) + margin if need.precision else 0.0}
     return measuring.suite(f"choose-{w.name}", cases, {**precision, **policy}, need.security, need.table, threads,
-                           [w])
+                           list({v.name: v for v in (w, *(v for v in ways if v is not None))}.values()))
 
 
 def _case(w: Workload, library: str, scheme: str, spec: dict) -> Case:
@@ -192,6 +208,25 @@ def verify(w: Workload, need: Need, library: str, spec: dict, repeats: int,
     return "", rec
 
 
+def hardest(w: Workload, need: Need, library: str, spec: dict) -> tuple[str, Worst | None]:
+    """'' when the worst input found at `spec` (worst.py: the edges of the inputs' box, then a short
+    search) still checks (CKKS: the precision asked plus WORST_MARGIN; BFV/BGV: exact); else why not,
+    in checks.py's words where it is short of precision, so that the search's steering reads it."""
+    if need.scheme in INT_SCHEMES:
+        return "", None
+    found = probe(w, need.scheme, library, spec, need.security, need.table)
+    if isinstance(found, str):
+        return f"the worst input search failed: {found}", None
+    if found.error.wrong:
+        return f"wrong_result: {found.describe()}", found
+    want = (need.precision or 0.0) + WORST_MARGIN
+    if need.scheme == "ckks" and found.precision_bits < want:
+        return (f"precision {found.precision_bits:.1f} bits, below the required {want:g} at the worst input found "
+                f"of {found.evaluations} ({found.how}; {found.relative_bits:.1f} bits relative, max error "
+                f"{found.error.abs_error:.3g} in {found.error.output})"), found
+    return "", found
+
+
 def margin(c: Candidate, precision: float) -> float | None:
     """What the measurement left to spare: CKKS, precision bits above the requirement; BFV/BGV, noise
     budget bits (None where the record has neither)."""
@@ -207,13 +242,15 @@ def choose(w: Workload, libraries: dict[str, tuple[str, ...]], precision: float 
            repeats: int, store: Store | None = None, verify_db: Store | None = None,
            say: Callable[..., None] = lambda stage, what, sets=0, total=None: None,
            auto: Callable[[str, Need, dict | None], dict | None] | None = None, threads: int = 1,
-           objective: str = "latency") -> Answer:
+           objective: str = "latency", polynomial: tuple[str, ...] = ()) -> Answer:
     """`libraries`: each available library and the schemes it offers; `threads`: the cores the
     answer is for (the measurement runs at that count; whether a set is correct does not depend on it);
     `objective`: latency (one evaluation alone) or throughput (the measurement in throughput mode);
     `store`: where the measurement goes, `verify_db` the search's runs (None: in memory);
     `say(stage, what, sets, total)`: where it is; `sets` 1 for a set the search begins or the measurement
-    has finished, `total` the sets the measurement will take (the search's is unknown: it stops at a pass)."""
+    has finished, `total` the sets the measurement will take (the search's is unknown: it stops at a pass);
+    `polynomial`: the ways to evaluate the program's polynomials, each searched and ranked (ways.WAYS;
+    none: as the program wrote them)."""
     reqs = for_all(w)
     prec = float(precision if precision is not None else w.precision_bits)
     ans = Answer(w, reqs, prec, security, table, [], threads=threads, objective=objective)
@@ -227,18 +264,49 @@ def choose(w: Workload, libraries: dict[str, tuple[str, ...]], precision: float 
         for lib, schemes in libraries.items():
             if scheme not in schemes:
                 continue
-            c = _search(w, need, lib, space, repeats, verify_db, say)
-            ans.chosen.append(c)
-            extra = auto(lib, need, c.spec) if auto is not None else None  # None: the library offers none
-            if extra and extra not in space:
-                say("searching parameters", f"{lib} {scheme}: the library's own choice N = {extra['N']}")
-                alt = _search(w, need, lib, [extra], repeats, verify_db, say, origin=f"{lib}-auto")
-                ans.chosen.append(alt)
+            for v in dict.fromkeys(ways.named(w, polynomial=p) for p in polynomial or (None,)):
+                ans.chosen += _on(v, lib, scheme, prec, security, table, repeats, verify_db, say, auto)
     if len(ans.impossible) == len(reqs):
         raise UserError(f"impossible: {'; '.join(ans.impossible.values())}",
                         "lower the depth (fewer multiplications in sequence), the precision or the security level")
     _measure(ans, store, say)
     return ans
+
+
+ROUTINE_TEXT = {"library": "the library's polynomial evaluator", "fhemark": "fhemark's log-depth polynomial",
+                "horner": "Horner's rule", "library+horner": "the library's evaluator and Horner's rule",
+                "fhemark+horner": "fhemark's log-depth polynomial and Horner's rule"}
+
+
+def _on(v: Workload, lib: str, scheme: str, prec: float, security: int, table: str, repeats: int, db: Store | None,
+        say: Callable[..., None], auto: Callable[[str, Need, dict | None], dict | None] | None) -> list[Candidate]:
+    """`v` searched on `lib` with the levels the library's own routines consume (routines.py: OpenFHE's
+    EvalPoly more than the tree's), and where the library lacks a routine the program calls, fhemark's
+    program of primitives in its place (ways.py); then the library's own choice of parameters."""
+    req = derive(v, scheme)
+    need = _need(v, req, prec, security, table)
+    if scheme == "ckks":
+        need = replace(need, depth=max(need.depth, routines.levels(v.program(scheme), lib)))
+    space = search_space(v, req, need)
+    by = ways.routine(v, scheme)
+    origin = "search" if by in (None, "library") else f"{lib}-{by.split('+')[0]}"
+    if not space:
+        return [Candidate(lib, scheme, origin=origin, tried=[f"no ring here holds {need.describe()}"], workload=v,
+                          routine=by, levels_needed=need.depth)]
+    c = _search(v, need, lib, space, repeats, db, say, origin=origin)
+    if not c.verified and v.native and c.tried and ": unsupported: " in c.tried[-1] and by and "library" in by:
+        say("searching parameters", f"{lib} {scheme}: fhemark's routines in place of the library's")
+        instead = _on(ways.named(v, native=False), lib, scheme, prec, security, table, repeats, db, say, auto)
+        instead[0].tried[:0] = [f"the library's routine: {why}" for why in c.tried]
+        return instead
+    out = [c]
+    extra = auto(lib, need, c.spec) if auto is not None else None  # None: the library offers none
+    if extra and extra not in space:
+        say("searching parameters", f"{lib} {scheme}: the library's own choice N = {extra['N']}")
+        out.append(_search(v, need, lib, [extra], repeats, db, say, origin=f"{lib}-auto"))
+    for x in out:
+        x.workload, x.routine, x.levels_needed = v, by, need.depth
+    return out
 
 
 def _search(w: Workload, need: Need, lib: str, space: list[dict], repeats: int, db: Store | None,
@@ -254,12 +322,15 @@ def _search(w: Workload, need: Need, lib: str, space: list[dict], repeats: int, 
             break
         if spec.get("N") in refused or (spec.get("scale_bits") or 0) < scale_floor:
             continue
-        say("searching parameters", f"{lib} {need.scheme} {_short(spec)}", 1)
+        say("searching parameters", f"{lib} {need.scheme} {set_text(spec)}", 1)
         why, rec = verify(w, need, lib, spec, repeats, db)
+        if not why:
+            say("searching parameters", f"{lib} {need.scheme} {set_text(spec)}: the worst input")
+            why, c.worst = hardest(w, need, lib, spec)
         if not why:
             c.spec, c.verified = spec, True
             break
-        c.tried.append(f"{_short(spec)}: {why}")
+        c.tried.append(f"{set_text(spec)}: {why}")
         if why.startswith(NOT_PLANNED):
             continue  # a larger ring may hold what this one could not
         if rec is None or rec.status in STOP:
@@ -281,7 +352,7 @@ def plaintext_text(spec: dict) -> str:
     return f"t {spec['t_bits']} bits" if spec.get("t_bits") else f"scale 2^{spec.get('scale_bits')}"
 
 
-def _short(spec: dict) -> str:
+def set_text(spec: dict) -> str:
     if "preset" in spec:
         return f"preset {spec['preset']} ({spec.get('bits')} bits)"
     return (f"N = {spec['N']}, q = {'+'.join(map(str, spec['q_bits']))}, P = {'+'.join(map(str, spec['p_bits']))}, "
@@ -295,18 +366,19 @@ def _measure(ans: Answer, store: Store | None, say: Callable[..., None]) -> None
     cases, shared = [], []
     ok = [c for c in ans.chosen if c.verified]
     for c in ok:
-        cases.append(_case(w, c.library, c.scheme, c.spec))
-    for scheme in dict.fromkeys(c.scheme for c in ok):
-        # The libraries' own searches only: a library's automatic choice (OpenFHE's two special
+        cases.append(_case(c.workload or w, c.library, c.scheme, c.spec))
+    for scheme, name in dict.fromkeys((c.scheme, (c.workload or w).name) for c in ok):
+        # The libraries' own searches only, of one way: a library's automatic choice (OpenFHE's two special
         # primes) may be a set another library cannot build at all.
-        mine = [c for c in ok if c.scheme == scheme and c.origin == "search"]
+        mine = [c for c in ok if c.scheme == scheme and not c.origin.endswith("-auto") and (c.workload or w).name == name]
         if scheme in INT_SCHEMES or len(mine) < 2:
             continue
         top = max(mine, key=Candidate.size)
         for c in mine:
             if c.spec != top.spec:
-                shared.append(Candidate(c.library, scheme, top.spec, "shared", verified=False))
-                case = _case(w, c.library, scheme, top.spec)
+                shared.append(Candidate(c.library, scheme, top.spec, "shared", verified=False, workload=c.workload,
+                                        routine=c.routine, levels_needed=c.levels_needed))
+                case = _case(c.workload or w, c.library, scheme, top.spec)
                 if case not in cases:
                     cases.append(case)
     if not cases:
@@ -315,115 +387,14 @@ def _measure(ans: Answer, store: Store | None, say: Callable[..., None]) -> None
     say("measuring", f"{len(cases)} sets, every sample checked", 0, len(cases))
     libs = sorted({c.libraries[0] for c in cases})
     policy = {**measuring.MEASURE, "mode": ans.objective}
-    recs = measuring.run_suite(_suite(w, need, cases, policy, ans.threads), libs, store,
+    recs = measuring.run_suite(_suite(w, need, cases, policy, ans.threads, ways=[c.workload for c in ok]), libs, store,
                      progress=lambda what: say("measuring", what, 1))  # one job a set: one op, one library
     ans.run_id = recs[0].run_id if recs else None
     for c in ok + shared:
         c.record = next((r for r in recs if r.library == c.library and r.scheme == c.scheme
-                         and _same(r.params, c.spec)), None)
+                         and r.op == (c.workload or w).name and _same(r.params, c.spec)), None)
     ans.shared = shared
 
 
 def _same(asked: dict, spec: dict) -> bool:
     return all(asked.get(k) == v for k, v in spec.items() if k not in ("t_bits",))
-
-
-# -- what the answer says -------------------------------------------------------------------------
-
-def eval_key_bytes(rec: Record) -> int | None:
-    sizes = rec.sizes_bytes
-    found = [sizes[k] for k in EVAL_KEYS if isinstance(sizes.get(k), int)]
-    return sum(found) if found else None
-
-
-def client_bytes(w: Workload, rec: Record) -> int | None:
-    """Bytes a client sends (its encrypted inputs, fresh) and receives (the outputs) per evaluation."""
-    sizes = rec.sizes_bytes
-    prog = w.program(rec.scheme)
-    sent = sum(1 for s in prog.steps if s["op"] in ("encrypt_pk", "encrypt_sk"))
-    fresh = sizes.get("ciphertext")
-    out = [v for k, v in sizes.items() if k.startswith("output:")]
-    if fresh is None or not out:
-        return None
-    return sent * fresh + len(prog.outputs) * out[0]
-
-
-def levels_available(c: Candidate, req: Requirements) -> int | None:
-    """CKKS: the chain's levels below the top; BFV/BGV: the multiplications in sequence the set was
-    proven to run (by running this program, with noise budget to spare); integers: unbounded
-    (every operation bootstraps), reported as the need."""
-    if not c.spec:
-        return None
-    if c.scheme == "ckks":
-        return len(c.spec["q_bits"]) - 1
-    return req.depth if c.verified else None
-
-
-def to_json(ans: Answer) -> dict:
-    def cand(c: Candidate) -> dict:
-        r = c.record
-        req = ans.requirements[c.scheme]
-        spec = c.spec or {}
-        return {"library": c.library, "scheme": c.scheme, "origin": c.origin,
-                "params": {k: spec.get(k) for k in ("N", "q_bits", "p_bits", "t_bits", "scale_bits", "preset", "bits")
-                           if spec.get(k) is not None} | ({"t": ((r.effective_params if r else None) or {}).get("t")}
-                                                          if c.scheme in ("bfv", "bgv") else {}),
-                "security_bits": r.security_bits if r else None, "security": r.security if r else None,
-                "verified": c.verified, "levels_needed": req.depth, "levels_available": levels_available(c, req),
-                "median_ns": r.median_ns if r else None, "ci95_ns": r.ci95_ns if r else None,
-                "peak_rss_bytes": r.peak_rss_bytes if r else None,
-                "eval_key_bytes": eval_key_bytes(r) if r else None,
-                "client_bytes": client_bytes(ans.workload, r) if r else None,
-                "margin": margin(c, ans.precision), "p_fail_log2": r.p_fail_log2 if r else None,
-                "within_best": c.within_best, "ratio_to_best": c.vs_best.ratio if c.vs_best else None,
-                "ratio_to_best_ci95": c.vs_best.ci95 if c.vs_best else None, "snippet": c.snippet,
-                "run_id": r.run_id if r else None,
-                "threads": r.threads if r else None, "threads_honoured": r.threads_honoured if r else None,
-                "parallelism": r.parallelism if r else None,
-                **({"batch": r.batch, "throughput_per_s": r.throughput_per_s, "throughput_ci95": r.throughput_ci95}
-                   if r and r.batch is not None else {}),  # a throughput measurement's
-                "job_key": r.job_key if r else None, "status": r.status if r else None, "rejected_smaller": c.tried}
-    return {"workload": ans.workload.name, "source": ans.workload.source,
-            "requirements": {s: {**r.to_json(), "precision_bits": ans.precision if s == "ckks" else None}
-                             for s, r in ans.requirements.items()},
-            "security": {"min_bits": ans.security, "table": ans.table}, "threads": ans.threads,
-            "objective": ans.objective,
-            "cost_model": "measured: each candidate ran the whole program; " + (
-                "ranked by throughput at saturation (throughput_per_s; k evaluations at once)"
-                if ans.objective == "throughput" else "latency is the program's median"),
-            "candidates": [cand(c) for c in ans.ranked()],
-            "excluded": [{**cand(c), "reason": _why_excluded(c)} for c in ans.excluded()],
-            "shared": [cand(c) for c in ans.shared if c.record], "impossible": ans.impossible,
-            "run_id": ans.run_id}
-
-
-def _why_excluded(c: Candidate) -> str:
-    if not c.verified:
-        return "no set passed: " + "; ".join(c.tried[-2:]) if c.tried else "not searched"
-    r = c.record
-    if r is None:
-        return "not measured"
-    return f"{r.status}: {r.error or ''}".strip()
-
-
-def write_snippets(ans: Answer, folder: Path) -> None:
-    """A ready-to-use context for every ranked candidate, in its library's own API (snippets.py)."""
-    from . import snippets
-    ranked = ans.ranked()
-    if not ranked:
-        return
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise UserError(f"--out {folder}: cannot create the folder ({exc.strerror or exc})", "choose another --out")
-    for c in ranked:
-        r = c.record
-        params = {**c.spec, **({"t": r.effective_params["t"]} if (r.effective_params or {}).get("t") else {})}
-        header = (f"fhemark choose {ans.workload.source or ans.workload.name}: {c.label}, {_short(c.spec)}; "
-                  f"verified by running the program in fresh-key processes, every output checked; "
-                  f"run {ans.run_id}, median {r.median_ns / 1e6:.3f} ms")
-        try:
-            where = folder if c.origin == "search" else folder / c.origin  # one file name per library and scheme
-            c.snippet = str(snippets.write(c.library, c.scheme, params, where, header=header))
-        except (KeyError, ValueError, NotImplementedError):  # a library without a snippet form here
-            c.snippet = None

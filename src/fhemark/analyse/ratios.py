@@ -43,10 +43,11 @@ def shown(fr: FloorRatio | None) -> str:
     return f" [{fr.ci95[0]:.2f}, {fr.ci95[1]:.2f}]"
 
 
-def within(rec: Record, best: Record) -> bool:
+def within(rec: Record, best: Record, by_samples: bool = True) -> bool:
     """Whether the data cannot tell rec from the best: its ratio's interval reaches 1; where the
-    records kept no samples for one (an amortised throughput figure), their medians' intervals overlap."""
-    fr = versus(rec, best)
+    records kept no samples for one, or their figure is not their samples' (`by_samples` False: a
+    rate at saturation), their medians' intervals overlap."""
+    fr = versus(rec, best) if by_samples else None
     if fr is not None and fr.ci95 is not None:
         return fr.ci95[0] <= 1
     lo = (rec.ci95_ns or [rec.min_ns or rec.median_ns])[0]

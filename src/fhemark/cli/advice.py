@@ -140,12 +140,16 @@ def choose_cmd(file: Path = typer.Argument(..., help="your workload file (Python
                                                              "a second with the host's cores busy: k at once)"),
                auto: bool = typer.Option(True, "--auto/--no-auto", help="also try each library's own parameter "
                                                                         "choice, where its driver offers one (OpenFHE's)"),
+               polynomial: list[str] = typer.Option(None, help="evaluate the program's polynomials this way, log "
+                                                               "(logarithmic depth) or horner; repeatable: each way "
+                                                               "searched and ranked side by side"),
                db: Path = typer.Option(None, help="store for the measurement (default ./fhemark.db or $FHEMARK_DB)"),
                verify_db: Path = typer.Option(None, help="keep the search's runs in this store (default: a temporary one)"),
                out: Path = typer.Option(None, help="folder for the snippets (default ./choose/<workload>)"),
                json_out: Path = typer.Option(None, "--json", help="also write the answer as JSON")) -> None:
     """Find, prove and rank the parameters each library runs YOUR computation at: smallest secure set per
     library, verified by running the program with fresh keys, then measured side by side."""
+    from ..advise import answer as answers
     from ..advise import choose as chooser
     from ..advise.auto_params import auto_params
     from ..model.requirements import for_all
@@ -158,6 +162,10 @@ def choose_cmd(file: Path = typer.Argument(..., help="your workload file (Python
         fail(UserError(f"--table {table}: unknown security table", f"use one of {', '.join(TABLES)}"))
     if security not in (128, 192, 256):
         fail(UserError(f"--security {security}: the tables have 128, 192 and 256 bits", "use one of them"))
+    from ..model.ways import WAYS
+    for way in polynomial or []:
+        if way not in WAYS:
+            fail(UserError(f"--polynomial {way}: unknown way", f"use {' or '.join(WAYS)}"))
     if objective not in ("latency", "throughput"):
         fail(UserError(f"--objective {objective}: unknown objective", "use latency or throughput"))
     if precision is not None and not 1 <= precision <= 50:
@@ -175,6 +183,7 @@ def choose_cmd(file: Path = typer.Argument(..., help="your workload file (Python
         w = replace(w, schemes=tuple(scheme))  # the same file and digest: only the schemes asked are searched
     if explain:
         print_requirements(w.name, for_all(w), console)
+        _routine_levels(w)
         raise typer.Exit(0)
     known = manifests()
     for lib in library or []:
@@ -195,17 +204,29 @@ def choose_cmd(file: Path = typer.Argument(..., help="your workload file (Python
         try:
             answer = chooser.choose(w, libs, precision, security, table, repeats, store, search_store,
                                     say=_say(progress, task), auto=auto_params if auto else None, threads=threads,
-                                    objective=objective)
+                                    objective=objective, polynomial=tuple(dict.fromkeys(polynomial or ())))
         except KeyboardInterrupt:
             progress.stop()
             err_console.print(f"interrupted: nothing was chosen; measurements finished so far are in {store_path}",
                               highlight=False, markup=False, soft_wrap=True)
             raise typer.Exit(130)
-    chooser.write_snippets(answer, folder)
+    answers.write_snippets(answer, folder)
     print_answer(answer, console)
     if json_out:
-        write_out(json_out, export_mod.strict_json(chooser.to_json(answer)), "--json")
+        write_out(json_out, export_mod.strict_json(answers.to_json(answer)), "--json")
     raise typer.Exit(0 if answer.ranked() else 1)
+
+
+def _routine_levels(w) -> None:
+    """The libraries whose own routines consume more levels than the program counts (routines.py)."""
+    from ..model import routines
+    if "ckks" not in w.schemes:
+        return
+    prog = w.program("ckks")
+    for lib in sorted({lib for lib, _ in routines.LEVELS}):
+        if extra := routines.extra_levels(prog, lib):
+            console.print(f"CKKS on {lib}: its own routines consume {extra} level(s) more, {routines.levels(prog, lib)} "
+                          "in all; its search gives it them", highlight=False)
 
 
 # -- choose's progress: what is done and what is left ----------------------------------------------

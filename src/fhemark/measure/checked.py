@@ -150,6 +150,43 @@ def reference(job: Job, op: BenchOp, plain: Plain, vecs: dict, scalars: dict) ->
                                             f"cleartext at {job.params.label()}: {' '.join(str(exc).split())[:200]}")
 
 
+class Error(NamedTuple):
+    """How far one sample's decrypted outputs are from their reference: the output furthest off."""
+
+    abs_error: float   # CKKS: its largest absolute error (0: exact and right)
+    rel_error: float   # that error over the output's largest |reference| (the error where it is 0)
+    output: str
+    wrong: str = ""    # BFV/BGV: the check's words for a wrong output ('' when every output is right)
+
+
+def run_given(drv: Driver, job: Job, op: BenchOp, plain: Plain, setup_id: str, program: Program,
+              given: list[tuple[dict, dict]]) -> list[Error]:
+    """One request of chosen inputs (each sample's vectors and scalars, one copy each), not drawn:
+    every output checked against its reference, and each sample's error kept rather than judged
+    (the worst input search, advise/worst.py, compares them)."""
+    samples = [Sample(inputs={n: Vector.of(v) for n, v in vecs.items()}, scalars=sc) for vecs, sc in given]
+    raw = drv.request("run", timeout_s=job.policy.timeout_s, memory_limit_mb=job.policy.memory_limit_mb,
+                      setup_id=setup_id, program=program.wire(), samples=samples)
+    res = RunResult(**raw)
+    check_reply(job, program, res, len(given))
+    return [error_of(job, op, plain, vecs, sc, smp.outputs) for (vecs, sc), smp in zip(given, res.samples)]
+
+
+def error_of(job: Job, op: BenchOp, plain: Plain, vecs: dict, scalars: dict, outputs: dict[str, Vector]) -> Error:
+    worst = Error(0.0, 0.0, "")
+    for name, want in reference(job, op, plain, vecs, scalars).items():
+        if name not in outputs:
+            raise DriverError("wrong_result", f"driver returned no output '{name}' to check")
+        c = check(plain, want, outputs[name].array(), -math.inf)  # judged by the caller
+        if not c.passed:
+            return Error(math.inf, math.inf, name, c.message)
+        err = c.max_abs_error or 0.0
+        if err > worst.abs_error or not worst.output:
+            top = float(np.max(np.abs(want))) if want.size else 0.0
+            worst = Error(err, err / top if top > 0 else err, name)
+    return worst
+
+
 def suffix_of(k: int) -> Callable[[str, int], str]:
     """The name of copy i of a value when a region holds k copies (Program.replicate's naming)."""
     return (lambda n, i: f"{n}.{i}") if k > 1 else (lambda n, i: n)

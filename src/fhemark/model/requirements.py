@@ -4,8 +4,9 @@ Per scheme: the levels the deepest path consumes (CKKS: rescales, mod switches a
 polynomial evaluator's tree), the ciphertext multiplications in sequence (BFV/BGV: what the
 noise budget pays for; plaintext products counted too, their noise grows alike), the rotation
 steps (only those Galois keys are made), the timed steps per primitive, the values per
-evaluation, and for BFV/BGV the largest intermediate value on sampled inputs, which sets how
-many bits the plaintext modulus needs for the integers never to wrap.
+evaluation, and the largest intermediate value over the inputs' worst case (every edge of their
+ranges, e.g. a unanimous block of 0/1 votes, not only what random draws reach), which sets how many
+bits the BFV/BGV plaintext modulus needs for the integers never to wrap, and the room CKKS needs.
 """
 
 from __future__ import annotations
@@ -13,20 +14,23 @@ from __future__ import annotations
 import math
 from collections import Counter
 from dataclasses import asdict, dataclass, field
+from typing import Callable
 
 import numpy as np
 
 from .program import Program
 from .semantics import Plain
-from .workload import RLWE_SCHEMES, Workload, _rotations
+from .workload import INT_SCHEMES, RLWE_SCHEMES, Workload, _rotations
 
 # Primitives that consume a level (CKKS) and that multiply (BFV/BGV noise).
 LOWERING = ("rescale", "mod_switch")
 MULTIPLYING = ("mul", "mul_relin", "mul_plain", "square", "square_relin", "inner_product", "linear_transform")
 MIN_PLAIN_BITS = 20   # the project's batching primes start here (t = 1 mod 2N up to N = 2^15 with room)
 MAX_PLAIN_BITS = 59
+DEFAULT_INT_BITS = 32  # the width a tfhe_int workload runs at when it names none (choose._integer_set)
 WIDE = (1 << 61) - 1  # a Mersenne prime: the replay's modulus when looking for the largest value
-SAMPLES = 3           # input draws the largest value is taken over
+SAMPLES = 3           # random input draws the largest value is taken over, beside the edges
+EDGES = 32            # edges of the inputs' box replayed (a function's inputs: its own draws)
 
 
 def walk(prog: Program) -> dict[str, tuple[int, int]]:
@@ -90,29 +94,72 @@ def derive(w: Workload, scheme: str) -> Requirements:
                          "so results are exact only modulo t")
             plain_bits = MAX_PLAIN_BITS
     outputs = len(prog.outputs)
-    return Requirements(scheme, depth, levels, muls, _rotations(prog), counts, w.values(), plain_bits, largest,
+    slots = w.values()
+    if slots is None and callable(w.inputs) and (slots := drawn_values(w, scheme)):
+        notes.append(f"{slots} values per evaluation, read from the inputs function's draws (declare slots= to say it)")
+    if scheme in INT_SCHEMES:
+        slots = 1
+        notes.append(f"{w.bits or DEFAULT_INT_BITS}-bit integers" + ("" if w.bits else " (the default: give bits= to "
+                                                                                      "say the width)"))
+    return Requirements(scheme, depth, levels, muls, _rotations(prog), counts, slots, plain_bits, largest,
                         outputs, notes, magnitude_bits)
 
 
 def largest_value(w: Workload, scheme: str, slots: int = 8192, at_level: int | None = None) -> float:
-    """The largest |value| any step holds on SAMPLES draws of the inputs: BFV/BGV replayed over the
-    integers (modulo a 61-bit prime, read centred), CKKS over the reals (`at_level`: only values
-    that have consumed that many levels)."""
+    """The largest |value| any step holds over the computation's worst case as far as it is known:
+    every edge of the inputs' box (Workload.edges: the aligned extremes first, e.g. a unanimous
+    block of votes) and SAMPLES random draws; inputs from a function, EDGES of its own draws.
+    BFV/BGV replayed over the integers (modulo a 61-bit prime, read centred), CKKS over the reals
+    (`at_level`: only values that have consumed that many levels)."""
     exact = scheme != "ckks"
     plain = Plain(scheme, slots if exact else slots // 2, WIDE if exact else None)
-    circ, outs = w.circuit(scheme, plain)
-    level = {k: lv for k, (lv, _) in walk(circ.program(*outs)).items()}
+    top = replay_top(w, plain, at_level)
     rng = np.random.default_rng(7)
-    top = 0
-    for _ in range(SAMPLES):
-        env: dict = {**w.draw(plain, rng), **(w.scalars or (lambda p, r: {}))(plain, rng)}
+    scalars = w.scalars or (lambda p, r: {})
+    envs = [w.at(plain, where, rng) for where in w.edges(plain, rng, EDGES)]
+    envs += [w.draw(plain, rng) for _ in range(SAMPLES if envs else EDGES)]
+    return max((top({**env, **scalars(plain, rng)}) for env in envs), default=0)
+
+
+def replay_top(w: Workload, plain: Plain, at_level: int | None = None) -> Callable[[dict], float]:
+    """The cleartext replay at a layout, as a function of a sample's inputs and scalars: the largest
+    |value| any step holds (`at_level`: only values that have consumed that many levels). A plaintext
+    stand-in for how far a sample drives the computation: CKKS errors grow with the values."""
+    exact = plain.exact
+    circ, outs = w.circuit(plain.scheme, plain)
+    level = {k: lv for k, (lv, _) in walk(circ.program(*outs)).items()}
+    wide = plain.t if exact else 0
+
+    def top(env: dict) -> float:
+        env, best = dict(env), 0
         for name, fn in circ.replay:
             env[name] = fn(plain, env)
             v = np.asarray(env[name], dtype=np.int64 if exact else np.float64)
             if not v.size or (at_level is not None and level.get(name, 0) != at_level):
                 continue
-            top = max(top, int(np.abs(np.where(v > WIDE // 2, v - WIDE, v)).max()) if exact else float(np.abs(v).max()))
+            best = max(best, int(np.abs(np.where(v > wide // 2, v - wide, v)).max()) if exact
+                       else float(np.abs(v).max()))
+        return best
     return top
+
+
+def drawn_values(w: Workload, scheme: str) -> int | None:
+    """Values per evaluation of inputs drawn by a function: the slots its vectors reach (the last
+    nonzero one, over SAMPLES draws) at two layouts; a layout that fills whatever the ring holds
+    (a block tiled along the row) reaches further in the larger one, and sets none."""
+    if not callable(w.inputs) or scheme in INT_SCHEMES:
+        return None
+    rng = np.random.default_rng(7)
+    reach = []
+    for slots in (4096, 8192):
+        plain = Plain(scheme, slots, 65537) if scheme != "ckks" else Plain(scheme, slots // 2)
+        try:
+            vecs = [w.inputs(plain, rng) for _ in range(SAMPLES)]
+        except Exception:  # noqa: BLE001 - the user's function, at a layout it may not take
+            return None
+        reach.append(max((int(np.flatnonzero(np.asarray(v)).max(initial=-1)) + 1 for d in vecs for v in d.values()),
+                         default=0))
+    return reach[0] if reach[0] == reach[1] and reach[0] else None
 
 
 def for_all(w: Workload) -> dict[str, Requirements]:

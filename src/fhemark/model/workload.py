@@ -28,6 +28,7 @@ workload_file.py.
 
 from __future__ import annotations
 
+import itertools
 import re
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -47,6 +48,7 @@ INT_SCHEMES = ("tfhe_int",)
 SCHEMES = RLWE_SCHEMES + INT_SCHEMES
 NAME = re.compile(r"^[a-z][a-z0-9_]{0,62}$")
 Output = str | Sequence[str]
+ALIGNED_INPUTS = 4  # ranged inputs up to which every combination of their ends is an edge (2^4 of them)
 
 
 @dataclass(frozen=True)
@@ -68,6 +70,21 @@ class Uniform:
             out[:n] = rng.integers(int(self.lo), int(self.hi), size=n, endpoint=True) % plain.t
         else:
             out[:n] = rng.uniform(float(self.lo), float(self.hi), size=n)
+        return out
+
+    def count(self, plain: Plain) -> int:
+        """The slots it fills at a layout."""
+        return plain.slots if self.length is None or plain.words else min(self.length, plain.slots)
+
+    def at(self, plain: Plain, where: np.ndarray) -> np.ndarray:
+        """The input at chosen points of its range: `where` in [0, 1] per filled slot, 0 the low end
+        and 1 the high end (integers rounded to the nearest)."""
+        lo, hi = float(self.lo), float(min(self.hi, int(plain.t) - 1) if plain.words else self.hi)
+        vals = lo + np.clip(where, 0.0, 1.0) * (hi - lo)
+        if plain.words:
+            return np.rint(vals).astype(np.uint64)
+        out = np.zeros(plain.slots, dtype=np.int64 if plain.exact else np.float64)
+        out[:where.size] = np.rint(vals).astype(np.int64) % plain.t if plain.exact else vals
         return out
 
 
@@ -115,6 +132,7 @@ class Workload:
     precision_bits: float = 20.0   # CKKS: what `choose` asks of every output by default
     bits: int | None = None        # tfhe_int: the integer width it runs at (8, 16, 32 or 64)
     native: bool = False           # the libraries' own routines where the program spells them out
+    polynomial: str | None = None  # every polynomial's way: None as written, "log" or "horner" (Circuit)
     slots: int | None = None       # values per evaluation (default: the longest input's length)
     rotations: Sequence[int] | None = None  # Galois keys (default: read from the program)
     facts: Mapping[str, Any] = field(default_factory=dict)
@@ -128,7 +146,7 @@ class Workload:
 
     # -- the program and its replay -------------------------------------------------------------
     def circuit(self, scheme: str, plain: Plain | None = None) -> tuple[Circuit, tuple[str, ...]]:
-        c = Circuit(scheme, self.native, plain)
+        c = Circuit(scheme, self.native, plain, polynomial=self.polynomial)
         outs = self.compute(c)
         outs = (outs,) if isinstance(outs, str) else tuple(outs or ())
         if not outs or not all(isinstance(o, str) for o in outs):
@@ -155,6 +173,52 @@ class Workload:
             out = {k: spec.draw(plain, rng) for k, spec in self.inputs.items()}
         consts = _constants(self, plain) if not plain.words else {}
         return {**out, **{k: Constant(v).draw(plain, rng) for k, v in consts.items()}}
+
+    def ranged(self) -> dict[str, Uniform]:
+        """The declared inputs that vary (a function's inputs have no declared range)."""
+        if callable(self.inputs):
+            return {}
+        return {k: s for k, s in self.inputs.items() if isinstance(s, Uniform) and s.lo != s.hi}
+
+    def at(self, plain: Plain, where: Mapping[str, np.ndarray], rng: np.random.Generator) -> dict[str, np.ndarray]:
+        """A sample's inputs with every ranged input at chosen points of its range (Uniform.at),
+        the constants as `draw` gives them."""
+        fixed = {k: s for k, s in self.inputs.items() if k not in where}
+        out = {k: s.draw(plain, rng) for k, s in fixed.items()}
+        out.update({k: self.inputs[k].at(plain, w) for k, w in where.items()})
+        consts = _constants(self, plain) if not plain.words else {}
+        return {**out, **{k: Constant(v).draw(plain, rng) for k, v in consts.items()}}
+
+    def edges(self, plain: Plain, rng: np.random.Generator, count: int) -> list[dict[str, np.ndarray]]:
+        """Up to `count` points at the edges of the inputs' box, as `at`'s positions per input
+        (empty for inputs from a function): first the aligned extremes, every slot of an input at the
+        same end and every combination of ends across the inputs (a cross-slot sum or product is
+        largest there, e.g. a unanimous block of votes), then alternating ends (neighbouring slots
+        at opposite ends, what a rotation pairs), then vertices of the box drawn at random (each slot
+        at either end). With more than ALIGNED_INPUTS inputs the combinations are both ends for all,
+        then each input alone at the other end."""
+        ranged = {k: s.count(plain) for k, s in self.ranged().items()}
+        if not ranged:
+            return []
+        names = list(ranged)
+        if len(names) <= ALIGNED_INPUTS:
+            combos = [tuple(c) for c in itertools.product((1.0, 0.0), repeat=len(names))]
+        else:
+            combos = [(1.0,) * len(names), (0.0,) * len(names)]
+            combos += [tuple(float(j != i) for j in range(len(names))) for i in range(len(names))]
+        out = [{k: np.full(ranged[k], e) for k, e in zip(names, c)} for c in combos]
+        out += [{k: (np.arange(n) + flip) % 2.0 for k, n in ranged.items()} for flip in (0, 1)]
+        while len(out) < count:
+            out.append({k: rng.integers(0, 2, size=n).astype(float) for k, n in ranged.items()})
+        specs = self.ranged()
+        for point in out:
+            for k, pos in point.items():
+                lo, hi = float(specs[k].lo), float(specs[k].hi)
+                if pos.size and not np.any(lo + pos * (hi - lo)):
+                    # A vector of zeros: a plaintext of zeros makes a transparent ciphertext, which
+                    # SEAL refuses to return; one slot at the other end keeps the edge a vertex.
+                    pos[0] = 1.0 - pos[0]
+        return out[:count]
 
     def values(self) -> int | None:
         """Values per evaluation: the declared `slots`, else the longest drawn input (a constant

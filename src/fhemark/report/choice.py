@@ -11,7 +11,8 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from ..advise.choose import Answer, Candidate, client_bytes, eval_key_bytes, levels_available, margin, plaintext_text
+from ..advise.answer import client_bytes, eval_key_bytes, levels_available
+from ..advise.choose import Answer, Candidate, margin, plaintext_text
 from ..analyse import ratios
 from ..model.requirements import Requirements
 from ..store.record import Record
@@ -106,8 +107,11 @@ def _sizes(ans: Answer, c: Candidate) -> tuple[str, str, str]:
 
 
 def _levels(ans: Answer, c: Candidate) -> str:
+    """Needed / available: needed with the routines the row ran (OpenFHE's EvalPoly takes a level
+    more than the program's tree; Horner takes d), not the program's own count."""
     req = ans.requirements[c.scheme]
-    return f"{req.depth}/{_or_dash(levels_available(c, req))}"
+    need = c.levels_needed if c.levels_needed is not None else req.depth
+    return f"{need}/{_or_dash(levels_available(c, req))}"
 
 
 def _narrow_table(ans: Answer, cands: list[Candidate], title: str, console: Console) -> Table:

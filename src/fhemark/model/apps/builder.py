@@ -5,7 +5,6 @@ algorithm itself, replayed on the plaintext inputs."""
 
 from __future__ import annotations
 
-import math
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -15,6 +14,7 @@ import numpy as np
 from ..bitops import INT_SEMANTICS
 from ..program import Program, decrypted, encrypted, step
 from ..semantics import Plain
+from . import polynomial
 
 Env = dict[str, Any]
 
@@ -34,6 +34,11 @@ class Circuit:
     scheme: str
     native: bool = False  # the library's own routines (inner_sum, ...) where the portable program spells them out
     plain: Plain | None = None
+    # How every polynomial (poly_eval and horner alike) is evaluated: None as the program wrote it,
+    # "log" at logarithmic depth (the library's evaluator in a native circuit, else fhemark's),
+    # "horner" by Horner's rule: the ways `choose --polynomial` sets side by side.
+    polynomial: str | None = None
+    evaluated: list[str] = field(default_factory=list)  # per polynomial: "library", "fhemark" (log depth) or "horner"
     steps: list[dict] = field(default_factory=list)
     timed: list[str] = field(default_factory=list)
     replay: list[tuple[str, Callable[[Plain, Env], np.ndarray]]] = field(default_factory=list)
@@ -211,18 +216,28 @@ class Circuit:
             return out
         return self._op("linear_transform", (v, *names), apply, diagonals=ks)
 
-    def poly_eval(self, x: str, coeffs: list[str | float]) -> str:
-        """CKKS: sum_i c_i x^i by the library's polynomial evaluator; `coeffs` lowest degree first,
-        numbers or the names of per-sample scalars. Its levels are the library's (Lattigo: the
-        power tree's ceil(log2(d + 1)); OpenFHE's EvalPoly one more from degree 3): the builder
-        counts the tree's, and the record the levels the driver reports."""
+    def poly_eval(self, x: str, coeffs: list[str | float | None]) -> str:
+        """sum_i c_i x^i at logarithmic depth, `coeffs` lowest degree first. In a native circuit
+        (CKKS), the library's polynomial evaluator: one step, the coefficients numbers or names of
+        per-sample scalars; its levels are the library's (Lattigo: ceil(log2(d + 1)); OpenFHE's
+        EvalPoly more, model/routines.py), and the record has those the driver reports. Otherwise
+        fhemark's own evaluation in primitives (polynomial.py): ceil(log2(d + 1)) levels on every
+        library, the coefficients numbers or names of inputs (one value per slot, as horner's)."""
+        if self.polynomial == "horner":
+            return self.horner(x, coeffs)
+        if not (self.native and self.ckks):
+            self.evaluated.append("fhemark")
+            return polynomial.evaluate(self, x, coeffs)
+        self.evaluated.append("library")
+        if any(c is None for c in coeffs):
+            coeffs = [0.0 if c is None else c for c in coeffs]
         wire = [f"${c}" if isinstance(c, str) else c for c in coeffs]
 
         def apply(p: Plain, e: Env) -> np.ndarray:
             cs = [float(e[c]) if isinstance(c, str) else float(c) for c in coeffs]
             return np.polynomial.polynomial.polyval(e[x], cs)
         out = self._op("poly_eval", (x,), apply, coeffs=wire)
-        self._depth[out] = self.level_of(x) + math.ceil(math.log2(len(coeffs)))
+        self._depth[out] = self.level_of(x) + polynomial.levels(len(coeffs) - 1)
         self.levels = max(self.levels, self._depth[out])
         return out
 
@@ -232,9 +247,15 @@ class Circuit:
         (None or 0: a coefficient known to be zero, whose addition is left out; c_d must be given).
         Every constant is a plaintext encoded like the ciphertext it meets, and x is mod-switched
         down to the accumulator's level before each product. d products in sequence: CKKS
-        consumes d levels."""
+        consumes d levels. Under `polynomial="log"`: poly_eval's way instead."""
+        if self.polynomial == "log":
+            if self.native and self.ckks and all(not isinstance(c, str) for c in coeffs):  # its names: scalars
+                return self.poly_eval(x, coeffs)
+            self.evaluated.append("fhemark")
+            return polynomial.evaluate(self, x, coeffs)
         if coeffs[-1] is None or len(coeffs) < 2:
             raise ValueError("Horner needs a leading coefficient and degree >= 1")
+        self.evaluated.append("horner")
         acc = self.rescaled(self.mul_plain(x, self._coefficient(coeffs[-1], x)))
         for i in range(len(coeffs) - 2, -1, -1):
             if coeffs[i] is not None and coeffs[i] != 0:

@@ -1,0 +1,116 @@
+"""The worst input, not the average one (issue 35, item 3): verification draws include the edges of
+every input's range (the aligned extremes first), a short search follows, and `choose` rejects a set
+that uniform draws alone would accept; BFV/BGV's t comes from the worst case of the ranges; `--explain`
+says the values per evaluation of a function's inputs and the integer width."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from fhemark.model.requirements import derive
+from fhemark.model.semantics import Plain
+from fhemark.model.workload import Uniform, Workload
+from fhemark.workload import load
+
+
+@pytest.fixture(autouse=True)
+def fresh_registry(monkeypatch):
+    monkeypatch.setattr("fhemark.model.workload_file._LOADED", {})
+
+
+def write(tmp_path: Path, body: str, name: str = "mine.py") -> Path:
+    path = tmp_path / name
+    path.write_text("from fhemark.workload import Constant, Uniform, Workload\n" + textwrap.dedent(body))
+    return path
+
+
+def _dot(c):
+    return c.rotate_sum(c.rescaled(c.mul(c.encrypted("x"), c.encrypted("y"))), 8)
+
+
+def test_the_edges_start_with_every_combination_of_aligned_extremes():
+    w = Workload("dot_t", _dot, {"x": Uniform(-3, 3, length=8), "y": Uniform(0, 2, length=8)}, schemes=("ckks",))
+    plain = Plain("ckks", 16)
+    edges = w.edges(plain, np.random.default_rng(0), 10)
+    assert len(edges) == 10
+    aligned = {(float(e["x"][-1]), float(e["y"][-1])) for e in edges[:4]}
+    assert aligned == {(1.0, 1.0), (1.0, 0.0), (0.0, 1.0), (0.0, 0.0)}
+    assert all(np.all(e["x"] == e["x"][0]) for e in edges[:4])
+    # y's low end is 0: all of it at 0 would be a plaintext of zeros (SEAL refuses the product), so
+    # one slot stays at the other end
+    assert all(np.all(e["y"][1:] == e["y"][-1]) and (e["y"][0] == 1.0) for e in edges[:4])
+    assert all(np.all(edges[4 + i]["x"][1:] != edges[4 + i]["x"][:-1]) for i in (0, 1))  # alternating ends
+    assert all(set(np.unique(e[k])) <= {0.0, 1.0} for e in edges for k in e)           # every one a vertex
+    vecs = w.at(plain, edges[1], np.random.default_rng(0))
+    assert np.all(vecs["x"][:8] == 3) and np.all(vecs["y"][1:8] == 0) and not vecs["x"][8:].any()
+
+
+def test_the_plaintext_modulus_holds_a_unanimous_block(tmp_path):
+    """Blocks of 1024 votes of 0 or 1: a block's tally reaches 1024 when every vote is 1, where random
+    draws see about half of it."""
+    (w,) = load(write(tmp_path, """
+    def compute(c):
+        return c.rotate_sum(c.encrypted("votes"), 1024)
+    W = Workload("tally_blocks_t", compute, schemes=("bfv",), inputs={"votes": Uniform(0, 1, length=4096)})
+    """))
+    req = derive(w, "bfv")
+    assert req.largest_value == 1024 and req.plain_bits >= (2 * 1024).bit_length() + 1
+
+
+def test_explain_says_the_values_a_function_draws_and_the_integer_width(tmp_path):
+    (w,) = load(write(tmp_path, """
+    import numpy as np
+    def compute(c):
+        return c.rescaled(c.square(c.encrypted("x")))
+    def draw(plain, rng):
+        return {"x": rng.uniform(-1, 1, size=100)}
+    W = Workload("drawn_t", compute, draw, schemes=("ckks",))
+    """))
+    req = derive(w, "ckks")
+    assert req.slots == 100 and any("100 values per evaluation" in n for n in req.notes)
+    (z,) = load(write(tmp_path, """
+    W = Workload("zmul_t", lambda c: c.mul(c.encrypted("x"), c.encrypted("y")),
+                 {"x": Uniform(0, 2**16 - 1), "y": Uniform(0, 2**16 - 1)}, schemes=("tfhe_int",), bits=16)
+    """, name="z.py"))
+    assert any(n.startswith("16-bit integers") for n in derive(z, "tfhe_int").notes)
+
+
+SQUARED_SUM = """
+def compute(c):
+    return c.rescaled(c.square(c.rotate_sum(c.encrypted("x"), 1024)))
+W = Workload("squared_sum_t", compute, schemes=("ckks",), inputs={"x": Uniform(-0.25, 0.25, length=1024)})
+"""
+
+
+def test_choose_rejects_a_set_that_uniform_draws_alone_accept(tmp_path):
+    """The square of a sum of 1024 values: uniform draws keep the sum near 0, every slot at one end
+    makes it 1024 times the end, and the error of the square with it (about 5 bits more on SEAL at
+    N = 8192). At scale 2^40 the drawn inputs pass with the search's margin, the worst input found
+    does not; the search then moves the scale up by the bits it was short and passes above it."""
+    from fhemark.advise import choose as chooser
+    from fhemark.advise.advisor import Need
+    from fhemark.advise.worst import EDGES, SEARCH
+    (w,) = load(write(tmp_path, SQUARED_SUM))
+    need = Need("ckks", 1, 10.5, slots=1024, magnitude_bits=derive(w, "ckks").magnitude_bits)
+    small = {"N": 8192, "q_bits": [60, 40], "p_bits": [60], "scale_bits": 40}
+    larger = [{"N": 8192, "q_bits": [60, s], "p_bits": [60], "scale_bits": s} for s in (42, 44)]
+    why, rec = chooser.verify(w, need, "seal", small, 1, None)
+    assert why == "" and rec.precision_bits >= need.precision + chooser.CKKS_SEARCH_MARGIN, why
+    why, found = chooser.hardest(w, need, "seal", small)
+    assert "below the required" in why and "worst input found" in why, why
+    assert found.evaluations == EDGES + SEARCH and found.precision_bits < rec.precision_bits
+    assert found.relative_bits > found.precision_bits  # the output is far above 1
+    # at or beside an aligned extreme (the search may move some slots of it): a sum that drawn inputs,
+    # a few units off zero, never reach
+    x = np.asarray(found.inputs["x"])
+    assert len(x) == 1024 and abs(x.sum()) > 0.5 * 0.25 * 1024, found.how
+    c = chooser._search(w, need, "seal", [small, *larger], 1, None, lambda *a: None)
+    assert c.verified and c.spec["scale_bits"] > 40 and c.worst.precision_bits >= need.precision + 1, c.tried
+    assert "scale 2^40" in c.tried[0] and "at the worst input found" in c.tried[0], c.tried
+    saved = json.loads(c.worst.write(tmp_path / "w.json", {"library": "seal"}).read_text())
+    assert saved["library"] == "seal" and saved["budget"] and len(saved["inputs"]["x"]) == 1024
