@@ -25,7 +25,7 @@ def compare_cmd(base: str = typer.Argument(..., help="baseline: a name from `fhe
                                                 help="a case's noise threshold: relative change ignored below it"),
                 library_threshold: float = typer.Option(LIBRARY_THRESHOLD, min=0.0,
                                                         help="the same for a library's median over its cases"),
-                alpha: float = typer.Option(0.05, min=0.0, max=1.0, help="significance level of the rank test"),
+                alpha: float = typer.Option(0.05, min=0.0, max=1.0, help="significance of the bootstrap test on floors"),
                 other_host: bool = typer.Option(False, help="compare runs measured on different hosts (marked)"),
                 all_cases: bool = typer.Option(False, "--all", help="list unchanged cases too"),
                 again: bool = typer.Option(False, "--recheck", help="measure the flagged cases once more (with a few "
