@@ -190,17 +190,19 @@ def _floors(rng: np.random.Generator, a: np.ndarray) -> np.ndarray:
 Parts = list[tuple[float, list[float] | np.ndarray]]  # (weight, samples): a cost made of several ops
 
 
-def floor_ratio(a: list[float] | np.ndarray, b: list[float] | np.ndarray, another_run: bool = True) -> FloorRatio:
+def floor_ratio(a: list[float] | np.ndarray, b: list[float] | np.ndarray, another_run: bool = True,
+                widen: float = 1.0) -> FloorRatio:
     """How many times slower a is than b in the host's fastest state, with a 95% interval: the
     spread of the ratio over bootstrap resamples of each side's samples (the host's state flips
     from one sample to the next, so samples, not slices, are the units), FLOOR_WIDEN wider for what
     the bootstrap misses. `another_run`: where another run's ratio of the two falls (libraries of
     one run: sqrt 2 wider, since that run varies too); otherwise the ratio's own interval and its
-    p value (two runs compared: each side is one run)."""
-    return cost_ratio([(1.0, a)], [(1.0, b)], another_run)
+    p value (two runs compared: each side is one run). `widen`: a further factor on the spread, for
+    what the caller knows varies beside the samples (compare: a host shift read from other libraries)."""
+    return cost_ratio([(1.0, a)], [(1.0, b)], another_run, widen)
 
 
-def cost_ratio(a: Parts, b: Parts, another_run: bool = True) -> FloorRatio:
+def cost_ratio(a: Parts, b: Parts, another_run: bool = True, widen: float = 1.0) -> FloorRatio:
     """floor_ratio of two costs, each a weighted sum of ops' floors (a workload's n multiplications
     and m rotations), every op's samples resampled on their own."""
     a = [(w, np.asarray(x, dtype=np.float64)) for w, x in a]
@@ -211,7 +213,7 @@ def cost_ratio(a: Parts, b: Parts, another_run: bool = True) -> FloorRatio:
         return FloorRatio(ratio, None, n)
     rng = np.random.default_rng(0)  # the same data gives the same interval in every report
     logs = np.log(sum(w * _floors(rng, x) for w, x in a) / sum(w * _floors(rng, x) for w, x in b))
-    sd = FLOOR_WIDEN * float(logs.std(ddof=1)) * (math.sqrt(2) if another_run else 1.0)
+    sd = widen * FLOOR_WIDEN * float(logs.std(ddof=1)) * (math.sqrt(2) if another_run else 1.0)
     half = 1.96 * sd
     p = math.erfc(abs(math.log(ratio)) / sd / math.sqrt(2)) if sd > 0 else (1.0 if ratio == 1 else 0.0)
     return FloorRatio(ratio, (ratio * math.exp(-half), ratio * math.exp(half)), n, p)

@@ -28,6 +28,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from ..analyse.ratios import median_bounds
 from ..analyse.select import latest
 from ..errors import UserError, field_error
 from ..model.catalog import known, unknown_op
@@ -280,11 +281,6 @@ _CARRIED = ("library", "scheme", "params", "effective_params", "threads", "slots
 def _model_ops(steps: dict[str, int]) -> set[str]:
     from ..analyse.cost import MODEL_OP
     return {MODEL_OP.get(p, p) for p in steps}
-
-
-def median_bounds(r: Record) -> tuple[float, float]:
-    """The median's 95% interval; with too few samples for one (n < 6), the samples' range."""
-    return tuple(r.ci95_ns) if r.ci95_ns else (r.min_ns or r.median_ns, r.max_ns or r.median_ns)
 
 
 class Ranking(list):

@@ -138,14 +138,14 @@ def compare_case(base: Record | None, new: Record | None, threshold: float, alph
     a, b = np.asarray(base.samples_ns, float), np.asarray(new.samples_ns, float) / shift
     if a.size == 0 or b.size == 0:
         return Change(lab, SKIPPED, base, new, why="no samples")
-    fr = floor_ratio(b, a, another_run=False)
-    if fr.ci95 is None:
-        return Change(lab, SAME, base, new, fr.ratio, None, None,
-                      f"{a.size} vs {b.size} samples: too few for an interval")
     # The shift read from k other libraries is itself uncertain: the median of k ratios each as
     # uncertain as this one has about pi/2k of its variance.
     widen = math.sqrt(1 + math.pi / 2 / beside) if beside else 1.0
-    (lo, hi), p = _widened(fr.ratio, fr.ci95, widen), _p(fr.p, widen)
+    fr = floor_ratio(b, a, another_run=False, widen=widen)
+    if fr.ci95 is None:
+        return Change(lab, SAME, base, new, fr.ratio, None, None,
+                      f"{a.size} vs {b.size} samples: too few for an interval")
+    (lo, hi), p = fr.ci95, fr.p
     if p < alpha and lo > 1 + threshold:
         verdict = SLOWER
     elif p < alpha and hi < 1 - threshold:
@@ -160,27 +160,6 @@ def compare_case(base: Record | None, new: Record | None, threshold: float, alph
         return Change(lab, SKIPPED, base, new, fr.ratio, (lo, hi), p,
                       f"read {verdict} ({fr.ratio:.3f}) but {' and '.join(busy)}: rerun on a quiet host to judge it")
     return Change(lab, verdict, base, new, fr.ratio, (lo, hi), p, "; ".join(busy))
-
-
-def _widened(ratio: float, ci: tuple[float, float], by: float) -> tuple[float, float]:
-    return ratio * (ci[0] / ratio) ** by, ratio * (ci[1] / ratio) ** by
-
-
-def _p(p: float | None, widen: float) -> float | None:
-    """The two-sided p of a normal z read with its standard deviation `widen` times larger."""
-    if p is None or widen == 1.0 or p <= 0:
-        return p
-    z = _z(p)
-    return math.erfc(z / widen / math.sqrt(2))
-
-
-def _z(p: float) -> float:
-    """|z| whose two-sided normal p is p (bisection on erfc: no SciPy here)."""
-    lo, hi = 0.0, 40.0
-    for _ in range(100):
-        mid = (lo + hi) / 2
-        lo, hi = (mid, hi) if math.erfc(mid / math.sqrt(2)) > p else (lo, mid)
-    return (lo + hi) / 2
 
 
 def _work(r: Record) -> str:

@@ -50,6 +50,10 @@ def within(rec: Record, best: Record, by_samples: bool = True) -> bool:
     fr = versus(rec, best) if by_samples else None
     if fr is not None and fr.ci95 is not None:
         return fr.ci95[0] <= 1
-    lo = (rec.ci95_ns or [rec.min_ns or rec.median_ns])[0]
-    hi = (best.ci95_ns or [None, best.max_ns or best.median_ns])[1]
+    lo, hi = median_bounds(rec)[0], median_bounds(best)[1]
     return lo is None or hi is None or lo <= hi
+
+
+def median_bounds(r: Record) -> tuple[float, float]:
+    """The median's 95% interval; with too few samples for one (n < 6), the samples' range."""
+    return tuple(r.ci95_ns) if r.ci95_ns else (r.min_ns or r.median_ns, r.max_ns or r.median_ns)

@@ -203,7 +203,8 @@ class Runner:
                 while turn.advance():
                     self._tick += 1
                 turn.mode.out.activity.append(turn.window.finish())
-            if turn.last and self._finish(turn, pending):
+            if turn.last:
+                self._finish(turn, pending)
                 finished.add(turn.job.key)
         return finished
 
@@ -234,14 +235,13 @@ class Runner:
             turn.fail(exc)
         return turn
 
-    def _finish(self, turn: Turn, pending: dict[str, Mode]) -> bool:
+    def _finish(self, turn: Turn, pending: dict[str, Mode]) -> None:
         """The job's records laid out and stored, after its last slice (or its failure)."""
         del pending[turn.job.key]
         out = turn.mode.out
         records = layout(turn.job, turn.op, turn.prep, out if turn.error is None else None, turn.error,
                          self._context(turn.job, turn.error is None, merged(out.activity)))
         self._store(turn.job, records)
-        return True
 
     def _check_supported(self, job: Job, op: BenchOp) -> None:
         """What the library cannot do at all is said first, even when its setup failed."""
