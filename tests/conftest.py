@@ -1,3 +1,5 @@
+import os
+import tempfile
 from collections import Counter
 
 import pytest
@@ -27,6 +29,27 @@ def driver_pool():
     yield get
     for d in pool.values():
         d.stop()
+
+
+def pytest_configure(config):
+    """Tests measure only to check results, never to judge a time, so each test process gets a
+    host lease of its own: the two workers of `pytest -n 2` (and a benchmark a developer left
+    running) do not wait for one another, and no test reads a lease another process holds."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+    os.environ["FHEMARK_LEASE"] = os.path.join(tempfile.mkdtemp(prefix="fhemark-test-lease-"), worker)
+
+
+# Libraries whose setups take seconds to tens of seconds (key generation for programmable
+# bootstrapping): their tests share one worker, so each setup is built once per session, not once
+# per worker. Everything else is spread by xdist's load balancing.
+_HEAVY_SETUPS = ("concrete", "tfhe-rs", "tfhe_bool", "binfhe")
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        heavy = next((lib for lib in _HEAVY_SETUPS if lib in item.nodeid), None)
+        if heavy:
+            item.add_marker(pytest.mark.xdist_group("heavy-setups"))
 
 
 def pytest_terminal_summary(terminalreporter):

@@ -163,6 +163,20 @@ def test_interrupted_run_keeps_results_and_resumes(tmp_path):
     assert sqlite3.connect(db).execute("SELECT COUNT(*) FROM results").fetchone()[0] == 12
 
 
+def test_ctrl_c_while_the_command_line_loads_is_one_line_and_exit_130():
+    """On a loaded host the imports take seconds, and Ctrl-C lands in them: one line, status 130.
+    The interrupt is raised inside an import the command line makes, as a keypress would."""
+    started = ("import builtins, sys\n"
+               "real = builtins.__import__\n"
+               "def interrupted(name, *a, **k):\n"
+               "    if name == 'numpy': raise KeyboardInterrupt\n"
+               "    return real(name, *a, **k)\n"
+               "builtins.__import__ = interrupted\n"
+               "import fhemark.cli\n")
+    r = subprocess.run([sys.executable, "-c", started], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 130 and r.stderr == "interrupted while starting: nothing ran\n", r.stderr
+
+
 def test_list_and_env():
     ops = fhemark("list", "ops")
     assert ops.returncode == 0 and "mul_relin" in ops.stdout and "seal: BFV/BGV/CKKS" in ops.stdout

@@ -270,9 +270,10 @@ def test_a_library_flagged_as_a_whole_stays_flagged_only_when_its_recheck_agrees
         assert lib.verdict == verdict and lib.why.startswith(why), lib
 
 
-def _copied(src: Path, dst: Path, scale: float, keep_plan: bool = True) -> None:
+def _copied(src: Path, dst: Path, scale: float, keep_plan: bool = True, quiet: bool = False) -> None:
     """The latest run of src copied into a store of its own, every sample scaled: a run of the same
-    code that read `scale` times as long (its stored plan and host kept, so it can be rechecked)."""
+    code that read `scale` times as long (its stored plan and host kept, so it can be rechecked).
+    quiet: as if no other process had been busy (a run read on a busy host is not judged)."""
     a, b = Store(src), Store(dst)
     run_id = a.resolve_run("latest")
     plan = a.run_plan(run_id)
@@ -280,6 +281,8 @@ def _copied(src: Path, dst: Path, scale: float, keep_plan: bool = True) -> None:
                        plan if keep_plan else {})
     for r in a.records(run_id):
         scaled = {"samples_ns": [x * scale for x in r.samples_ns], "median_ns": r.median_ns * scale} if r.samples_ns else {}
+        if quiet and r.host_activity:
+            scaled["host_activity"] = {**r.host_activity, "contended": False}
         b.add(copy, r.job_key, r.model_copy(update=scaled))
     b.finish_run(copy)
 
@@ -344,15 +347,18 @@ def test_a_real_recheck_measures_the_flagged_cases_into_a_store_beside(tmp_path)
     db = tmp_path / "c.db"
     assert fhemark("run", "--suite", write(tmp_path, SMALL), "--db", str(db), "--allow-insecure", "--report",
                    str(tmp_path / "r"), cwd=tmp_path).returncode == 0
-    run_id = Store(db).resolve_run("latest")
-    _copied(db, tmp_path / "fast.db", 0.25)
-    out = fhemark("compare", "latest", "latest", "--base-db", str(tmp_path / "fast.db"), "--db", str(db), "--recheck",
-                  "--threshold", "0.3", cwd=tmp_path)
+    # Both sides as read on a quiet host (the other test worker may have been busy: such a case
+    # would be "not compared" rather than judged), the base 4x as fast: all 4 cases are flagged.
+    _copied(db, tmp_path / "fast.db", 0.25, quiet=True)
+    _copied(db, tmp_path / "new.db", 1.0, quiet=True)
+    run_id = Store(tmp_path / "new.db").resolve_run("latest")
+    out = fhemark("compare", "latest", "latest", "--base-db", str(tmp_path / "fast.db"), "--db", str(tmp_path / "new.db"),
+                  "--recheck", "--threshold", "0.3", cwd=tmp_path)
     assert out.returncode in (0, 1) and "Traceback" not in out.stderr, out.stdout + out.stderr
     assert "recheck: measuring 4 flagged case(s)" in out.stdout and "recheck (run " in out.stdout
-    recheck = Store(tmp_path / "c.recheck.db")
+    recheck = Store(tmp_path / "new.recheck.db")
     assert {r.status for r in recheck.records(recheck.resolve_run("latest"))} == {"ok"}
-    assert Store(db).resolve_run("latest") == run_id
+    assert Store(tmp_path / "new.db").resolve_run("latest") == run_id
 
     # A run whose store holds no plan to measure again: one line, and what to do instead.
     _copied(db, tmp_path / "planless.db", 4.0, keep_plan=False)

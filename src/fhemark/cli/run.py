@@ -163,7 +163,9 @@ def run(suite: str = typer.Option("quick", help="built-in suite name or path to 
         raise UserError(f"{exc.problem}; the results are stored in {store.path} (run {run_id})",
                         f"{exc.fix}, e.g. " + shlex.join(["fhemark", "report", "--db", str(store.path), "--run", run_id,
                                                           "--out", str(out)]))
-    console.print(f"stored in {store.path} (run {run_id}); report: {files[0]} and {files[1]}", highlight=False, markup=False)
+    # soft_wrap: a path is never cut across lines, even where output is piped at a fixed width
+    console.print(f"stored in {store.path} (run {run_id}); report: {files[0]} and {files[1]}",
+                  highlight=False, markup=False, soft_wrap=True)
     store.close()
     if tally.failures:
         raise typer.Exit(1)
