@@ -26,6 +26,7 @@ from dataclasses import dataclass, field, replace
 from typing import Callable
 
 from ..analyse import ratios
+from ..drivers.registry import available
 from ..errors import UserError
 from ..model import routines, ways
 from ..model.requirements import DEFAULT_INT_BITS, Requirements, derive, for_all
@@ -60,12 +61,13 @@ class Candidate:
     worst_file: str | None = None        # where it was written, beside the snippet
     snippet: str | None = None
     workload: Workload | None = None     # the way it ran (ways.py): the file's own, or Horner, or fhemark's routine
-    routine: str | None = None           # its polynomials by: library | fhemark (log depth) | horner (None: none)
+    routine: str | None = None           # its routines by: library | fhemark | horner, or a mix (None: none)
     levels_needed: int | None = None     # CKKS: with the library's routines' own levels (routines.py)
 
     @property
     def label(self) -> str:
-        by = f" ({ROUTINE_TEXT.get(self.routine, self.routine)})" if self.routine else ""
+        words = ways.text(self.workload, self.scheme) if self.workload is not None and self.routine else self.routine
+        by = f" ({words})" if words else ""
         return f"{self.library} {self.scheme.upper()}{by}"
 
     def log_qp(self) -> int:
@@ -122,8 +124,10 @@ PRESET_REACH = (("c8192", 2, 2), ("c16384", 7, 5))  # (name, CKKS levels, BFV/BG
 
 def preset_suite(workloads: list[Workload], params: list[str | dict] | None) -> Suite:
     """A suite that runs the loaded workloads on every library with each scheme they name: at the
-    given presets, or at the smallest common preset that holds each scheme's program."""
+    given presets, or at the smallest common preset that holds each scheme's program. A library
+    without a routine the program calls runs the computation's portable way (fhemark's routines)."""
     cases = []
+    found: dict[str, WorkloadRef] = {}
     for w in workloads:
         for scheme, req in for_all(w).items():
             if scheme in INT_SCHEMES:
@@ -137,12 +141,29 @@ def preset_suite(workloads: list[Workload], params: list[str | dict] | None) -> 
                                     "the common presets hold", f"run `fhemark choose {w.source or 'FILE'}` to find "
                                     "parameters for it, or give --params")
                 sets = reach[:1]
-            cases.append(Case(schemes=[scheme], params=sets, ops=[w.name]))
-    found: dict[str, WorkloadRef] = {}
-    for w in workloads:
-        add_workload(found, w.ref)
+            for way, libs in _by_routines(w, scheme):
+                cases.append(Case(libraries=libs, schemes=[scheme], params=sets, ops=[way.name]))
+                add_workload(found, way.ref)
     return Suite(name="-".join(w.name for w in workloads)[:100], threads=1,
                  policy=measuring.MEASURE, cases=cases, workloads=list(found.values()))
+
+
+def _by_routines(w: Workload, scheme: str) -> list[tuple[Workload, list[str] | str]]:
+    """The computation's way on each library: its own where it calls no routine or the library offers
+    every op it calls, else its portable way (fhemark's routines in the library's place) where the
+    library has the primitives those need; else its own, whose refusal names what the library lacks.
+    The libraries named where the ways differ (those built here that run the scheme)."""
+    prog = w.program(scheme)
+    if not routines.uses(prog):
+        return [(w, "all")]
+    portable = ways.named(w, native=False)
+    libs = [lib for lib in available() if scheme in routines.promised(lib)]
+    other = [lib for lib in libs if routines.lacking(prog, lib, scheme)
+             and not routines.lacking(portable.program(scheme), lib, scheme)]
+    if not other:  # every library here runs its own way (or none is built: the plan says so)
+        return [(w, "all")]
+    own = [lib for lib in libs if lib not in other]
+    return [(v, found) for v, found in ((w, own), (portable, other)) if found]
 
 
 def _integer_set(w: Workload) -> dict:
@@ -271,11 +292,6 @@ def choose(w: Workload, libraries: dict[str, tuple[str, ...]], precision: float 
                         "lower the depth (fewer multiplications in sequence), the precision or the security level")
     _measure(ans, store, say)
     return ans
-
-
-ROUTINE_TEXT = {"library": "the library's polynomial evaluator", "fhemark": "fhemark's log-depth polynomial",
-                "horner": "Horner's rule", "library+horner": "the library's evaluator and Horner's rule",
-                "fhemark+horner": "fhemark's log-depth polynomial and Horner's rule"}
 
 
 def _on(v: Workload, lib: str, scheme: str, prec: float, security: int, table: str, repeats: int, db: Store | None,

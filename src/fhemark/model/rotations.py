@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
+from .apps.diagonals import rotations as diagonal_steps
+
 
 def naf(value: int) -> list[int]:
     """The non-adjacent form of value as signed powers of two, lowest first."""
@@ -53,6 +55,18 @@ def spell(k: int, row: int, keyed: set[int]) -> int | list[int]:
 
 
 ROTATIONS = ("rotate", "rotate_rows", "rotate_into", "rotate_rows_into")
+
+
+def routine_steps(st: dict) -> list[int]:
+    """The rotation steps fhemark's own program of a routine step uses (its Galois keys, apps/builder.py):
+    inner_sum and inner_product 1, 2, ..., n / 2; linear_transform its baby and giant steps
+    (apps/diagonals.py). What a library's routine asks for may differ; a count of keys stays comparable."""
+    attrs = st.get("attrs") or {}
+    if st["op"] in ("inner_sum", "inner_product"):
+        return [1 << i for i in range(max(attrs["n"] - 1, 0).bit_length())]
+    if st["op"] == "linear_transform":
+        return diagonal_steps(attrs["diagonals"])
+    return []
 
 
 def spell_steps(steps: list[dict], row: int, keyed: set[int], galois: dict[str, set[int]] | None = None) -> list[dict]:

@@ -10,12 +10,23 @@ below degree 5 (the powers by a binary tree, then one level for the coefficient 
 EvalPolyPS from degree 5, whose depth OpenFHE tabulates (src/pke/examples/FUNCTION_EVALUATION.md,
 "Polynomial degree - multiplicative depth"); the driver refuses a shorter chain with the same
 count (drivers/openfhe/routines.py), and tests/test_poly_eval.py holds the two to each other.
+
+The other routines consume no level in either way, the library's or fhemark's (apps/builder.py):
+inner_sum is rotations and additions (fhemark's: log2(n) of each, Galois keys 1, 2, ..., n / 2);
+inner_product one ciphertext product and that sum; linear_transform plaintext-diagonal products, left
+unrescaled like the library's (fhemark's: baby-step giant-step, apps/diagonals.py, Galois keys for its
+baby and giant steps). The product's level is spent by the rescale the program writes after them, which
+the program counts; BFV/BGV count the product as one multiplication in sequence (requirements.py).
+Which library offers which routine (`promised`) decides where fhemark's program runs in their place.
 """
 
 from __future__ import annotations
 
+import json
+from functools import lru_cache
 from typing import Callable
 
+from ..locations import project_root
 from .program import Program
 from .requirements import LOWERING
 
@@ -75,3 +86,23 @@ def uses(prog: Program) -> list[str]:
 
 
 ROUTINES = ("inner_sum", "inner_product", "linear_transform", "poly_eval")
+
+
+@lru_cache(maxsize=None)
+def promised(library: str) -> dict[str, frozenset[str]]:
+    """Per scheme, the ops `library`'s driver promises: its checked-in capabilities snapshot
+    (protocol/capabilities/, which a conformance test holds to the driver's live reply), read without
+    starting the driver. Empty for a library with no snapshot."""
+    path = project_root() / "protocol" / "capabilities" / f"{library}.json"
+    if not path.is_file():
+        return {}
+    schemes = json.loads(path.read_text()).get("schemes") or {}
+    return {name: frozenset(sc.get("ops") or ()) for name, sc in schemes.items()}
+
+
+def lacking(prog: Program, library: str, scheme: str) -> list[str]:
+    """The ops the program calls that `library`'s driver does not promise for `scheme`: on a native
+    program, the routines it lacks (SEAL: every one; TenSEAL: linear_transform), where fhemark's may
+    stand in; on fhemark's program, the primitives they need (TenSEAL has no rotate, no CKKS rescale)."""
+    have = promised(library).get(scheme, frozenset())
+    return sorted(prog.primitives() - have)

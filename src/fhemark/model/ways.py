@@ -1,8 +1,10 @@
 """The ways one computation can be run: its polynomials by Horner's rule or at logarithmic depth,
-and at logarithmic depth by the library's evaluator (a native program) or by fhemark's program of
-primitives. Each way is a Workload of its own, named after the file's (`<name>__horner`,
-`<name>__portable`, ...), with the file and digest of the one it comes from, so that any process
-that measures it finds it again from its ref (workload_file.resolve) like the file's own.
+and its routines (a polynomial at logarithmic depth, inner_sum, inner_product, linear_transform) by the
+library's own (a native program) or by fhemark's programs of primitives, which is how a library
+without the routine runs a native computation (its `__portable` way). Each way is a Workload of its
+own, named after the file's (`<name>__horner`, `<name>__portable`, ...), with the file and digest of
+the one it comes from, so that any process that measures it finds it again from its ref
+(workload_file.resolve) like the file's own.
 """
 
 from __future__ import annotations
@@ -24,7 +26,9 @@ def named(w: Workload, native: bool | None = None, polynomial: str | None = None
         return w
     tags = [t for t in (polynomial if polynomial != w.polynomial else None,
                         "portable" if w.native and not native else "native" if native and not w.native else None) if t]
-    return replace(w, name=w.name + SEP + "_".join(tags), native=native, polynomial=polynomial)
+    # fhemark's routines stand in for the library's where the computation asked for the library's
+    fallback = not native and (w.native or w.fallback)
+    return replace(w, name=w.name + SEP + "_".join(tags), native=native, polynomial=polynomial, fallback=fallback)
 
 
 def variants(w: Workload) -> list[Workload]:
@@ -39,15 +43,28 @@ def find(w: Workload, name: str) -> Workload | None:
     return next((x for v in variants(w) for x in (v, *variants(v)) if x.name == name), None)
 
 
-def evaluated(v: Workload, scheme: str) -> list[str]:
-    """Per polynomial of the program, who evaluates it and how: 'library' (the library's own
-    evaluator, one step), 'fhemark' (fhemark's logarithmic-depth program of primitives) or
-    'horner' (Horner's rule in primitives)."""
+def evaluated(v: Workload, scheme: str) -> list[tuple[str, str]]:
+    """Per routine the program asks for (poly_eval for every polynomial), who runs it and how:
+    (routine, 'library') the library's own, one step; (routine, 'fhemark') fhemark's program of
+    primitives (a polynomial at logarithmic depth); ('poly_eval', 'horner') Horner's rule."""
     return v.circuit(scheme)[0].evaluated
 
 
 def routine(v: Workload, scheme: str) -> str | None:
-    """What a row says of the way: 'library', 'fhemark' (log depth), 'horner', or a mix joined by
-    '+'; None where the program has no polynomial."""
-    seen = list(dict.fromkeys(evaluated(v, scheme)))
+    """Who runs the way's routines, as a row says it: 'library', 'fhemark', 'horner', or a mix joined
+    by '+'; None where the program asks for none."""
+    seen = list(dict.fromkeys(who for _, who in evaluated(v, scheme)))
     return "+".join(seen) if seen else None
+
+
+# How a row names who ran each routine
+TEXT = {("poly_eval", "library"): "the library's polynomial evaluator",
+        ("poly_eval", "fhemark"): "fhemark's log-depth polynomial",
+        ("poly_eval", "horner"): "Horner's rule"}
+
+
+def text(v: Workload, scheme: str) -> str | None:
+    """`routine` in words, each routine named (None where the program asks for none)."""
+    pairs = dict.fromkeys(evaluated(v, scheme))
+    words = [TEXT.get(p) or f"{'the library' if p[1] == 'library' else p[1]}'s {p[0]}" for p in pairs]
+    return " and ".join(dict.fromkeys(words)) if words else None

@@ -39,6 +39,7 @@ import numpy as np
 from .apps.builder import Circuit
 from .ops import BenchOp
 from .program import Program
+from .rotations import routine_steps
 from .semantics import Plain
 
 __all__ = ["Circuit", "Constant", "Uniform", "Workload", "WorkloadRef"]
@@ -132,6 +133,7 @@ class Workload:
     precision_bits: float = 20.0   # CKKS: what `choose` asks of every output by default
     bits: int | None = None        # tfhe_int: the integer width it runs at (8, 16, 32 or 64)
     native: bool = False           # the libraries' own routines where the program spells them out
+    fallback: bool = False         # a native computation's portable way: fhemark's routines in the library's place
     polynomial: str | None = None  # every polynomial's way: None as written, "log" or "horner" (Circuit)
     slots: int | None = None       # values per evaluation (default: the longest input's length)
     rotations: Sequence[int] | None = None  # Galois keys (default: read from the program)
@@ -146,7 +148,7 @@ class Workload:
 
     # -- the program and its replay -------------------------------------------------------------
     def circuit(self, scheme: str, plain: Plain | None = None) -> tuple[Circuit, tuple[str, ...]]:
-        c = Circuit(scheme, self.native, plain, polynomial=self.polynomial)
+        c = Circuit(scheme, self.native, plain, polynomial=self.polynomial, fallback=self.fallback)
         outs = self.compute(c)
         outs = (outs,) if isinstance(outs, str) else tuple(outs or ())
         if not outs or not all(isinstance(o, str) for o in outs):
@@ -171,8 +173,7 @@ class Workload:
             out = {k: _full(plain, k, v) for k, v in self.inputs(plain, rng).items()}
         else:
             out = {k: spec.draw(plain, rng) for k, spec in self.inputs.items()}
-        consts = _constants(self, plain) if not plain.words else {}
-        return {**out, **{k: Constant(v).draw(plain, rng) for k, v in consts.items()}}
+        return _made(self, plain, out, rng)
 
     def ranged(self) -> dict[str, Uniform]:
         """The declared inputs that vary (a function's inputs have no declared range)."""
@@ -186,8 +187,7 @@ class Workload:
         fixed = {k: s for k, s in self.inputs.items() if k not in where}
         out = {k: s.draw(plain, rng) for k, s in fixed.items()}
         out.update({k: self.inputs[k].at(plain, w) for k, w in where.items()})
-        consts = _constants(self, plain) if not plain.words else {}
-        return {**out, **{k: Constant(v).draw(plain, rng) for k, v in consts.items()}}
+        return _made(self, plain, out, rng)
 
     def edges(self, plain: Plain, rng: np.random.Generator, count: int) -> list[dict[str, np.ndarray]]:
         """Up to `count` points at the edges of the inputs' box, as `at`'s positions per input
@@ -220,6 +220,19 @@ class Workload:
                     pos[0] = 1.0 - pos[0]
         return out[:count]
 
+    def routines(self) -> dict[str, dict[str, str]]:
+        """Per RLWE scheme, who runs each routine the computation asks for: "library" (its own
+        routine), "fhemark" (fhemark's program of primitives in its place) or "horner" (a polynomial
+        by Horner's rule); several ways of one routine joined by '+'. Empty where it asks for none."""
+        out: dict[str, dict[str, str]] = {}
+        for scheme in (s for s in self.schemes if s in RLWE_SCHEMES):
+            by: dict[str, list[str]] = {}
+            for routine, who in self.circuit(scheme)[0].evaluated:
+                by.setdefault(routine, []).append(who)
+            if by:
+                out[scheme] = {r: "+".join(dict.fromkeys(w)) for r, w in by.items()}
+        return out
+
     def values(self) -> int | None:
         """Values per evaluation: the declared `slots`, else the longest drawn input (a constant
         fills whatever the ring holds, so it sets none)."""
@@ -243,17 +256,30 @@ class Workload:
         rots = self.rotations if self.rotations is not None else (
             _rotations(self.program(rlwe[0])) if rlwe else ())
         facts = {"workload": self.name, "variant": "native" if self.native else "portable", "instances": 1,
-                 **({"file": self.source, "file_sha256": self.sha256} if self.source else {}), **self.facts}
+                 **({"file": self.source, "file_sha256": self.sha256} if self.source else {}),
+                 **({"routines": by} if self.source and (by := self.routines()) else {}), **self.facts}
         return BenchOp(self.name, self.title or self.name, tuple(self.schemes), self.program, self.reference,
                        inputs=(), scalars=self.scalars or (lambda p, r: {}), rotations=tuple(sorted(set(rots))),
                        group="app", gen=self.draw, applies=applies or self.fits, facts=facts, sized=self.program)
 
 
 @lru_cache(maxsize=256)
-def _constants(w: Workload, plain: Plain) -> dict[str, float]:
-    """The constants a program names at a slot layout: built once, not once per sample drawn (a
-    workload's inputs are drawn for every copy of every sample; matvec_256's program has ~500 steps)."""
-    return w.circuit(plain.scheme, plain)[0].constants
+def _naming(w: Workload, plain: Plain) -> tuple[dict[str, float], dict[str, tuple[str, int]]]:
+    """The inputs a program names at a slot layout, constants and rotations of the drawn inputs: built
+    once, not once per sample drawn (a workload's inputs are drawn for every copy of every sample;
+    matvec_256's program has ~500 steps)."""
+    circ = w.circuit(plain.scheme, plain)[0]
+    return circ.constants, circ.rotated
+
+
+def _made(w: Workload, plain: Plain, drawn: dict[str, np.ndarray], rng: np.random.Generator) -> dict[str, np.ndarray]:
+    """A sample's drawn inputs with those the program makes of them: its constants, and the rotated
+    copies a linear transformation's pre-rotated diagonals are (Circuit.rotated_plaintext)."""
+    if plain.words:
+        return drawn
+    consts, rotated = _naming(w, plain)
+    out = {**drawn, **{k: Constant(v).draw(plain, rng) for k, v in consts.items()}}
+    return {**out, **{k: plain.rotate(out[src], by) for k, (src, by) in rotated.items()}}
 
 
 def _full(plain: Plain, name: str, v: Any) -> np.ndarray:
@@ -274,7 +300,6 @@ def _rotations(prog: Program) -> list[int]:
         k = (s.get("attrs") or {}).get("steps")
         if s["op"] in ("rotate", "rotate_rows") and isinstance(k, int) and k:
             out.add(k)
-        if s["op"] in ("inner_sum", "inner_product"):
-            n = s["attrs"]["n"]
-            out.update(1 << i for i in range(max(n - 1, 0).bit_length()))
+        if s["op"] in ("inner_sum", "inner_product"):  # a library's linear transform makes its own keys
+            out.update(routine_steps(s))
     return sorted(out)

@@ -5,6 +5,7 @@ algorithm itself, replayed on the plaintext inputs."""
 
 from __future__ import annotations
 
+import operator
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -14,6 +15,7 @@ import numpy as np
 from ..bitops import INT_SEMANTICS
 from ..program import Program, decrypted, encrypted, step
 from ..semantics import Plain
+from . import diagonals as diagonal_method
 from . import polynomial
 
 Env = dict[str, Any]
@@ -38,7 +40,12 @@ class Circuit:
     # "log" at logarithmic depth (the library's evaluator in a native circuit, else fhemark's),
     # "horner" by Horner's rule: the ways `choose --polynomial` sets side by side.
     polynomial: str | None = None
-    evaluated: list[str] = field(default_factory=list)  # per polynomial: "library", "fhemark" (log depth) or "horner"
+    # A native computation on a library without its routines: fhemark's run in their place (ways.named), and
+    # every routine the computation asks for, rotate_sum's inner_sum included, is said to be fhemark's.
+    fallback: bool = False
+    # Per routine the computation asks for (poly_eval for every polynomial, inner_sum, inner_product,
+    # linear_transform): (routine, who runs it): "library", "fhemark" (its program of primitives) or "horner".
+    evaluated: list[tuple[str, str]] = field(default_factory=list)
     steps: list[dict] = field(default_factory=list)
     timed: list[str] = field(default_factory=list)
     replay: list[tuple[str, Callable[[Plain, Env], np.ndarray]]] = field(default_factory=list)
@@ -48,6 +55,7 @@ class Circuit:
     _lowered: dict[tuple[str, int], str] = field(default_factory=dict)  # (value, depth) -> its mod-switched copy
     _pt_level: dict[str, int] = field(default_factory=dict)  # CKKS plaintext -> the level it is encoded at
     constants: dict[str, float] = field(default_factory=dict)  # inputs the program itself names: value in every slot
+    rotated: dict[str, tuple[str, int]] = field(default_factory=dict)  # inputs made from another: name -> (input, k)
 
     @property
     def ckks(self) -> bool:
@@ -113,6 +121,22 @@ class Circuit:
         name = f"const{len(self.constants)}_"
         self.constants[name] = value
         return self.plaintext_like(name, like) if like is not None else self.plaintext(name)
+
+    def rotated_plaintext(self, name: str, k: int, like: str) -> str:
+        """Input `name` rotated by k (rot_k, as `rotate`), as a server-side plaintext encoded like `like`
+        (plaintext_like): the client's vector rotated on cleartext before it is encoded, untimed, as a
+        linear transformation's pre-rotated diagonals are. The sample carries it as an input of its own
+        (Workload.draw); the reference rotates `name` itself."""
+        if k == 0:
+            return self.plaintext_like(name, like)
+        made = f"{name}_rot{k}_".replace("-", "m")
+        self.rotated[made] = (name, k)
+        pt = f"p{made}"
+        self.steps.append(step(pt, "encode", made, like=like) if self.ckks else step(pt, "encode", made))
+        self.replay.append((pt, lambda p, e: p.rotate(e[name], k)))
+        if self.ckks:
+            self._pt_level[pt] = self.level_of(like)
+        return pt
 
     def _meets(self, ct: str, pt: str) -> None:
         """CKKS: a plaintext meets a ciphertext at its own level (a library refuses, or worse, at run
@@ -185,27 +209,49 @@ class Circuit:
 
     def rotate_sum(self, a: str, n: int) -> str:
         """Every slot i gets the sum of slots i .. i + n - 1 (n a power of two): log2(n) rotations,
-        or the library's `inner_sum` in a native circuit."""
-        if self.native:
+        or the library's `inner_sum` in a native circuit (and fhemark's where it stands in for it)."""
+        if self.native or self.fallback:
             return self.inner_sum(a, n)
+        return self._rotate_add(a, n)
+
+    def _rotate_add(self, a: str, n: int) -> str:
+        """fhemark's inner_sum: log2(n) rotate-and-add steps, by 1, 2, 4, ..., n / 2 (those Galois
+        keys); no level."""
         k = 1
         while k < n:
             a = self.add(a, self.rotate(a, k))
             k *= 2
         return a
 
-    # the library's own routines (native variants): one step each, replayed as their definition
+    # The library's own routines in a native circuit: one step each, replayed as their definition.
+    # Elsewhere fhemark's program of primitives computes the same (the same reference checks both).
     def inner_sum(self, a: str, n: int) -> str:
+        n = _power_of_two(n)
+        if not self.native:
+            self.evaluated.append(("inner_sum", "fhemark"))
+            return self._rotate_add(a, n)
+        self.evaluated.append(("inner_sum", "library"))
         return self._op("inner_sum", (a,), lambda p, e: _window_sum(p, e[a], n), n=n)
 
     def inner_product(self, a: str, b: str, n: int) -> str:
         """x * y relinearized, then `inner_sum` (CKKS: not rescaled)."""
+        n = _power_of_two(n)
+        if not self.native:
+            self.evaluated.append(("inner_product", "fhemark"))
+            return self._rotate_add(self.mul(a, b), n)
+        self.evaluated.append(("inner_product", "library"))
         return self._op("inner_product", (a, b), lambda p, e: _window_sum(p, p.mul(e[a], e[b]), n), n=n)
 
     def linear_transform(self, v: str, diagonals: dict[int, str]) -> str:
-        """sum_k diag_k * rot_k(v) over plaintext diagonals given as inputs (CKKS: not rescaled).
-        The diagonals travel as the step's vec arguments; the driver encodes them untimed."""
-        ks = sorted(diagonals)
+        """sum_k diag_k * rot_k(v) over plaintext diagonals given as inputs (CKKS: not rescaled; the
+        rescale after it spends the product's level). Native: the library's routine, the diagonals
+        travelling as the step's vec arguments (the driver encodes them untimed). Otherwise fhemark's
+        diagonal method, baby-step giant-step where it saves rotations (diagonals.py)."""
+        ks = diagonal_method.check(diagonals)
+        if not self.native:
+            self.evaluated.append(("linear_transform", "fhemark"))
+            return diagonal_method.evaluate(self, v, ks, lambda k, g, like: self.rotated_plaintext(diagonals[k], -g, like))
+        self.evaluated.append(("linear_transform", "library"))
         names = [diagonals[k] for k in ks]
 
         def apply(p: Plain, e: Env) -> np.ndarray:
@@ -226,9 +272,9 @@ class Circuit:
         if self.polynomial == "horner":
             return self.horner(x, coeffs)
         if not (self.native and self.ckks):
-            self.evaluated.append("fhemark")
+            self.evaluated.append(("poly_eval", "fhemark"))
             return polynomial.evaluate(self, x, coeffs)
-        self.evaluated.append("library")
+        self.evaluated.append(("poly_eval", "library"))
         if any(c is None for c in coeffs):
             coeffs = [0.0 if c is None else c for c in coeffs]
         wire = [f"${c}" if isinstance(c, str) else c for c in coeffs]
@@ -251,11 +297,11 @@ class Circuit:
         if self.polynomial == "log":
             if self.native and self.ckks and all(not isinstance(c, str) for c in coeffs):  # its names: scalars
                 return self.poly_eval(x, coeffs)
-            self.evaluated.append("fhemark")
+            self.evaluated.append(("poly_eval", "fhemark"))
             return polynomial.evaluate(self, x, coeffs)
         if coeffs[-1] is None or len(coeffs) < 2:
             raise ValueError("Horner needs a leading coefficient and degree >= 1")
-        self.evaluated.append("horner")
+        self.evaluated.append(("poly_eval", "horner"))
         acc = self.rescaled(self.mul_plain(x, self._coefficient(coeffs[-1], x)))
         for i in range(len(coeffs) - 2, -1, -1):
             if coeffs[i] is not None and coeffs[i] != 0:
@@ -300,6 +346,17 @@ class Circuit:
     def counts(self) -> dict[str, int]:
         """Timed steps per primitive: what a cost model adds up."""
         return dict(Counter(s["op"] for s in self.steps if s["out"] in self.timed))
+
+
+def _power_of_two(n: int) -> int:
+    """n as an int (a numpy integer too), where it is a power of two (PROTOCOL.md inner_sum)."""
+    try:
+        m = operator.index(n) if not isinstance(n, bool) else 0
+    except TypeError:
+        m = 0
+    if m < 1 or m & (m - 1):
+        raise ValueError(f"an inner sum over {n!r} slots: n must be a power of two (PROTOCOL.md inner_sum)")
+    return m
 
 
 def _window_sum(p: Plain, x: np.ndarray, n: int) -> np.ndarray:

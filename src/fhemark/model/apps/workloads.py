@@ -16,6 +16,7 @@ import numpy as np
 from ..ops import INT, RLWE, BenchOp
 from ..semantics import Plain
 from ..workload import Uniform, Workload
+from . import diagonals as diagonal_method
 from .builder import Circuit
 
 INT_WORDS = ("tfhe_int",)
@@ -77,18 +78,13 @@ def matvec(c: Circuit, d: int) -> str:
     v = c.encrypted("v")
     if c.native:
         return c.rescaled(c.linear_transform(v, {k: f"m{k}" for k in range(d)}))
-    b, g = baby_giant(d)
-    babies = [v] + [c.rotate(v, j) for j in range(1, b)]
-    outer = []
-    for gi in range(g):
-        inner = c.sum([c.mul_plain(babies[j], c.plaintext(f"m{gi * b + j}")) for j in range(b)])
-        outer.append(c.rotate(inner, gi * b) if gi else inner)
-    return c.rescaled(c.sum(outer))
+    # fhemark's linear transformation (diagonals.py), its diagonals pre-rotated by the layout
+    b, _ = baby_giant(d)
+    return c.rescaled(diagonal_method.evaluate(c, v, range(d), lambda k, g, like: c.plaintext(f"m{k}"), b))
 
 
 def _matvec_steps(d: int) -> list[int]:
-    b, g = baby_giant(d)
-    return list(range(1, b)) + [i * b for i in range(1, g)]
+    return diagonal_method.rotations(range(d), baby_giant(d)[0])
 
 
 def matvec_layout(plain: Plain, m: np.ndarray, v: np.ndarray, native: bool = False) -> dict[str, np.ndarray]:
