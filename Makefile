@@ -43,6 +43,7 @@ $(BIN)/.installed: pyproject.toml
 # broken build stops make.
 drivers: $(BIN)/.installed
 	$(BIN)/fhemark setup
+	bash drivers/heir/build.sh   # the compiler row (heir->lattigo): its own venv in the cache; one line if it cannot
 
 clean:
 	rm -rf $(VENV) report fhemark.db

@@ -1,0 +1,128 @@
+"""HEIR as a compiler row (src/fhemark/compile): emitting HEIR's input from a workload's cleartext
+meaning needs no HEIR; the end-to-end test compiles, builds and checks a tiny workload where
+drivers/heir/build.sh installed heir-py (and Go is here), and is skipped with the reason elsewhere."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from fhemark.compile import heir
+from fhemark.compile.__main__ import main
+from fhemark.compile.builtins import builtin
+from fhemark.compile.measure import run_row
+from fhemark.compile.mlir import Unsupported, emit
+from fhemark.model.params import is_prime, resolve
+from fhemark.workload import Constant, Uniform, Workload
+
+
+def test_dot_product_is_a_sum_of_products_over_secret_tensors():
+    e = emit(builtin("dot_8"))
+    assert "func.func @dot_8(%x: tensor<8xf32> {secret.secret}, %y: tensor<8xf32> {secret.secret}) -> (f32)" in e.text
+    assert "arith.mulf %x, %y : tensor<8xf32>" in e.text
+    assert "affine.for" in e.text and "rotate" not in e.text and "rescale" not in e.text  # meaning, not method
+    assert [a.name for a in e.args] == ["x", "y"] and e.reads == (None,)  # a scalar: slot 0 of the reference
+
+
+def test_constants_and_plaintext_inputs():
+    sq = emit(builtin("sqplus1_8")).text
+    assert "arith.mulf %x, %x" in sq and "dense<1.00000000000000000e+00> : tensor<8xf32>" in sq
+    e = emit(builtin("affine_8"))
+    assert [(a.name, a.secret) for a in e.args] == [("x", True), ("w", False), ("b", False)]
+    assert "%w: tensor<8xf32>," in e.text and e.reads == (8,)
+
+
+def test_a_scalar_meets_a_constant_as_a_scalar():
+    def mean(c):
+        s = c.rotate_sum(c.encrypted("x"), 4)
+        return c.rescaled(c.mul_plain(s, c.plaintext_like("inv", s)))
+    text = emit(Workload("mean_4", mean, {"x": Uniform(0, 1, length=4), "inv": Constant(0.25)}, ("ckks",))).text
+    assert "arith.constant 2.50000000000000000e-01 : f32" in text and "-> (f32)" in text
+
+
+def test_what_has_no_meaning_here_is_one_line():
+    rot = Workload("rot_4", lambda c: c.rotate(c.encrypted("x"), 1), {"x": Uniform(0, 1, length=4)}, ("ckks",))
+    with pytest.raises(Unsupported, match="^rotate: no cleartext meaning for HEIR"):
+        emit(rot)
+    unsized = Workload("unsized", lambda c: c.square(c.encrypted("x")), {"x": Uniform(0, 1)}, ("ckks",))
+    with pytest.raises(Unsupported, match="no declared length"):
+        emit(unsized)
+    with pytest.raises(Unsupported, match="no CKKS form"):
+        emit(Workload("b", lambda c: c.encrypted("x"), {"x": Uniform(0, 1, length=4)}, ("bfv",)))
+
+
+def test_fhemarks_parameter_set_as_heirs():
+    sp = heir.scheme_param(resolve("n8192", "ckks"))
+    assert sp.log_n == 13 and sp.log_scale == 40
+    assert [m.bit_length() for m in sp.q] == [50, 40, 40, 40] and [m.bit_length() for m in sp.p] == [48]
+    assert all(is_prime(m) and m % (2 * 8192) == 1 for m in (*sp.q, *sp.p)) and len({*sp.q, *sp.p}) == 5
+    assert sp.attribute().startswith("ckks.schemeParam = #ckks.scheme_param<logN = 13, Q = [")
+
+
+def test_without_heir_the_row_is_one_line_and_skipped(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("FHEMARK_CACHE", str(tmp_path))
+    with pytest.raises(heir.Unavailable, match="run: bash drivers/heir/build.sh"):
+        heir.tools()
+    assert main(["heir", "dot_8"]) == 0
+    out = capsys.readouterr().out.strip().splitlines()
+    assert len(out) == 1 and out[0].startswith("heir->lattigo skipped: heir-py")
+
+
+def _heir_here() -> str | None:
+    try:
+        heir.tools()
+    except heir.Unavailable as exc:
+        return str(exc)
+    return None if shutil.which("go") else "Go toolchain not found"
+
+
+needs_heir = pytest.mark.skipif(_heir_here() is not None, reason=_heir_here() or "")
+
+
+@needs_heir
+def test_a_compiled_workload_decrypts_to_its_cleartext_replay():
+    row = run_row(builtin("sqplus1_8"), samples=2, warmup=0)
+    assert not row.error, row.error
+    assert row.wrong == 0 and len(row.samples_ns) == 2 and row.precision_bits > 20
+    assert row.scheme["N"] >= 4096 and row.scheme["levels"] >= 1 and row.scheme["scale_bits"] > 0
+
+
+@needs_heir
+def test_at_fhemarks_parameters_and_bounded_when_it_hangs():
+    row = run_row(builtin("dot_8"), resolve("n8192", "ckks"), samples=1, warmup=0)
+    assert not row.error and row.wrong == 0, row.error
+    assert row.scheme["N"] == 8192 and row.scheme["log_q"] == [50.0, 40.0, 40.0, 40.0]
+    slow = run_row(builtin("dot_8"), compile_timeout=0.001, samples=1)
+    assert slow.error.endswith("did not finish in 0 s (bounded; raise the limit with --compile-timeout)")
+
+
+def test_heirs_own_message_is_the_line():
+    stderr = ("x.mlir:1:1: error: Unable to find backend attribute on module\n"
+              "x.mlir:3:5: error: unexpected unrealized conversion cast op found\n  %1 = ...\n")
+    assert heir._first_error(stderr) == "unexpected unrealized conversion cast op found"
+
+
+_CT, _ENC = "[]*rlwe.Ciphertext", "evaluator *ckks.Evaluator, param ckks.Parameters, encoder *ckks.Encoder"
+_GO = "\n".join([  # what heir-translate --emit-lattigo writes for affine_8, its bodies cut
+    "func Affine_8__preprocessing(param ckks.Parameters, encoder *ckks.Encoder, v0 []float32, v1 []float32) "
+    "([]*rlwe.Plaintext) {",
+    f"func Affine_8({_ENC}, v0 {_CT}, v1 []float32, v2 []float32) ({_CT}) {{",
+    "  v3 := Affine_8__preprocessing(param, encoder, v2, v1)",
+    "  v4 := Affine_8__preprocessed(evaluator, param, encoder, v0, v1, v2, v3)",
+    "  return v4",
+    "}",
+    "func Affine_8__decrypt__result0(_ *ckks.Evaluator, _ ckks.Parameters, encoder *ckks.Encoder, "
+    f"decryptor *rlwe.Decryptor, v0 {_CT}) ([]float32) {{", ""])
+
+
+def test_the_harness_times_only_the_compiled_call_with_heirs_argument_order():
+    sp = heir.SchemeParam(13, (1,), (2,), 40)
+    body = heir.harness_body(heir.Compiled("Affine_8", _GO, sp, False), emit(builtin("affine_8")))
+    lines = [ln.strip() for ln in body.splitlines()]
+    assert lines[:4] == ["a0 := Affine_8__encrypt__arg0(evaluator, param, encoder, encryptor, s.Args[0])",
+                         "a1 := s.Args[1]", "a2 := s.Args[2]",
+                         "pre := Affine_8__preprocessing(param, encoder, a2, a1)"]  # HEIR's order, not ours
+    assert lines[4:7] == ["t0 := time.Now()", "r0 := Affine_8__preprocessed(evaluator, param, encoder, a0, a1, a2, pre)",
+                          "ns := time.Since(t0).Nanoseconds()"]
+    assert lines[-1].startswith("r.Out[0] = widen(Affine_8__decrypt__result0(")
