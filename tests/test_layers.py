@@ -1,6 +1,6 @@
 """The house plan, checked: fhemark's stage packages form layers, and every import (lazy ones
 inside functions included) points to the same package or a lower layer. Data moves one way:
-model -> plan -> drivers -> store -> measure -> analyse -> advise -> report -> cli."""
+model -> plan -> drivers -> store -> measure -> analyse -> advise (and compile) -> report -> cli."""
 
 import ast
 from pathlib import Path
@@ -10,7 +10,7 @@ import fhemark
 ROOT = Path(fhemark.__file__).parent
 # Low to high. The leaves serve every layer; workload.py is the public name of model/workload.py.
 LAYERS = [("errors", "locations", "stats"), ("model",), ("plan",), ("drivers",), ("store",), ("measure",),
-          ("analyse",), ("advise",), ("report",), ("workload", "cli")]
+          ("analyse",), ("advise", "compile"), ("report",), ("workload", "cli")]
 RANK = {name: i for i, names in enumerate(LAYERS) for name in names}
 
 
