@@ -1,18 +1,32 @@
 #!/usr/bin/env python3
 """Fidelity benchmark: do fhemark's Lattigo numbers agree with Lattigo's own benchmarks?
 
-Runs Lattigo v6.2.0's own Go benchmarks (schemes/ckks BenchmarkCKKS and
-schemes/bgv BenchmarkBGV, `go test -bench`, from inside drivers/lattigo so the
-module's pinned version is the one tested) and fhemark's Lattigo driver on the
-same parameters and the same operations, then prints and writes a table:
-Lattigo's ns/op, fhemark's median and 95% CI, and the ratio fhemark/Lattigo.
+Runs Lattigo v6.2.0's own Go benchmarks (schemes/ckks BenchmarkCKKS and schemes/bgv
+BenchmarkBGV, their test binaries built with `go test -c` from inside drivers/lattigo so the
+module's pinned version is the one tested) and fhemark's Lattigo driver on the same parameters
+and the same operations, ALTERNATELY: --rounds rounds per scheme, each round Lattigo's benchmarks
+(-count readings of every benchmark, -benchtime each) and fhemark's jobs (one measure, one
+driver, `<op>_into` and `<op>`), in a random order per round, all under the host's measuring
+lease, so that both sides sample the same stretch of the host.
 
-This reports; it asserts no timing threshold. It exits non-zero (one line on
-stderr) only when something did not run: a requested Go benchmark printed no
-`ns/op` line, a fhemark measurement failed, or the two sides did not use the
-same primes.
+Each side's readings are pooled over the rounds and judged by FLOORS (fidelity_run.judge): this
+host's speed comes in levels ~1.6x apart that change within tenths of a second to seconds, so
+two medians taken at different moments differ by how often the host was slow (Lattigo's own
+CKKS Rescale read 7.0 ms, then 3.4 ms, around one fhemark run); the floor reads the fast level.
+A Go ns/op line is itself a mean over b.N iterations: each -count line is one reading, and a
+short -benchtime (default 20ms) keeps it inside one level of the host (a mean across two levels
+lies between them, above the floor's 1.1x band, and drops out of the floor). fhemark's samples
+are single operations, each one reading. The table: Lattigo's floor, fhemark's floor, their
+ratio with a 95% interval and p (stats.floor_ratio, the ratio's own interval), the rounds, and
+the old design's estimator (fhemark median / Lattigo median, pooled, with its range over the
+rounds) for comparison in the same run.
 
-    .venv/bin/python benchmarks/fidelity_lattigo.py [--out PATH] [--benchtime 20x] [--count 3]
+This reports; it asserts no timing threshold. It exits non-zero (one line on stderr) only when
+something did not run: a requested Go benchmark printed fewer `ns/op` lines than -count in any
+round (status 1), a fhemark measurement failed in any round (1), the two sides did not use the
+same primes (1), or the setup is missing (Go, the driver, the primes' check: 2).
+
+    .venv/bin/python benchmarks/fidelity_lattigo.py [--out PATH] [--rounds 6] [--benchtime 20ms] [--count 5]
 
 See benchmarks/README.md for how to read the ratios.
 """
@@ -220,61 +234,86 @@ def go_params_literal(package: str, q: list[int], p: list[int]) -> dict:
     return lit
 
 
-def run_go_bench(package: str, matches: list[Match], q: list[int], p: list[int], benchtime: str, count: int,
-                 threads: int, log: list[str]) -> dict[str, dict]:
-    """Run Lattigo's own benchmark; return {go_name: {ns_per_op: [...], ...}}.
-    Fails loudly when a requested benchmark printed no ns/op line."""
-    literal = json.dumps(go_params_literal(package, q, p), separators=(",", ":"))
-    # The package's own flags (-params) go AFTER the package path and -args:
-    # placed before, `go test` would not pass them to the test binary.
-    cmd = ["go", "test", "-mod=readonly", "-run", "^$", "-bench", bench_pattern(matches),
-           "-benchtime", benchtime, "-count", str(count), "-cpu", str(threads), "-benchmem", "-timeout", "30m",
-           f"{LATTIGO_MODULE}/schemes/{package}", "-args", "-params", literal]
-    shown = " ".join(a if re.fullmatch(r"[\w./=:-]+", a) else "'" + a + "'" for a in cmd)
-    log.append(f"(cd drivers/lattigo && GOTOOLCHAIN=local {shown})")
-    print(f"  go test -bench {','.join(m.go_name for m in matches)} (schemes/{package}, benchtime {benchtime}, "
-          f"count {count}, -cpu {threads})", flush=True)
-    t0 = time.monotonic()
-    r = subprocess.run(cmd, cwd=DRIVER_DIR, env={**os.environ, "GOTOOLCHAIN": "local"},
-                       capture_output=True, text=True)
-    wall = time.monotonic() - t0
+def parse_bench(stdout: str) -> dict[str, dict]:
+    """`go test -bench` output by sub-benchmark name without its parameter part ('Evaluator/Rescale'):
+    {key: {full_name, iterations, ns_per_op, bytes_per_op, allocs_per_op}}, one list entry per line
+    (-count repetition), in order."""
     out: dict[str, dict] = {}
-    for line in r.stdout.splitlines():
+    for line in stdout.splitlines():
         m = _BENCH_LINE.match(line.strip())
         if not m:
             continue
         full, _cpu, n, ns, bop, allocs = m.groups()
-        parts = full.split("/")
         key_parts = []
-        for part in parts[1:]:
+        for part in full.split("/")[1:]:
             if "=" in part:
                 break
             key_parts.append(part)
-        key = "/".join(key_parts)
-        rec = out.setdefault(key, {"full_name": full, "iterations": [], "ns_per_op": [], "bytes_per_op": [],
-                                   "allocs_per_op": []})
+        rec = out.setdefault("/".join(key_parts), {"full_name": full, "iterations": [], "ns_per_op": [],
+                                                    "bytes_per_op": [], "allocs_per_op": []})
         rec["iterations"].append(int(n))
         rec["ns_per_op"].append(float(ns))
         if bop is not None:
             rec["bytes_per_op"].append(float(bop))
         if allocs is not None:
             rec["allocs_per_op"].append(float(allocs))
-    if r.returncode != 0 or re.search(r"^(FAIL|panic:|--- FAIL)", r.stdout + r.stderr, re.M):
-        tail = " | ".join((r.stdout + r.stderr).strip().splitlines()[-3:])
-        raise Failure(f"Lattigo's own benchmark (schemes/{package}) failed, exit {r.returncode}: {tail}")
+    return out
+
+
+def check_bench(out: dict[str, dict], matches: list[Match], count: int, what: str) -> None:
+    """Every requested benchmark printed `count` ns/op lines, at LogN = LOG_N: else nothing (or
+    something else) was measured, and the run stops."""
     for m in matches:
         got = out.get(m.go_name)
         if not got or len(got["ns_per_op"]) < count:
             n = len(got["ns_per_op"]) if got else 0
-            raise Failure(f"Lattigo benchmark {m.top}/{m.go_name} printed {n} ns/op line(s), expected {count}: "
-                          f"nothing was measured (check the -bench pattern, and that -params comes after the "
-                          f"package path and -args)")
-        name = got["full_name"]
-        if f"ogN={LOG_N}/" not in name:
-            raise Failure(f"Lattigo benchmark {name} did not run at LogN={LOG_N}: the -params literal was not applied")
-    for rec in out.values():
-        rec["wall_s"] = wall
-    return out
+            raise Failure(f"Lattigo benchmark {m.top}/{m.go_name} printed {n} ns/op line(s) in {what}, expected "
+                          f"{count}: nothing was measured (check the -bench pattern, and that -params reaches the "
+                          f"test binary)")
+        if f"ogN={LOG_N}/" not in got["full_name"]:
+            raise Failure(f"Lattigo benchmark {got['full_name']} did not run at LogN={LOG_N}: the -params literal was "
+                          f"not applied")
+
+
+class GoBench:
+    """Lattigo's own benchmark of one package, its test binary built once (`go test -c` from
+    drivers/lattigo, so the pinned module is the code) and run once a round: a round then costs the
+    benchmark's own setup (keys, under a second) and its loops, not a build."""
+
+    def __init__(self, package: str, matches: list[Match], q: list[int], p: list[int], folder: Path, source: str,
+                 log: list[str]):
+        self.package, self.matches, self.log, self.logged = package, matches, log, False
+        self.literal = json.dumps(go_params_literal(package, q, p), separators=(",", ":"))
+        self.binary = folder / f"{package}.test"
+        cmd = ["go", "test", "-mod=readonly", "-c", "-o", str(self.binary), f"{LATTIGO_MODULE}/schemes/{package}"]
+        log.append("(cd drivers/lattigo && GOTOOLCHAIN=local " + " ".join(cmd) + ")")
+        r = subprocess.run(cmd, cwd=DRIVER_DIR, env={**os.environ, "GOTOOLCHAIN": "local"}, capture_output=True,
+                           text=True, timeout=600)
+        if r.returncode != 0:
+            raise Failure(f"could not build Lattigo's schemes/{package} test binary: "
+                          f"{r.stderr.strip().splitlines()[-1:]}", 2)
+        self.dir = Path(source) / "schemes" / package  # the package's own folder, as `go test` runs it
+
+    def run(self, keys: list[str], benchtime: str, count: int, threads: int, what: str) -> dict[str, dict]:
+        ms = [m for m in self.matches if m.go_name in keys]
+        cmd = [str(self.binary), "-test.run", "^$", "-test.bench", bench_pattern(ms), "-test.benchtime", benchtime,
+               "-test.count", str(count), "-test.cpu", str(threads), "-test.benchmem", "-test.timeout", "30m",
+               "-params", self.literal]
+        if not self.logged:
+            self.logged = True
+            shown = " ".join(a if re.fullmatch(r"[\w./=:-]+", a) else "'" + a + "'" for a in cmd)
+            self.log.append(f"(cd {self.dir} && {shown})")
+        t0 = time.monotonic()
+        r = subprocess.run(cmd, cwd=self.dir, capture_output=True, text=True)
+        wall = time.monotonic() - t0
+        if r.returncode != 0 or re.search(r"^(FAIL|panic:|--- FAIL)", r.stdout + r.stderr, re.M):
+            tail = " | ".join((r.stdout + r.stderr).strip().splitlines()[-3:])
+            raise Failure(f"Lattigo's own benchmark (schemes/{self.package}) failed in {what}, exit {r.returncode}: {tail}")
+        out = parse_bench(r.stdout)
+        check_bench(out, ms, count, what)
+        meds = [f"{k.split('/', 1)[1]} {_us(statistics.median(out[k]['ns_per_op']))}" for k in keys]
+        print(f"  go {self.package}: {', '.join(meds)} us ({wall:.1f} s)", flush=True)
+        return out
 
 
 # -- fhemark on the same parameters ---------------------------------------------------------------
@@ -287,41 +326,38 @@ def fhemark_params(scheme: str) -> dict:
     return spec
 
 
-def run_fhemark(scheme: str, ops: list[str], threads: int, policy: dict, db: Path, env: dict,
-                between_jobs) -> dict[str, dict]:
-    # 390-bit QP at N=2^14: 128-bit secure
-    return fidelity_run.run_fhemark("lattigo", scheme, fhemark_params(scheme), ops, threads, policy, db, env,
-                                    between_jobs, f"fidelity_lattigo_{scheme}")
-
-
-def measure_scheme(scheme: str, ms: list[Match], q: list[int], p: list[int], args, policy: dict, db: Path,
-                   env: dict, go: dict, commands: list[str]) -> dict[str, dict]:
-    """Interleave, per operation: Lattigo's own benchmark, fhemark's `<op>_into` and
-    `<op>`, Lattigo's own benchmark again, so that both sides of every ratio are
-    measured within seconds of each other (this machine's load drifts). One fhemark
-    run (one driver setup) for the scheme; the Go benchmarks run from its per-job
-    callback, while the driver waits between jobs."""
-    def go_for(m: Match) -> dict:
-        return run_go_bench(m.package, [m], q, p, args.benchtime, args.count, args.threads, commands)[m.go_name]
-
-    before: dict[str, dict] = {ms[0].go_name: go_for(ms[0])}
-    after: dict[str, dict] = {}
-
-    def between_jobs(job) -> None:
-        for i, m in enumerate(ms):
-            if job.op == m.fhemark_op:  # the allocating variant runs last of the pair
-                after[m.go_name] = go_for(m)
-                if i + 1 < len(ms):
-                    before[ms[i + 1].go_name] = go_for(ms[i + 1])
-
+def measure_scheme(scheme: str, ms: list[Match], bench: dict[str, GoBench], args, policy: dict, db: Path,
+                   env: dict) -> tuple[list[dict], list[dict[str, dict]]]:
+    """args.rounds rounds, each in a random order: Lattigo's own benchmarks of the scheme (every
+    match, -count readings each) and fhemark's jobs of the scheme (one measure: a driver, its setup,
+    `<op>_into` and `<op>`). Returns the rounds (order and both sides' readings) and fhemark's
+    records of each round."""
     ops = [o for x in ms for o in (f"{x.fhemark_op}_into", x.fhemark_op)]
-    recs = run_fhemark(scheme, ops, args.threads, policy, db, env, between_jobs)
-    for m in ms:
-        if m.go_name not in before or m.go_name not in after:
-            raise Failure(f"{scheme}: the Lattigo benchmark {m.top}/{m.go_name} was not run around fhemark's "
-                          f"{m.fhemark_op} (fhemark ran its jobs in another order than {ops})")
-        go[(m.package, m.go_name)] = {"before": before[m.go_name], "after": after[m.go_name]}
-    return recs
+    records: list[dict[str, dict]] = []
+    go_runs: dict[int, dict[str, dict]] = {}
+
+    def reference(i: int) -> dict[str, list[float]]:
+        out: dict[str, list[float]] = {}
+        for package in dict.fromkeys(m.package for m in ms):
+            got = bench[package].run([m.go_name for m in ms if m.package == package], args.benchtime, args.count,
+                                     args.threads, f"{scheme} round {i + 1}")
+            go_runs.setdefault(i, {}).update(got)
+            out.update({m.go_name: got[m.go_name]["ns_per_op"] for m in ms if m.package == package})
+        return out
+
+    def fhemark(i: int) -> dict[str, list[float]]:
+        # 390-bit QP at N=2^14: 128-bit secure
+        recs = fidelity_run.run_fhemark("lattigo", scheme, fhemark_params(scheme), ops, args.threads, policy, db, env,
+                                        f"fidelity_lattigo_{scheme}")
+        records.append(recs)
+        return {op: list(r.get("samples_ns") or []) for op, r in recs.items() if r.get("status") == "ok"}
+
+    rounds = fidelity_run.interleave(args.rounds, {"reference": reference, "fhemark": fhemark},
+                                     seed=args.seed + ["ckks", "bgv", "bfv"].index(scheme))
+    for i, rnd in enumerate(rounds):  # the readings' details (iterations, memory) stay in the JSON, beside the ns/op
+        rnd["go_detail"] = {m.go_name: {x: go_runs[i][m.go_name][x] for x in ("full_name", "iterations", "bytes_per_op",
+                                                                             "allocs_per_op")} for m in ms}
+    return rounds, records
 
 
 # -- the report -------------------------------------------------------------------------
@@ -329,81 +365,89 @@ def _us(ns: float | None) -> str:
     return "-" if ns is None else f"{ns / 1e3:,.1f}"
 
 
-def _median_or_none(xs: list[float]) -> float | None:
-    return statistics.median(xs) if xs else None
-
-
-def build_rows(go: dict[tuple[str, str], dict], fm: dict[str, dict[str, dict]]) -> list[dict]:
+def build_rows(rounds: dict[str, list[dict]], fm: dict[str, list[dict[str, dict]]]) -> list[dict]:
     rows = []
     for m in MATCHES:
-        if m.scheme not in fm:
+        if m.scheme not in fm or m.go_name not in rounds[m.scheme][0]["go_detail"]:
             continue
-        g = go[(m.package, m.go_name)]
-        all_ns = g["before"]["ns_per_op"] + g["after"]["ns_per_op"]
-        go_med = statistics.median(all_ns)
+        rr = rounds[m.scheme]
+        ref = fidelity_run.pool(rr, "reference", m.go_name)
         for variant in (f"{m.fhemark_op}_into", m.fhemark_op):
-            r = fm[m.scheme].get(variant) or {"status": "missing", "error": "no record"}
-            ok = r.get("status") == "ok"
-            med = r.get("median_ns") if ok else None
+            recs = [x.get(variant) or {"status": "missing", "error": "no record"} for x in fm[m.scheme]]
+            bad = next((r for r in recs if r.get("status") != "ok"), None)
+            j = fidelity_run.judge(ref, fidelity_run.pool(rr, "fhemark", variant))
             rows.append({
                 "scheme": m.scheme, "lattigo_benchmark": f"{m.top}/{m.go_name}", "lattigo_call": m.what,
-                "lattigo_ns_per_op": go_med, "lattigo_ns_per_op_runs": all_ns,
-                "lattigo_ns_per_op_before": statistics.median(g["before"]["ns_per_op"]),
-                "lattigo_ns_per_op_after": statistics.median(g["after"]["ns_per_op"]),
-                "lattigo_iterations_per_run": g["before"]["iterations"] + g["after"]["iterations"],
-                "lattigo_bytes_per_op": _median_or_none(g["before"]["bytes_per_op"]),
-                "lattigo_allocs_per_op": _median_or_none(g["before"]["allocs_per_op"]),
-                "lattigo_full_name": g["before"]["full_name"],
+                "lattigo_full_name": rr[0]["go_detail"][m.go_name]["full_name"],
                 "fhemark_op": variant, "preallocated_output": variant.endswith("_into"),
-                "status": r.get("status"), "error": r.get("error"),
-                "fhemark_median_ns": med, "fhemark_ci95_ns": r.get("ci95_ns") if ok else None,
-                "fhemark_samples": len(r.get("samples_ns") or []), "fhemark_copies": r.get("copies"),
-                "fhemark_stop_reason": r.get("stop_reason"),
-                "fhemark_driver_overhead_ns": r.get("driver_overhead_ns"),
-                "fhemark_notes": r.get("notes"),
-                "ratio_fhemark_over_lattigo": med / go_med if med else None,
-                "ratio_ci95": [r["ci95_ns"][0] / go_med, r["ci95_ns"][1] / go_med] if ok else None,
+                "status": bad.get("status") if bad else "ok", "error": bad.get("error") if bad else None,
+                "lattigo_floor_ns": j["reference_floor_ns"], "fhemark_floor_ns": j["fhemark_floor_ns"],
+                "ratio_floor": j["ratio"], "ratio_floor_ci95": j["ratio_ci95"], "p": j["p"], "rounds": j["rounds"],
+                "lattigo_fast_rounds": j["reference_fast_rounds"], "fhemark_fast_rounds": j["fhemark_fast_rounds"],
+                "lattigo_readings": j["reference_readings"], "fhemark_samples": j["fhemark_samples"],
+                "lattigo_median_ns": j.get("reference_median_ns"), "fhemark_median_ns": j.get("fhemark_median_ns"),
+                "ratio_median_unpaired": j["median_ratio"], "ratio_median_by_round": j["median_ratio_by_round"],
+                "lattigo_ns_per_op_by_round": ref, "fhemark_samples_ns_by_round": fidelity_run.pool(rr, "fhemark", variant),
+                "fhemark_median_ns_by_round": [r.get("median_ns") for r in recs],
+                "fhemark_copies": recs[0].get("copies"), "fhemark_notes": recs[0].get("notes"),
             })
     return rows
 
 
-def print_table(rows: list[dict]) -> None:
-    head = ("scheme", "operation (Lattigo benchmark)", "Lattigo ns/op [us]", "runs min - max [us]", "fhemark op",
-            "fhemark median [us]", "95% CI [us]", "ratio")
-    lines = []
-    for r in rows:
-        ci = r["fhemark_ci95_ns"]
-        runs = r["lattigo_ns_per_op_runs"]
-        lines.append((r["scheme"], r["lattigo_benchmark"].split("/", 2)[2], _us(r["lattigo_ns_per_op"]),
-                      f"{_us(min(runs))} - {_us(max(runs))}", r["fhemark_op"],
-                      _us(r["fhemark_median_ns"]) if r["status"] == "ok" else r["status"],
-                      f"{_us(ci[0])} - {_us(ci[1])}" if ci else "-",
-                      f"{r['ratio_fhemark_over_lattigo']:.3f}" if r["ratio_fhemark_over_lattigo"] else "-"))
-    widths = [max(len(str(x)) for x in col) for col in zip(head, *lines)]
-    right = {2, 3, 5, 6, 7}
+def print_rows(rows: list[dict]) -> None:
+    head = ("scheme", "operation (Lattigo benchmark)", "fhemark op", "Lattigo floor [us]", "fhemark floor [us]",
+            "ratio [95%]", "p", "fast rounds", "median ratio (by round)")
+    lines = [(r["scheme"], r["lattigo_benchmark"].split("/", 2)[2], r["fhemark_op"], _us(r["lattigo_floor_ns"]),
+              _us(r["fhemark_floor_ns"]) if r["status"] == "ok" else r["status"],
+              fidelity_run.ratio_cell({"ratio": r["ratio_floor"], "ratio_ci95": r["ratio_floor_ci95"]}),
+              "-" if r["p"] is None else f"{r['p']:.2g}",
+              fidelity_run.fast_cell({"reference_fast_rounds": r["lattigo_fast_rounds"],
+                                      "fhemark_fast_rounds": r["fhemark_fast_rounds"]}, r["rounds"]),
+              fidelity_run.median_cell({"median_ratio": r["ratio_median_unpaired"],
+                                        "median_ratio_by_round": r["ratio_median_by_round"]})) for r in rows]
+    fidelity_run.print_table(head, lines, {3, 4, 5, 6, 7})
 
-    def fmt(row):
-        return "  ".join(str(x).rjust(w) if i in right else str(x).ljust(w) for i, (x, w) in enumerate(zip(row, widths)))
-    print(fmt(head))
-    print("  ".join("-" * w for w in widths))
-    for ln in lines:
-        print(fmt(ln))
+
+def check_params(fm: dict[str, list[dict[str, dict]]], log_q: float, log_p: float) -> tuple[list[str], dict | None]:
+    """Both sides used the same parameters: what fhemark's driver reports it built, in every round
+    (prime bit sizes; log2 of the products, rounded to 3 decimals)."""
+    problems: list[str] = []
+    eff_seen = None
+    for scheme, rounds in fm.items():
+        for recs in rounds:
+            for op, r in recs.items():
+                eff = r.get("effective_params")
+                if not eff:
+                    continue
+                eff_seen = eff
+                if r.get("params_match") is False:
+                    problems.append(f"fhemark {scheme} {op}: parameters not as asked: {r.get('params_mismatch')}")
+                if (eff["N"] != 1 << LOG_N or list(eff["q_bits"]) != Q_BITS or list(eff["p_bits"]) != P_BITS
+                        or abs(eff["log_q"] - log_q) > 6e-4 or abs(eff["log_qp"] - (log_q + log_p)) > 6e-4
+                        or (scheme != "ckks" and eff["t"] != T) or (scheme == "ckks" and eff["scale_bits"] != SCALE_BITS)):
+                    problems.append(f"fhemark {scheme} {op}: the driver used other parameters than Lattigo's benchmark: "
+                                    f"{eff}")
+    return problems, eff_seen
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "out" / "fidelity_lattigo.json",
                     help="where to write the table as JSON (default benchmarks/out/fidelity_lattigo.json)")
-    ap.add_argument("--benchtime", default="20x", help="go test -benchtime for Lattigo's benchmarks (default 20x)")
-    ap.add_argument("--count", type=int, default=3,
-                    help="go test -count, run once before and once after fhemark's measurements (default 3)")
+    ap.add_argument("--rounds", type=int, default=6, help="rounds of both sides, each in a random order (default 6)")
+    ap.add_argument("--benchtime", default="20ms",
+                    help="Lattigo's -benchtime per reading (default 20ms: each ns/op line a mean over ~20 ms)")
+    ap.add_argument("--count", type=int, default=5, help="Lattigo's -count: ns/op readings per benchmark a round (default 5)")
     ap.add_argument("--threads", type=int, default=1,
-                    help="GOMAXPROCS for both sides: go test -cpu N and the fhemark suite's threads (default 1)")
-    ap.add_argument("--budget-s", type=float, default=2.0, help="fhemark policy budget_s per job (default 2.0)")
+                    help="GOMAXPROCS for both sides: -test.cpu N and the fhemark suite's threads (default 1)")
+    ap.add_argument("--budget-s", type=float, default=0.5, help="fhemark policy budget_s per job a round (default 0.5)")
     ap.add_argument("--schemes", default="ckks,bgv,bfv", help="comma-separated subset of ckks,bgv,bfv")
     ap.add_argument("--inputs", choices=("hot", "cold"), default="hot",
                     help="fhemark's input state (policy inputs; default hot, the state of Lattigo's own loop)")
+    ap.add_argument("--seed", type=int, default=0, help="seed of the rounds' orders")
     args = ap.parse_args()
+    if args.rounds < 1 or args.count < 1:
+        raise Failure("--rounds and --count must be at least 1", 2)
 
     sys.path.insert(0, str(ROOT / "src"))
     from fhemark.drivers.registry import manifests
@@ -425,87 +469,81 @@ def main() -> int:
     load_before = env.get("load_average")
     policy = {"budget_s": args.budget_s, "inputs": args.inputs}
     commands: list[str] = []
-    go: dict[tuple[str, str], dict] = {}
-    fm: dict[str, dict[str, dict]] = {}
+    rounds: dict[str, list[dict]] = {}
+    fm: dict[str, list[dict[str, dict]]] = {}
     started = time.monotonic()
     print(f"Lattigo {goinfo['lattigo_version']} ({goinfo['go_version']}): LogN={LOG_N}, "
-          f"Q bits {Q_BITS}, P bits {P_BITS}, scale 2^{SCALE_BITS} (CKKS), t={T} (BGV/BFV), threads {args.threads}")
-    if load_before and load_before[0] > 0.5 * (os.cpu_count() or 1):
-        print(f"note: load average {load_before} on {os.cpu_count()} cores: other processes are running, "
-              f"numbers may be noisy")
+          f"Q bits {Q_BITS}, P bits {P_BITS}, scale 2^{SCALE_BITS} (CKKS), t={T} (BGV/BFV), threads {args.threads}; "
+          f"{args.rounds} rounds, Lattigo -benchtime {args.benchtime} -count {args.count}, fhemark budget_s "
+          f"{args.budget_s} a job")
 
-    with tempfile.TemporaryDirectory(prefix="fhemark-fidelity-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="fhemark-fidelity-") as tmp, fidelity_run.lease("fidelity_lattigo"):
         db = Path(tmp) / "fidelity.db"
+        wanted = [x for x in MATCHES if x.scheme in schemes]
+        bench = {pk: GoBench(pk, [x for x in wanted if x.package == pk], q, p, Path(tmp),
+                             goinfo["lattigo_source"], commands)
+                 for pk in dict.fromkeys(x.package for x in wanted)}
         for scheme in schemes:
             print(f"{scheme.upper()}:", flush=True)
-            ms = [x for x in MATCHES if x.scheme == scheme]
-            fm[scheme] = measure_scheme(scheme, ms, q, p, args, policy, db, env, go, commands)
+            rounds[scheme], fm[scheme] = measure_scheme(scheme, [x for x in wanted if x.scheme == scheme], bench, args,
+                                                        policy, db, env)
 
-    # Both sides must have used the same parameters: what fhemark's driver reports
-    # it built (prime bit sizes; log2 of the products, rounded to 3 decimals).
-    problems: list[str] = []
-    eff_seen = None
-    for scheme, recs in fm.items():
-        for op, r in recs.items():
-            eff = r.get("effective_params")
-            if not eff:
-                continue
-            eff_seen = eff
-            if r.get("params_match") is False:
-                problems.append(f"fhemark {scheme} {op}: parameters not as asked: {r.get('params_mismatch')}")
-            if (eff["N"] != 1 << LOG_N or list(eff["q_bits"]) != Q_BITS or list(eff["p_bits"]) != P_BITS
-                    or abs(eff["log_q"] - log_q) > 6e-4 or abs(eff["log_qp"] - (log_q + log_p)) > 6e-4
-                    or (scheme != "ckks" and eff["t"] != T) or (scheme == "ckks" and eff["scale_bits"] != SCALE_BITS)):
-                problems.append(f"fhemark {scheme} {op}: the driver used other parameters than Lattigo's benchmark: {eff}")
-
-    rows = build_rows(go, fm)
-    threads_seen = sorted({r.get("threads") for recs in fm.values() for r in recs.values()} - {None})
+    problems, eff_seen = check_params(fm, log_q, log_p)
+    rows = build_rows(rounds, fm)
+    threads_seen = sorted({r.get("threads") for rr in fm.values() for recs in rr for r in recs.values()} - {None})
     load_after = os.getloadavg()
     print()
     print(f"Parameters: N = 2^{LOG_N}, Q = {len(q)} primes {Q_BITS} bits (log Q = {log_q:.3f}), "
           f"P = {len(p)} prime {P_BITS} bits (log QP = {log_q + log_p:.3f}), "
           f"CKKS scale 2^{SCALE_BITS}, BGV/BFV t = {T}; 128-bit secure (HE standard: log QP <= 438 at N=2^14)")
     print(f"Environment: {env['cpu']['model']}, {os.cpu_count()} logical cores, threads (GOMAXPROCS) = "
-          f"{args.threads} for go test -cpu and {threads_seen} reported by the driver; "
+          f"{args.threads} for -test.cpu and {threads_seen} reported by the driver; "
           f"{goinfo['go_version']}, Lattigo {goinfo['lattigo_version']}; "
           f"load average before {load_before}, after {[round(x, 2) for x in load_after]}")
-    print(f"Lattigo ns/op: median of {2 * args.count} go test runs ({args.count} before, {args.count} after "
-          f"fhemark), each the mean of -benchtime {args.benchtime}; fhemark: median of samples, bootstrap 95% CI")
+    print(f"Floors (median of the readings within 1.1x of the fastest), pooled over {args.rounds} interleaved rounds: "
+          f"Lattigo's readings are its ns/op lines ({args.count} a round, each a mean over -benchtime {args.benchtime}), "
+          f"fhemark's its samples (one op each); ratio = fhemark floor / Lattigo floor, 95% interval and p from "
+          f"stats.floor_ratio; median ratio = the old design's estimator, with its per-round range")
     print()
-    print_table(rows)
-    print(f"\nfhemark ({args.inputs} inputs) / Lattigo: "
-          + fidelity_run.within([r["ratio_fhemark_over_lattigo"] for r in rows if r["preallocated_output"]])
-          + " (preallocated output, as Lattigo's benchmarks); allocating: "
-          + fidelity_run.within([r["ratio_fhemark_over_lattigo"] for r in rows if not r["preallocated_output"]]))
-    drift = [(r["lattigo_benchmark"], r["lattigo_ns_per_op_before"], r["lattigo_ns_per_op_after"])
-             for r in rows if r["preallocated_output"]]
-    noisy = [d for d in drift if abs(d[2] / d[1] - 1) > 0.10]
-    if noisy:
-        print("\nnote: Lattigo's own ns/op moved by more than 10% between the runs before and after fhemark "
-              "(machine load):")
-        for name, b, a in noisy:
-            print(f"  {name}: {_us(b)} us before, {_us(a)} us after")
+    print_rows(rows)
+    into = [r for r in rows if r["preallocated_output"]]
+    print(f"\nfhemark ({args.inputs} inputs) / Lattigo, floors: "
+          + fidelity_run.within([r["ratio_floor"] for r in into]) + " (preallocated output, as Lattigo's benchmarks); "
+          + fidelity_run.decided([{"ratio_ci95": r["ratio_floor_ci95"]} for r in into])
+          + "; allocating: " + fidelity_run.within([r["ratio_floor"] for r in rows if not r["preallocated_output"]]))
+    print("medians, unpaired (old estimator): " + fidelity_run.within([r["ratio_median_unpaired"] for r in into])
+          + " (preallocated output)")
+    moved = []
+    for r in into:
+        meds = [statistics.median(x) for x in r["lattigo_ns_per_op_by_round"] if x]
+        if len(meds) > 1 and max(meds) / min(meds) > 1.10:
+            moved.append(f"{r['scheme']} {r['lattigo_benchmark'].split('/', 2)[2]} {_us(min(meds))}-{_us(max(meds))} us")
+    if moved:
+        print(f"Lattigo's own per-round medians moved by more than 10% in {len(moved)} of {len(into)} benchmarks: "
+              + "; ".join(moved))
     print(f"\ntotal wall time {time.monotonic() - started:.0f} s")
 
     result = {
         "benchmark": "fidelity_lattigo",
+        "design": "interleaved rounds (random order per round), floors pooled over the rounds, stats.floor_ratio",
         "command": " ".join([".venv/bin/python", "benchmarks/fidelity_lattigo.py"] + sys.argv[1:]),
         "params": {"N": 1 << LOG_N, "log_n": LOG_N, "q_bits": Q_BITS, "p_bits": P_BITS, "q_primes": q,
                    "p_primes": p, "log_q": log_q, "log_qp": log_q + log_p, "ckks_scale_bits": SCALE_BITS,
                    "bgv_bfv_t": T, "fhemark_effective": eff_seen,
                    "go_params_literal": {pk: go_params_literal(pk, q, p) for pk in ("ckks", "bgv")}},
-        "settings": {"benchtime": args.benchtime, "count_before": args.count, "count_after": args.count,
-                     "threads": args.threads, "fhemark_policy": policy},
+        "settings": {"rounds": args.rounds, "benchtime": args.benchtime, "count_per_round": args.count,
+                     "threads": args.threads, "fhemark_policy": policy, "seed": args.seed},
         "environment": {**env, "load_average_before": load_before,
                         "load_average_after": [round(x, 2) for x in load_after], "go": goinfo,
                         "driver_threads": threads_seen, "python_executable": sys.executable,
                         "platform": platform.platform()},
         "go_commands": commands,
+        "round_orders": {s: [r["order"] for r in rr] for s, rr in rounds.items()},
         "rows": rows,
         "problems": problems,
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=2, allow_nan=False, default=str) + "\n")
+    args.out.write_text(json.dumps(result, indent=1, allow_nan=False, default=str) + "\n")
     print(f"written: {args.out}")
 
     failed = [r for r in rows if r["status"] != "ok"]

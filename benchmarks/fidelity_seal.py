@@ -123,16 +123,75 @@ def cells(schemes: list[str]) -> list[tuple[str, str]]:
     return [(s, f"{o}{v}") for s in schemes for o in OPS + (CKKS_ONLY if s == "ckks" else []) for v in ("_into", "")]
 
 
+def measure_cell(ref: Reference, scheme: str, n: int, ops: list[str], args, policy: dict, db: Path, env: dict,
+                 seed: int) -> tuple[list[dict], list[dict[str, dict]]]:
+    """args.rounds rounds of the reference loop and fhemark's jobs, each round in a random order:
+    the rounds (order and both sides' readings by op) and fhemark's records of each round."""
+    records: list[dict[str, dict]] = []
+
+    def reference(i: int) -> dict[str, list[float]]:
+        t0 = time.monotonic()
+        out = {op: ref.time(op, args.ref_iters, args.ref_s) for op in ops}
+        print(f"  reference loop: {len(ops)} ops ({time.monotonic() - t0:.1f} s)", flush=True)
+        return out
+
+    def fhemark(i: int) -> dict[str, list[float]]:
+        recs = fidelity_run.run_fhemark("seal", scheme, f"n{n}", ops, 1, policy, db, env, f"fidelity_seal_{scheme}_{n}")
+        records.append(recs)
+        return {op: list(r.get("samples_ns") or []) for op, r in recs.items() if r.get("status") == "ok"}
+
+    return fidelity_run.interleave(args.rounds, {"reference": reference, "fhemark": fhemark}, seed), records
+
+
+def build_rows(scheme: str, n: int, ops: list[str], rounds: list[dict], records: list[dict[str, dict]]) -> list[dict]:
+    rows = []
+    for op in ops:
+        recs = [x.get(op) or {"status": "missing", "error": "no record"} for x in records]
+        bad = next((r for r in recs if r.get("status") != "ok"), None)
+        ref, fm = fidelity_run.pool(rounds, "reference", op), fidelity_run.pool(rounds, "fhemark", op)
+        j = fidelity_run.judge(ref, fm)
+        rows.append({"scheme": scheme, "N": n, "op": op, "status": bad.get("status") if bad else "ok",
+                     "error": bad.get("error") if bad else None,
+                     "reference_floor_ns": j["reference_floor_ns"], "fhemark_floor_ns": j["fhemark_floor_ns"],
+                     "ratio_floor": j["ratio"], "ratio_floor_ci95": j["ratio_ci95"], "p": j["p"], "rounds": j["rounds"],
+                     "reference_fast_rounds": j["reference_fast_rounds"], "fhemark_fast_rounds": j["fhemark_fast_rounds"],
+                     "reference_readings": j["reference_readings"], "fhemark_samples": j["fhemark_samples"],
+                     "reference_median_ns": j.get("reference_median_ns"), "fhemark_median_ns": j.get("fhemark_median_ns"),
+                     "ratio_median_unpaired": j["median_ratio"], "ratio_median_by_round": j["median_ratio_by_round"],
+                     "reference_median_ns_by_round": [statistics.median(x) if x else None for x in ref],
+                     "fhemark_median_ns_by_round": [r.get("median_ns") for r in recs],
+                     "input_state": recs[0].get("input_state"), "copies": recs[0].get("copies")})
+    return rows
+
+
+def print_rows(rows: list[dict]) -> None:
+    head = ("scheme", "N", "op", "reference floor [us]", "fhemark floor [us]", "ratio [95%]", "p", "fast rounds",
+            "median ratio (by round)")
+    lines = [(r["scheme"], r["N"], r["op"], _us(r["reference_floor_ns"]),
+              _us(r["fhemark_floor_ns"]) if r["status"] == "ok" else r["status"],
+              fidelity_run.ratio_cell({"ratio": r["ratio_floor"], "ratio_ci95": r["ratio_floor_ci95"]}),
+              "-" if r["p"] is None else f"{r['p']:.2g}",
+              fidelity_run.fast_cell({"reference_fast_rounds": r["reference_fast_rounds"],
+                                      "fhemark_fast_rounds": r["fhemark_fast_rounds"]}, r["rounds"]),
+              fidelity_run.median_cell({"median_ratio": r["ratio_median_unpaired"],
+                                        "median_ratio_by_round": r["ratio_median_by_round"]})) for r in rows]
+    fidelity_run.print_table(head, lines, {1, 3, 4, 5, 6, 7})
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "out" / "fidelity_seal.json")
     ap.add_argument("--n", default="4096,8192,16384", help="ring dimensions: fhemark presets n<N> (SEAL's moduli)")
     ap.add_argument("--schemes", default="bfv,ckks", help="comma-separated subset of bfv,bgv,ckks")
     ap.add_argument("--inputs", choices=("hot", "cold"), default="hot", help="fhemark's input state (policy inputs)")
-    ap.add_argument("--budget-s", type=float, default=1.0, help="fhemark policy budget_s per job (default 1.0)")
-    ap.add_argument("--ref-iters", type=int, default=30, help="reference: at least this many calls per run")
-    ap.add_argument("--ref-s", type=float, default=0.3, help="reference: at least this many seconds per run")
+    ap.add_argument("--rounds", type=int, default=6, help="rounds of both sides, each in a random order (default 6)")
+    ap.add_argument("--budget-s", type=float, default=0.3, help="fhemark policy budget_s per job a round (default 0.3)")
+    ap.add_argument("--ref-iters", type=int, default=10, help="reference: at least this many calls an op a round")
+    ap.add_argument("--ref-s", type=float, default=0.1, help="reference: at least this many seconds an op a round")
+    ap.add_argument("--seed", type=int, default=0, help="seed of the rounds' orders")
     args = ap.parse_args()
+    if args.rounds < 1:
+        raise Failure("--rounds must be at least 1", 2)
 
     sys.path.insert(0, str(ROOT / "src"))
     from fhemark.drivers.registry import manifests
@@ -149,52 +208,42 @@ def main() -> int:
     env = environment(1, project_root())
     policy = {"budget_s": args.budget_s, "inputs": args.inputs}
     rows: list[dict] = []
+    orders: dict[str, list] = {}
     started = time.monotonic()
-    with tempfile.TemporaryDirectory(prefix="fhemark-fidelity-") as tmp:
-        for n in [int(x) for x in args.n.split(",") if x]:
+    with tempfile.TemporaryDirectory(prefix="fhemark-fidelity-") as tmp, fidelity_run.lease("fidelity_seal"):
+        for k, n in enumerate(int(x) for x in args.n.split(",") if x):
             for scheme in schemes:
-                preset = f"n{n}"
-                ref = Reference(scheme, resolve(preset, scheme))
+                print(f"{scheme.upper()} N={n}:", flush=True)
                 ops = [op for s, op in cells([scheme]) if s == scheme]
-                runs: dict[str, list[list[float]]] = {ops[0]: [ref.time(ops[0], args.ref_iters, args.ref_s)]}
-
-                def between(job, ref=ref, runs=runs, ops=ops):
-                    runs.setdefault(job.op, []).append(ref.time(job.op, args.ref_iters, args.ref_s))
-                    nxt = ops.index(job.op) + 1
-                    if nxt < len(ops):
-                        runs[ops[nxt]] = [ref.time(ops[nxt], args.ref_iters, args.ref_s)]
-
-                recs = fidelity_run.run_fhemark("seal", scheme, preset, ops, 1, policy, Path(tmp) / "f.db", env,
-                                                between, f"fidelity_seal_{scheme}_{n}")
-                for op in ops:
-                    r, meds = recs.get(op, {}), [statistics.median(x) for x in runs.get(op, [])]
-                    ok = r.get("status") == "ok" and len(meds) == 2
-                    ref_ns = statistics.median([t for x in runs[op] for t in x]) if ok else None
-                    rows.append({"scheme": scheme, "N": n, "op": op, "status": r.get("status"), "error": r.get("error"),
-                                 "reference_ns": ref_ns, "reference_runs_ns": meds,
-                                 "reference_spread": abs(meds[1] - meds[0]) / ref_ns if ok else None,
-                                 "fhemark_median_ns": r.get("median_ns"), "fhemark_ci95_ns": r.get("ci95_ns"),
-                                 "input_state": r.get("input_state"), "copies": r.get("copies"),
-                                 "ratio": r["median_ns"] / ref_ns if ok else None})
-    print(f"\n{'scheme':6} {'N':>6} {'op':16} {'reference us':>13} {'spread':>7} {'fhemark us':>11} {'state':5} {'ratio':>6}")
-    for r in rows:
-        spread = "-" if r["reference_spread"] is None else f"{100 * r['reference_spread']:.1f}%"
-        ratio = f"{r['ratio']:.3f}" if r["ratio"] else "-"
-        fm = _us(r["fhemark_median_ns"]) if r["status"] == "ok" else r["status"]
-        print(f"{r['scheme']:6} {r['N']:>6} {r['op']:16} {_us(r['reference_ns']):>13} {spread:>7} {fm:>11} "
-              f"{r['input_state'] or '-':5} {ratio:>6}")
-    print(f"\nfhemark ({args.inputs} inputs) / hot seal-python loop: " + fidelity_run.within([r["ratio"] for r in rows])
-          + f"; reference spread median {100 * statistics.median([r['reference_spread'] for r in rows if r['ratio']]):.1f}%"
-          f"; total wall time {time.monotonic() - started:.0f} s")
+                ref = Reference(scheme, resolve(f"n{n}", scheme))
+                rounds, records = measure_cell(ref, scheme, n, ops, args, policy, Path(tmp) / "f.db", env,
+                                               args.seed + 10 * k + schemes.index(scheme))
+                orders[f"{scheme} {n}"] = [r["order"] for r in rounds]
+                rows += build_rows(scheme, n, ops, rounds, records)
+    print(f"\nFloors (median of the readings within 1.1x of the fastest), pooled over {args.rounds} interleaved rounds; "
+          f"both sides' readings are single calls; ratio = fhemark floor / reference floor, 95% interval and p from "
+          f"stats.floor_ratio; median ratio = the old design's estimator, with its per-round range\n")
+    print_rows(rows)
+    print(f"\nfhemark ({args.inputs} inputs) / hot seal-python loop, floors: "
+          + fidelity_run.within([r["ratio_floor"] for r in rows]) + "; "
+          + fidelity_run.decided([{"ratio_ci95": r["ratio_floor_ci95"]} for r in rows])
+          + "\nmedians, unpaired (old estimator): " + fidelity_run.within([r["ratio_median_unpaired"] for r in rows])
+          + f"\ntotal wall time {time.monotonic() - started:.0f} s")
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps({"benchmark": "fidelity_seal", "command": " ".join(
-        [".venv/bin/python", "benchmarks/fidelity_seal.py"] + sys.argv[1:]), "policy": policy, "environment": env,
-        "rows": rows}, indent=1, default=str) + "\n")
+    args.out.write_text(json.dumps({
+        "benchmark": "fidelity_seal",
+        "design": "interleaved rounds (random order per round), floors pooled over the rounds, stats.floor_ratio",
+        "command": " ".join([".venv/bin/python", "benchmarks/fidelity_seal.py"] + sys.argv[1:]),
+        "settings": {"rounds": args.rounds, "ref_iters": args.ref_iters, "ref_s": args.ref_s, "seed": args.seed},
+        "policy": policy, "environment": env, "round_orders": orders, "rows": rows}, indent=1, default=str) + "\n")
     print(f"written: {args.out}")
     failed = [r for r in rows if r["status"] != "ok"]
     if failed:
         raise Failure(first_of([f"fhemark seal {r['scheme']} N={r['N']} {r['op']}: {r['status']}: {r['error']}"
                                 for r in failed]))
+    empty = [r for r in rows if not r["reference_readings"]]
+    if empty:
+        raise Failure(first_of([f"reference loop {r['scheme']} N={r['N']} {r['op']}: no readings" for r in empty]))
     return 0
 
 
