@@ -32,6 +32,16 @@ def test_interval_narrows_with_more_samples_and_is_reproducible():
     assert median_ci(small) == median_ci(small)
 
 
+def test_the_median_interval_is_the_order_statistics_of_the_binomial_definition():
+    """median_ci keeps its binomial tail as it grows (fast at thousands of samples); it picks the
+    same order statistics as the definition, the widest j whose coverage still reaches 95%."""
+    from fhemark.stats import _coverage
+    for n in range(6, 80):
+        a = np.arange(n, dtype=float)
+        j = max(k for k in range(1, n // 2 + 1) if k <= n + 1 - k and _coverage(n, k) >= 0.95)
+        assert median_ci(a) == (float(a[j - 1]), float(a[n - j])), n
+
+
 def test_several_processes_widen_the_interval_to_their_medians():
     """A process that runs 20% slower throughout (other keys, another memory layout) must be
     inside the interval, although each process alone is tight."""
