@@ -74,3 +74,18 @@ def test_a_ring_is_tried_with_every_chain_it_holds_before_a_larger_one():
     assert first["N"] == 4096 and first["p_bits"] == [max(first["q_bits"])]
     assert estimate(4096, sum(first["q_bits"]) + sum(first["p_bits"]), "hestd2018").bits >= 128
     assert next(candidates(Need("ckks", 2, 20.0, None, 1)))["p_bits"] == [60]
+
+
+def test_only_openfhe_s_own_special_primes_send_a_ring_to_its_other_key_switching():
+    """A refusal is attributed in one place: OpenFHE's HYBRID adds 60-bit special primes of its own, so a BFV/BGV
+    ring is searched again under BV (no P, so chains up to the ring's bound); any other library's refusal is the
+    ring's."""
+    need = Need("bgv", 1, None, 20, 4096)
+    spec = {"N": 4096, "q_bits": [33, 33], "p_bits": [33], "t_bits": 20}
+    got = advisor.key_switching_instead("openfhe", spec, need)
+    assert [s["q_bits"] for s in got] == [[33, 33], [43, 43], [53, 53]]  # 106 bits <= the 109 of N = 4096
+    assert all(s["p_bits"] == [] and s["key_switching"] == "bv" and s["digit_size"] for s in got)
+    assert advisor.key_switching_instead("seal", spec, need) == advisor.key_switching_instead("lattigo", spec, need) == []
+    assert advisor.key_switching_instead("openfhe", got[0], need) == []  # switched once, then the ring is left
+    ckks = {"N": 8192, "q_bits": [59, 46], "p_bits": [60], "scale_bits": 46}  # BV's noise costs CKKS its precision
+    assert advisor.key_switching_instead("openfhe", ckks, Need("ckks", 1, 20.0, None, 2048)) == []

@@ -31,6 +31,7 @@ ROOT = project_root()
 SECURE_INT = {"N": 8192, "q_bits": [45, 45, 45], "p_bits": [60], "t_bits": 20}
 SECURE_CKKS = {"N": 8192, "q_bits": [50, 40, 40], "p_bits": [60], "scale_bits": 40}
 SMALL_INT = {"N": 4096, "q_bits": [40, 40], "p_bits": [40], "t": 65537}  # log QP 120 > 109: below 128 bits
+SMALL_BV = {"N": 4096, "q_bits": [43, 43], "p_bits": [], "t_bits": 20, "key_switching": "bv", "digit_size": 20}
 SMALL_CKKS = {"N": 4096, "q_bits": [40, 30], "p_bits": [60], "scale_bits": 30}
 SECURITY = {"seal": ("tc128", "none"), "tenseal": ("tc128", "tc128"), "lattigo": (None, None),
             "openfhe": ("HEStd_128_classic", "HEStd_NotSet")}
@@ -63,6 +64,9 @@ CASES = [
     Case("seal", "bfv", SMALL_INT, insecure=True, tag="n4096-insecure"),
     Case("openfhe", "ckks", SMALL_CKKS, insecure=True, tag="n4096-insecure"),
     Case("lattigo", "bgv", SMALL_INT, insecure=True, tag="n4096"),
+    # BV has no special primes: the ring OpenFHE's own HYBRID P makes insecure holds the chain (the search's switch)
+    Case("openfhe", "bgv", SMALL_BV, tag="n4096-bv"),
+    Case("openfhe", "bfv", {**SMALL_BV, "q_bits": [33, 33]}, tag="n4096-bv"),  # OpenFHE's depth 1 makes 3 primes here
     Case("tfhe-rs", "tfhe_int", {"preset": "default", "bits": 64}, tag="64"),
     Case("tfhe-rs", "tfhe_int", {"preset": "PARAM_MESSAGE_2_CARRY_2_KS_PBS_GAUSSIAN_2M128", "bits": 8}, tag="8-gaussian"),
     Case("tfhe-rs", "tfhe_shortint", {"preset": "PARAM_MESSAGE_2_CARRY_2_KS_PBS"}, tag="alias"),
@@ -208,6 +212,7 @@ def test_snippet_builds_what_the_driver_builds(case, reports, driver_pool):
             assert got["log2_p_fail"] == eff["p_fail"]
     else:
         keys = ["N", "q_bits", "p_bits", "scale_bits" if case.scheme == "ckks" else "t"]
+        keys += ["key_switching"] if case.library == "openfhe" else []
     assert {k: got[k] for k in keys} == {k: eff[k] for k in keys}
 
 
@@ -237,6 +242,7 @@ def test_each_library_with_a_builder_declares_its_snippet_facts_and_no_other():
 @pytest.mark.parametrize("library,scheme,params", [
     ("helib", "bgv", SECURE_INT), ("tenseal", "bgv", SECURE_INT), ("seal", "tfhe_int", {"bits": 8}),
     ("seal", "bfv", {**SECURE_INT, "p_bits": [60, 60]}), ("lattigo", "ckks", {"N": 8192, "q_bits": [50]}),
+    ("seal", "bgv", SMALL_BV),
 ])
 def test_snippet_refuses_what_it_cannot_write(library, scheme, params):
     with pytest.raises(UserError):

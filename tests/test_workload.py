@@ -261,9 +261,10 @@ def test_the_search_is_steered_by_what_failures_measured(tmp_path, monkeypatch):
     monkeypatch.setattr(chooser, "verify", fake_verify)
     monkeypatch.setattr(chooser, "hardest", lambda *a: ("", None))  # the worst input passes: what verify says decides
     c = chooser._search(None, Need("ckks", 1, 20.0), "lib", space, 1, tmp_path / "v.db", lambda *a: None)
-    # 30 is 9 bits short: the floor becomes 39, so 34 and 38 are skipped; 42 at 8192 is refused as
-    # insecure, and the ring is left; at 16384 the first set at or above the floor passes.
-    assert tried == [(8192, 30), (8192, 42), (16384, 42)]
+    # 30 is 9 bits short: the floor becomes 39, which the space's 4-bit steps skip over, so 39 itself is
+    # tried next in the same ring (34 and 38 are not run); refused as insecure, the ring is left (42 there
+    # is not run either); at 16384 the first set at or above the floor passes.
+    assert tried == [(8192, 30), (8192, 39), (16384, 42)]
     assert c.verified and c.spec["N"] == 16384 and c.spec["scale_bits"] == 42
 
 
@@ -302,3 +303,27 @@ def test_choose_answers_a_depth_one_tally_at_the_smallest_ring(tmp_path):
     assert r.exit_code == 0, r.output
     (cand,) = json.loads(out.read_text())["candidates"]
     assert cand["params"]["N"] == 4096 and cand["verified"] and cand["margin"] >= 1, cand
+
+
+@pytest.mark.parametrize("scheme", ["bgv", "bfv"])
+def test_choose_switches_openfhe_to_bv_before_leaving_the_smallest_ring(tmp_path, scheme):
+    """The tally with rotations on OpenFHE: at N = 4096 HYBRID's own 60-bit special prime puts log QP past the
+    bound, so the search tries the ring's chains under BV (no special primes) before N = 8192, and keeps the
+    HYBRID refusal as the smaller set's reason. Measured: BGV passes at q 43+43 with 21-22 bits of noise budget left
+    (OpenFHE's BGV cannot make 33-bit primes = 1 mod 2Nt at N = 4096); BFV at q 33+33 is at the threshold, 2 bits
+    in the search and 0-2 in the measurement's samples, or at 43+43 (20 bits) where a search draw falls below the
+    margin: the ring is 4096 either way, the margin is asserted for BGV only."""
+    f = write(tmp_path, f"""
+    def compute(c):
+        return c.rotate_sum(c.mul_plain(c.encrypted("votes"), c.plaintext("mask")), 1024)
+    W = Workload("tally_bv", compute, schemes=("{scheme}",),
+                 inputs={{"votes": Uniform(0, 1, length=4096), "mask": Uniform(0, 1, length=4096)}})
+    """)
+    out = tmp_path / "a.json"
+    r = cli("choose", f, "--library", "openfhe", "--repeats", "2", "--db", tmp_path / "c.db", "--json", out,
+            "--out", tmp_path / "s")
+    assert r.exit_code == 0, r.output
+    (cand,) = [c for c in json.loads(out.read_text())["candidates"] if c["verified"] and c["params"]["N"] == 4096]
+    assert cand["params"]["key_switching"] == "bv" and cand["params"]["p_bits"] == [], cand
+    assert cand["margin"] >= (1 if scheme == "bgv" else 0), cand
+    assert any("HYBRID special modulus" in why for why in cand["rejected_smaller"]), cand["rejected_smaller"]

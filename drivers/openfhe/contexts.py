@@ -1,5 +1,5 @@
 """OpenFHE contexts for BFV, BGV and CKKS with their standard keys: library-neutral parameters
-mapped to CCParams (HYBRID key switching with the driver's dnum), the BFV depth walk, and what
+mapped to CCParams (HYBRID key switching with the driver's dnum, or BV where asked), the BFV depth walk, and what
 the library really built (effective parameters, sizes). The CKKS bootstrapping preset
 (ckksboot.py) makes its own context and finishes it here, as a Setup."""
 import math
@@ -102,10 +102,14 @@ class Setup:
             pp = []
         self.eff = {
             "N": self.N, "q_primes": self.q_primes, "p_primes": pp, "t": self.t, "scale_bits": scale_bits, "slots": self.slots,
-            "levels": self.L, "dnum": int(cp.GetNumLargeDigits()), "secret": secret,
+            "levels": self.L, "secret": secret,
             "sigma": round(float(cp.GetStandardDeviation()), 4),
             "security": "HEStd_128_classic" if secure else "none (HEStd_NotSet)",
         }
+        if cp.GetKeySwitchTechnique() == ofhe.BV:
+            self.eff.update(key_switching="BV", digit_size=int(cp.GetDigitSize()))
+        else:
+            self.eff.update(key_switching="HYBRID", dnum=int(cp.GetNumLargeDigits()))
         pt = self.encode(np.zeros(self.slots, dtype=np.float64 if self.scheme == "ckks" else np.int64))
         kp = self.sk.pair
         self.size_table = {
@@ -199,11 +203,7 @@ def build_params(scheme, params, allow_insecure, depth_override=None):
         if len(q_bits) > 1 and any(b != sb for b in upper):
             notes.append("OpenFHE CKKS (FIXEDMANUAL) uses primes of scale_bits=%d bits above level 0" % sb)
         cp.SetBatchSize(N // 2)
-    cp.SetKeySwitchTechnique(ofhe.HYBRID)
-    # dnum: number of digits; OpenFHE sizes P to cover one digit (a product of
-    # ceil(len(q)/dnum) primes), with 60-bit special primes.
-    dnum = choose_dnum(q_bits, p_bits)
-    cp.SetNumLargeDigits(dnum)
+    dnum = key_switching(cp, params, q_bits, p_bits)
     secret = params.get("secret") or "ternary"
     if secret == "ternary":
         cp.SetSecretKeyDist(ofhe.UNIFORM_TERNARY)
@@ -217,6 +217,28 @@ def build_params(scheme, params, allow_insecure, depth_override=None):
         cp.SetStandardDeviation(float(params["sigma"]))
     cp.SetSecurityLevel(ofhe.HEStd_NotSet if allow_insecure else ofhe.HEStd_128_classic)
     return cp, notes, dnum
+
+
+def key_switching(cp, params, q_bits, p_bits):
+    """The request's key switching (PROTOCOL.md, setup): HYBRID by default, with the driver's dnum
+    (OpenFHE sizes P to cover one digit of ceil(len(q)/dnum) primes, with 60-bit special primes);
+    BV has no special primes, so a ring too small for HYBRID's P may hold the chain alone, at the
+    price of key-switching noise of a digit (digit_size bits; OpenFHE's 0: one RNS prime) times N."""
+    ks = params.get("key_switching") or "hybrid"
+    if ks == "hybrid":
+        if params.get("digit_size") is not None:
+            raise Failure("invalid_params", "digit_size is BV's: HYBRID's digits are the driver's dnum")
+        cp.SetKeySwitchTechnique(ofhe.HYBRID)
+        dnum = choose_dnum(q_bits, p_bits)
+        cp.SetNumLargeDigits(dnum)
+        return dnum
+    if ks != "bv":
+        raise Failure("invalid_params", "key_switching %r: OpenFHE offers hybrid or bv" % (ks,))
+    if p_bits:
+        raise Failure("invalid_params", "BV key switching has no special primes: p_bits must be empty")
+    cp.SetKeySwitchTechnique(ofhe.BV)
+    cp.SetDigitSize(int(params.get("digit_size") or 0))
+    return None
 
 
 def make_context(cp):

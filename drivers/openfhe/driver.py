@@ -148,7 +148,7 @@ def setup(scheme, params, rotations, allow_insecure):
     try:
         return contexts.setup(scheme, params, rotations, allow_insecure)
     except Failure as e:
-        if e.kind == "insecure_params" and "60-bit" not in str(e):
+        if e.kind == "insecure_params" and "60-bit" not in str(e) and params.get("key_switching") in (None, "hybrid"):
             raise Failure(e.kind, str(e) + " [OpenFHE's HYBRID special modulus P is made of 60-bit primes covering"
                                            " one digit of ceil(len(q_bits)/dnum) primes, so log QP exceeds"
                                            " sum(q_bits)+sum(p_bits) unless dnum is large]") from None

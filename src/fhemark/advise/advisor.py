@@ -17,6 +17,9 @@ Rules of thumb (the starting points; measurement decides):
 - One 60-bit special prime (OpenFHE's hybrid key switching always uses 60-bit special primes); where
   it does not fit the ring, one as large as the chain's largest prime (SEAL's rule), so a ring is
   tried with every chain it can hold before a larger one (`special`).
+- OpenFHE adds special primes of its own under HYBRID key switching, so a BFV/BGV ring it refuses as
+  insecure for them is searched again under BV, which has none (`key_switching_instead`), before the
+  next ring.
 - Ring sizes from the smallest whose slots hold the values; the security bound of the chosen table
   caps the chain (log QP) for each N.
 """
@@ -103,18 +106,24 @@ def candidates(need: Need) -> Iterator[dict]:
         limit = _bound(n, need)
         if need.scheme == "ckks":
             scale = first_scale(need)
-            while scale <= MAX_PRIME - 2 and scale + need.magnitude_bits + 2 <= MAX_PRIME:  # the last prime holds it
-                q = ckks_chain(need, scale)
-                p = special(q, limit)
-                if p is None:
-                    break
-                yield {"N": n, "q_bits": q, "p_bits": p, "scale_bits": scale}
+            while (spec := at_scale(need, n, scale)) is not None:
+                yield spec
                 scale += 4
         else:
             total = _first_int_chain(need, n)
             while (p := special(_split(total), limit)) is not None:
                 yield {"N": n, "q_bits": _split(total), "p_bits": p, "t_bits": need.plain_bits}
                 total += INT_STEP
+
+
+def at_scale(need: Need, n: int, scale: int) -> dict | None:
+    """The CKKS set of ring n at this scale, as the search builds it; None where the ring cannot
+    hold its chain, or the last prime cannot hold the scale and the values above it."""
+    if scale > MAX_PRIME - 2 or scale + need.magnitude_bits + 2 > MAX_PRIME:
+        return None
+    q = ckks_chain(need, scale)
+    p = special(q, _bound(n, need))
+    return None if p is None else {"N": n, "q_bits": q, "p_bits": p, "scale_bits": scale}
 
 
 def special(q: list[int], limit: int) -> list[int] | None:
@@ -125,6 +134,29 @@ def special(q: list[int], limit: int) -> list[int] | None:
     if sum(q) + SPECIAL_BITS <= limit:
         return [SPECIAL_BITS]
     return [max(q)] if sum(q) + max(q) <= limit else None
+
+
+# OpenFHE's BV digit size (bits) when the search switches a ring to BV: 20 bits is what OpenFHE's own BGV choice
+# at depth 1 and t of 20 bits uses at N = 4096. BV's key-switching noise grows with the digit: on a depth-1 tally
+# with 10 rotations at N = 4096, t of 20 bits, one digit per RNS prime (OpenFHE's 0) decrypts BFV q 33+33 wrong and
+# leaves BGV q 43+43 7 bits, where 20-bit digits leave BGV 21-22 bits and BFV 33+33 0-2 (10-bit digits: 2 as well,
+# so the rest is BFV's own noise at that chain; SEAL keeps 6 bits there, Lattigo 3-4).
+BV_DIGIT_BITS = 20
+
+
+def key_switching_instead(library: str, spec: dict, need: Need) -> list[dict]:
+    """The ring's sets under a library's other key switching, where the library's own choice, not the
+    ring, made a set insecure: OpenFHE's HYBRID adds 60-bit special primes of its own (P covers one digit
+    of the chain), BV has none, so log QP is the chain alone, and the ring holds longer chains than the
+    search offered it with a P (from this chain up by INT_STEP, to the ring's bound). Empty for every
+    other library (its P is the request's: a refusal there is the ring's), and for CKKS: BV's noise of a
+    20-bit digit times N costs a scale-sized product most of its precision (N = 8192, q 59+46, scale 2^46:
+    7.2 bits where 22 were asked), so a CKKS ring HYBRID cannot hold is left as before."""
+    if library != "openfhe" or need.scheme == "ckks" or "preset" in spec or spec.get("key_switching"):
+        return []
+    bv = {k: v for k, v in spec.items() if k != "p_bits"} | {"p_bits": [], "key_switching": "bv",
+                                                             "digit_size": BV_DIGIT_BITS or None}
+    return [bv | {"q_bits": _split(total)} for total in range(sum(spec["q_bits"]), _bound(spec["N"], need) + 1, INT_STEP)]
 
 
 def check_possible(need: Need) -> None:
@@ -217,5 +249,6 @@ def advise(need: Need, libraries: list[str], repeats: int = 3, db: Store | None 
 
 def security_text(spec: dict) -> str:
     log_qp = sum(spec["q_bits"]) + sum(spec["p_bits"])
-    return ", ".join(f"{e.describe()} ({t})" for t, e in estimates(spec["N"], log_qp).items())
+    # describe() puts the lattice estimator's figure beside each table's: ">= 128 (estimated 128.2: usvp, ...)".
+    return ", ".join(f"{e.describe()} ({t})" for t, e in estimates(spec["N"], log_qp, with_estimator=True).items())
 

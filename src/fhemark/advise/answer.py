@@ -50,7 +50,8 @@ def to_json(ans: Answer) -> dict:
         req = ans.requirements[c.scheme]
         spec = c.spec or {}
         return {"library": c.library, "scheme": c.scheme, "origin": c.origin,
-                "params": {k: spec.get(k) for k in ("N", "q_bits", "p_bits", "t_bits", "scale_bits", "preset", "bits")
+                "params": {k: spec.get(k) for k in ("N", "q_bits", "p_bits", "t_bits", "scale_bits", "preset", "bits",
+                                                        "key_switching", "digit_size")
                            if spec.get(k) is not None} | ({"t": ((r.effective_params if r else None) or {}).get("t")}
                                                           if c.scheme in ("bfv", "bgv") else {}),
                 "security_bits": r.security_bits if r else None, "security": r.security if r else None,

@@ -8,7 +8,7 @@ library runs it correctly at, proven by running it, then measured side by side a
    one (PROTOCOL.md auto_params: OpenFHE's); each is run with the program itself in `repeats`
    fresh driver processes (fresh keys), SEARCH_SAMPLES samples each; it passes only when every
    output of every sample checks (CKKS: with the precision asked plus CKKS_SEARCH_MARGIN; BFV/BGV:
-   exact, with MARGIN_BITS of noise budget left); then the worst input found in a budgeted search
+   exact, with NOISE_SEARCH_MARGIN of noise budget left); then the worst input found in a budgeted search
    (worst.py: the edges of the inputs' box, then a short search) must check too (`hardest`).
    The smallest passing set is kept.
 3. Measurement: every chosen set, and each scheme's largest chosen set on every library (so the
@@ -36,7 +36,7 @@ from ..stats import FloorRatio
 from ..store.record import Record
 from ..store.sqlite import Store
 from . import measuring
-from .advisor import MARGIN_BITS, MAX_TRIES, Need, candidates
+from .advisor import MARGIN_BITS, MAX_TRIES, Need, at_scale, candidates, key_switching_instead
 from .recommend import amortised
 from .worst import Worst, probe
 
@@ -188,6 +188,10 @@ def search_space(w: Workload, req: Requirements, need: Need) -> list[dict]:
 # the spread than the measurement's many (statistics, SEAL: every search sample at >= 22 bits, then
 # one of ~40 measured at 20.8), and the measurement checks every sample against the requirement.
 CKKS_SEARCH_MARGIN = 2.0
+# The same for BFV/BGV's noise budget: the measurement reports the least of its samples, which read
+# up to 2 bits below the search's few (vote tally, OpenFHE BFV with BV at N = 4096, q 33+33: 2 bits
+# left in the search, 0 in the measurement), so a set chosen at the threshold would flip between runs.
+NOISE_SEARCH_MARGIN = 3.0
 # The worst input found must beat the requirement by this much: it is already the largest error of
 # worst.EDGES + worst.SEARCH evaluations aimed at the corners, so only its keys' share of the spread
 # is left to cover (the margin every verified set keeps, advisor.MARGIN_BITS).
@@ -222,10 +226,10 @@ def verify(w: Workload, need: Need, library: str, spec: dict, repeats: int,
     if rec is None:
         return "not run (the library does not offer this scheme here)", None
     if rec.status != "ok":
-        return f"{rec.status}: {' '.join((rec.error or '').split())[:160]}", rec
+        return f"{rec.status}: {' '.join((rec.error or '').split())}", rec  # whole: it attributes the refusal
     noise = rec.noise_budget_bits
-    if need.scheme in ("bfv", "bgv") and noise is not None and noise < MARGIN_BITS:
-        return f"{noise:g} bits of noise budget left, below the {MARGIN_BITS:g}-bit margin", rec
+    if need.scheme in ("bfv", "bgv") and noise is not None and noise < NOISE_SEARCH_MARGIN:
+        return f"{noise:g} bits of noise budget left, below the search's {NOISE_SEARCH_MARGIN:g}-bit margin", rec
     return "", rec
 
 
@@ -328,16 +332,23 @@ def _on(v: Workload, lib: str, scheme: str, prec: float, security: int, table: s
 def _search(w: Workload, need: Need, lib: str, space: list[dict], repeats: int, db: Store | None,
             say: Callable[..., None], origin: str = "search") -> Candidate:
     """The first set of `space` the program passes at. What a failure measured steers the search:
-    a ring the library refuses as insecure (OpenFHE sizes its own special primes) is left for the
-    next one, and a CKKS set short of precision by d bits moves the scale up by at least d."""
+    a ring the library refuses as insecure is left for the next one, unless the refusal was the
+    library's own key switching's (OpenFHE's HYBRID special primes: key_switching_instead), where the
+    same chain is tried under its other key switching, and the ring's larger chains with it; and a
+    CKKS set short of precision by d bits moves the scale up by at least d."""
     c = Candidate(lib, need.scheme, origin=origin)
     refused: set[int] = set()
+    switched: set[int] = set()  # rings searched under the library's other key switching (key_switching_instead)
     scale_floor = 0
-    for spec in space:
+    queue = list(space)
+    while queue:
+        spec = queue.pop(0)
         if len(c.tried) >= MAX_TRIES:
             break
         if spec.get("N") in refused or (spec.get("scale_bits") or 0) < scale_floor:
             continue
+        if spec.get("N") in switched and not spec.get("key_switching"):
+            continue  # the ring's chains are queued switched
         say("searching parameters", f"{lib} {need.scheme} {set_text(spec)}", 1)
         why, rec = verify(w, need, lib, spec, repeats, db)
         if not why:
@@ -352,10 +363,20 @@ def _search(w: Workload, need: Need, lib: str, space: list[dict], repeats: int, 
         if rec is None or rec.status in STOP:
             break
         if rec.status == "insecure_params" and spec.get("N"):
-            refused.add(spec["N"])
+            instead = [] if spec["N"] in switched else key_switching_instead(lib, spec, need)
+            if instead:  # the library's own key switching was refused, not the ring: the ring's chains switched first
+                switched.add(spec["N"])
+                queue[:0] = instead
+            else:
+                refused.add(spec["N"])
         short = PRECISION_SHORT.search(why)
         if short and spec.get("scale_bits"):
             scale_floor = spec["scale_bits"] + math.ceil(float(short.group(2)) - float(short.group(1)))
+            # The space steps the scale by 4 bits and may step over the scale the shortfall asks for
+            # (34 short by 9: 43, between 42 and 46), which this ring may hold where 46 is refused.
+            exact = at_scale(need, spec["N"], scale_floor) if not spec.get("key_switching") else None
+            if exact and all(x.get("N") != spec["N"] or x.get("scale_bits") != scale_floor for x in queue):
+                queue.insert(0, exact)
     return c
 
 
@@ -371,8 +392,15 @@ def plaintext_text(spec: dict) -> str:
 def set_text(spec: dict) -> str:
     if "preset" in spec:
         return f"preset {spec['preset']} ({spec.get('bits')} bits)"
-    return (f"N = {spec['N']}, q = {'+'.join(map(str, spec['q_bits']))}, P = {'+'.join(map(str, spec['p_bits']))}, "
-            f"{plaintext_text(spec)}")
+    return (f"N = {spec['N']}, q = {'+'.join(map(str, spec['q_bits']))}, P = {'+'.join(map(str, spec['p_bits'])) or 'none'}, "
+            f"{plaintext_text(spec)}{switching_text(spec)}")
+
+
+def switching_text(spec: dict) -> str:
+    """A library's own key switching where the set names one (OpenFHE's BV), after the set's other words."""
+    if spec.get("key_switching") != "bv":
+        return ""
+    return f", BV key switching, digits of {spec['digit_size']} bits" if spec.get("digit_size") else ", BV key switching"
 
 
 def _measure(ans: Answer, store: Store | None, say: Callable[..., None]) -> None:
@@ -387,9 +415,11 @@ def _measure(ans: Answer, store: Store | None, say: Callable[..., None]) -> None
         # The libraries' own searches only, of one way: a library's automatic choice (OpenFHE's two special
         # primes) may be a set another library cannot build at all.
         mine = [c for c in ok if c.scheme == scheme and not c.origin.endswith("-auto") and (c.workload or w).name == name]
-        if scheme in INT_SCHEMES or len(mine) < 2:
+        # nor is a set under a library's own key switching (OpenFHE's BV) one the others can build
+        common = [c for c in mine if not c.spec.get("key_switching")]
+        if scheme in INT_SCHEMES or len(mine) < 2 or not common:
             continue
-        top = max(mine, key=Candidate.size)
+        top = max(common, key=Candidate.size)
         for c in mine:
             if c.spec != top.spec:
                 shared.append(Candidate(c.library, scheme, top.spec, "shared", verified=False, workload=c.workload,

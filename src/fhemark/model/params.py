@@ -80,6 +80,10 @@ class ParamSet(BaseModel):
     batching: bool = True  # BFV/BGV: False allows any t (e.g. 2) with coefficient encoding only
     kind: Literal["rlwe", "bits"] = "rlwe"
     bits: int | None = None  # tfhe_int: width of the integers
+    # A library's own key-switching choice (OpenFHE: "hybrid", its default, or "bv" with an optional digit size
+    # in bits): left out of the wire when unset, so drivers without the choice never see it.
+    key_switching: Literal["hybrid", "bv"] | None = None
+    digit_size: int | None = None
 
     @property
     def log_qp_nominal(self) -> int:
@@ -95,7 +99,8 @@ class ParamSet(BaseModel):
         if self.kind == "bits":
             return {"preset": self.preset, **({"bits": self.bits} if self.bits else {})}
         drop = {"name", "kind", "bits"} | ({"preset"} if self.preset is None else set()) | \
-            ({"batching"} if self.batching else set())  # the default is left out: drivers that batch need not know
+            ({"batching"} if self.batching else set()) | \
+            {k for k in ("key_switching", "digit_size") if getattr(self, k) is None}  # defaults: drivers need not know
         return self.model_dump(exclude=drop)
 
 
@@ -118,6 +123,8 @@ class ParamSpec(BaseModel):
     name: str | None = None
     preset: str | None = None
     batching: bool = True
+    key_switching: Literal["hybrid", "bv"] | None = None  # OpenFHE's choice (PROTOCOL.md, setup)
+    digit_size: int | None = Field(None, ge=1, le=60)
 
     @field_validator("name")
     @classmethod
@@ -264,8 +271,13 @@ def _validated(spec: ParamSpec, scheme: str, where: str) -> ParamSet:
     else:
         raise UserError(f"{where}: scheme '{scheme}' has no RLWE parameter set",
                         f"use one of {', '.join(SCHEMES_RLWE + SCHEMES_BITS)}")
+    if spec.key_switching == "bv" and spec.p_bits:
+        raise UserError(f"{where}.p_bits: BV key switching has no special primes", "write p_bits: [] with key_switching: bv")
+    if spec.digit_size is not None and spec.key_switching != "bv":
+        raise UserError(f"{where}.digit_size: only BV key switching has a digit size", "add key_switching: bv")
     return ParamSet(N=n, q_bits=tuple(spec.q_bits), p_bits=tuple(spec.p_bits), t=t, scale_bits=scale,
-                    sigma=spec.sigma, name=spec.name, batching=spec.batching or scheme == "ckks")
+                    sigma=spec.sigma, name=spec.name, batching=spec.batching or scheme == "ckks",
+                    key_switching=spec.key_switching, digit_size=spec.digit_size)
 
 
 def batching_prime(n: int, bits: int) -> int:

@@ -12,7 +12,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..advise.answer import client_bytes, eval_key_bytes, levels_available
-from ..advise.choose import Answer, Candidate, margin, plaintext_text
+from ..advise.choose import Answer, Candidate, margin, plaintext_text, switching_text
 from ..analyse import ratios
 from ..model.requirements import Requirements
 from ..store.record import Record
@@ -47,7 +47,8 @@ def _params(c: Candidate) -> tuple[str, str, str]:
     if "preset" in s:
         return "-", "-", f"preset {s['preset']}, {s.get('bits')}-bit integers"
     return (str(s.get("N")), str(c.log_qp()),
-            f"q {'+'.join(map(str, s['q_bits']))}, P {'+'.join(map(str, s['p_bits']))}, {plaintext_text(s)}")
+            f"q {'+'.join(map(str, s['q_bits']))}, P {'+'.join(map(str, s['p_bits'])) or 'none'}, {plaintext_text(s)}"
+            f"{switching_text(s)}")
 
 
 def _margin(ans: Answer, c: Candidate, unit: bool = True) -> str:
@@ -61,7 +62,9 @@ def _margin(ans: Answer, c: Candidate, unit: bool = True) -> str:
 
 def _security(c: Candidate) -> str:
     sec = c.record.security if c.record else {}
-    return ", ".join(f"{v['bits']} ({k})" for k, v in sec.items()) or "-"
+    # The lattice estimator's figure beside each table's (records made before it have none).
+    return ", ".join(f"{v['bits']} ({k}" + (f"; est. {v['estimated_bits']:g})" if v.get("estimated_bits") is not None else ")")
+                     for k, v in sec.items()) or "-"
 
 
 def _speed(r: Record, narrow: bool) -> str:

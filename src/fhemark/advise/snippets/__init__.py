@@ -30,7 +30,8 @@ BUILDERS: dict[str, Callable[[str, ParamSet, bool], str]] = {
     "tfhe-rs": build_tfhe}
 _SUFFIX = {"python": "py", "go": "go", "rust": "rs"}
 _COMMENT = {"python": "#", "go": "//", "rust": "//"}
-_SPEC_KEYS = ("N", "q_bits", "p_bits", "t", "t_bits", "scale_bits", "sigma", "name", "preset", "batching", "bits")
+_SPEC_KEYS = ("N", "q_bits", "p_bits", "t", "t_bits", "scale_bits", "sigma", "name", "preset", "batching", "bits",
+              "key_switching", "digit_size")
 TFHE_FEATURES = ("boolean", "shortint", "integer")
 _RUN = {"python": "python {file}", "go": "go run {file}", "rust": "cargo run --release (this file as src/main.rs)"}
 
@@ -78,6 +79,9 @@ def snippet(library: str, scheme: str, params: dict | ParamSet, header: str | No
     if ps.kind == "rlwe" and ps.preset:
         raise UserError(f"no snippet for the {form.title} preset '{ps.preset}'",
                         "snippets cover explicit N / q_bits / p_bits sets")
+    if ps.key_switching and lib != "openfhe":
+        raise UserError(f"key_switching {ps.key_switching!r} is OpenFHE's choice: {form.title} has none",
+                        "remove key_switching and digit_size")
     language = form.language
     stem = lib.removesuffix("-rs")
     filename = f"{scheme if scheme.startswith(stem) else f'{stem}_{scheme}'}.{_SUFFIX[language]}"
@@ -125,7 +129,9 @@ def _describe(scheme: str, ps: ParamSet) -> str:
     if ps.kind == "bits":
         return f"preset {ps.preset}" + (f", {ps.bits}-bit integers" if ps.bits else "")
     value = f"scale 2^{ps.scale_bits}" if scheme == "ckks" else f"t={ps.t}"
-    return f"N={ps.N}, q_bits={list(ps.q_bits)}, p_bits={list(ps.p_bits)}, {value}"
+    switching = f", key_switching={ps.key_switching}" + (f", digit_size={ps.digit_size}" if ps.digit_size else "") \
+        if ps.key_switching else ""
+    return f"N={ps.N}, q_bits={list(ps.q_bits)}, p_bits={list(ps.p_bits)}, {value}{switching}"
 
 
 __all__ = ["BUILDERS", "TFHE_FEATURES", "Form", "Snippet", "forms", "parse_report", "snippet", "tfhe_preset", "write"]

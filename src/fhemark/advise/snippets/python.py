@@ -104,20 +104,6 @@ ${imports}
 
 import openfhe
 
-parameters = openfhe.CCParams${kind}RNS()
-parameters.SetRingDim(${N})
-${chain}
-parameters.SetKeySwitchTechnique(openfhe.HYBRID)
-parameters.SetNumLargeDigits(${dnum})  # key-switching digits: OpenFHE makes P of 60-bit primes covering one digit
-parameters.SetSecretKeyDist(openfhe.UNIFORM_TERNARY)
-parameters.SetStandardDeviation(${sigma})
-parameters.SetSecurityLevel(openfhe.${level})${level_note}
-cc = openfhe.GenCryptoContext(parameters)
-for feature in (openfhe.PKE, openfhe.KEYSWITCH, openfhe.LEVELEDSHE):
-    cc.Enable(feature)
-keys = cc.KeyGen()
-cc.EvalMultKeyGen(keys.secretKey)
-
 
 def moduli(obj) -> list:
     """OpenFHE's Python API has no getter for the RNS primes: read them from its JSON serialization."""
@@ -135,14 +121,41 @@ def moduli(obj) -> list:
     return list(dict.fromkeys(found))
 
 
+parameters = openfhe.CCParams${kind}RNS()
+parameters.SetRingDim(${N})
+${chain}
+${switching}
+parameters.SetSecretKeyDist(openfhe.UNIFORM_TERNARY)
+parameters.SetStandardDeviation(${sigma})
+parameters.SetSecurityLevel(openfhe.${level})${level_note}
+${context}
+for feature in (openfhe.PKE, openfhe.KEYSWITCH, openfhe.LEVELEDSHE):
+    cc.Enable(feature)
+keys = cc.KeyGen()
+cc.EvalMultKeyGen(keys.secretKey)
+
 # What OpenFHE built:
 q = moduli(cc)
 p = [m for m in moduli(cc.GetEvalMultKeyVector(keys.secretKey.GetKeyTag())[0]) if m not in q]
 print(json.dumps({"N": cc.GetRingDimension(), "q_bits": [m.bit_length() for m in q], "p_bits": [m.bit_length() for m in p],
-                  ${reported}, "security": parameters.GetSecurityLevel().name}))
+                  ${reported}, "security": parameters.GetSecurityLevel().name,
+                  "key_switching": parameters.GetKeySwitchTechnique().name}))
 '''
 
 
+_CONTEXT = "cc = openfhe.GenCryptoContext(parameters)"
+# OpenFHE BFV makes as many primes as its noise estimate for the depth needs, not one a level (BV, N = 4096, t of 20
+# bits: depth 1 gives 33+33+33), so the snippet walks the depth as the driver does (contexts.py, bfv_context).
+_BFV_WALK = """# OpenFHE BFV derives its primes from a noise estimate for a multiplicative depth: the depth nearest {d}
+# whose chain has the {n} primes of q_bits (fhemark's driver walks the depth the same way)
+for depth in sorted(range(2 * {n} + 2), key=lambda d: abs(d - {d})):
+    parameters.SetMultiplicativeDepth(depth)
+    try:
+        cc = openfhe.GenCryptoContext(parameters)
+    except RuntimeError:  # a depth whose chain the security table refuses
+        continue
+    if len(moduli(cc)) == {n}:
+        break"""
 _FIXEDMANUAL = "parameters.SetScalingTechnique(openfhe.FIXEDMANUAL)  # {what} when you call it, as SEAL and Lattigo do"
 
 
@@ -154,7 +167,7 @@ def build_openfhe(scheme: str, ps: ParamSet, insecure: bool) -> str:
     upper = q[1:] or q
     if scheme == "bfv":
         note = (" (OpenFHE BFV uses one prime size for the whole chain)" if len(set(q)) > 1 else "")
-        chain = ["# OpenFHE BFV sizes its chain from a noise estimate for this depth (the JSON line shows the primes)", depth,
+        chain = [depth,
                  f"parameters.SetScalingModSize({max(q)})  # the size of every prime{note}",
                  f"parameters.SetPlaintextModulus({ps.t})  # {t_note(ps)}"]
     elif scheme == "bgv":
@@ -169,14 +182,25 @@ def build_openfhe(scheme: str, ps: ParamSet, insecure: bool) -> str:
                  f"parameters.SetScalingModSize({ps.scale_bits})  # the scale 2^{ps.scale_bits}; primes above level 0 are "
                  f"near it, some one bit above{note}",
                  f"parameters.SetBatchSize({ps.N // 2})"]
-    p_note = "" if set(ps.p_bits) <= {60} else f"  (p_bits {list(ps.p_bits)} become 60-bit primes)"
-    dnum = openfhe_dnum(q, list(ps.p_bits))
-    return fill(_OPENFHE, kind=scheme.upper(), N=ps.N, chain="\n".join(chain), dnum=f"{dnum}{p_note}",
+    return fill(_OPENFHE, kind=scheme.upper(), N=ps.N, chain="\n".join(chain), switching=openfhe_switching(ps),
+                 context=_BFV_WALK.format(n=len(q), d=len(q) - 1) if scheme == "bfv" else _CONTEXT,
                  sigma=ps.sigma, level="HEStd_NotSet" if insecure else "HEStd_128_classic",
                  level_note=INSECURE_NOTE if insecure else "  # OpenFHE's 128-bit security check (HE standard tables)",
                  imports=imports(scheme == "ckks"),
                  reported=('"scale_bits": math.log2(cc.GetScalingFactorReal(0))' if scheme == "ckks" else
                            '"t": cc.GetPlaintextModulus()'))
+
+
+def openfhe_switching(ps: ParamSet) -> str:
+    """The set's key switching as the driver sets it (drivers/openfhe/contexts.py, key_switching)."""
+    if ps.key_switching == "bv":
+        return ("parameters.SetKeySwitchTechnique(openfhe.BV)  # no special primes: log QP is the chain alone\n"
+                f"parameters.SetDigitSize({ps.digit_size or 0})  # bits per key-switching digit"
+                + ("" if ps.digit_size else " (0: one digit per RNS prime)"))
+    p_note = "" if set(ps.p_bits) <= {60} else f" (p_bits {list(ps.p_bits)} become 60-bit primes)"
+    return ("parameters.SetKeySwitchTechnique(openfhe.HYBRID)\n"
+            f"parameters.SetNumLargeDigits({openfhe_dnum(list(ps.q_bits), list(ps.p_bits))})"
+            f"  # key-switching digits: OpenFHE makes P of 60-bit primes covering one digit{p_note}")
 
 
 def openfhe_dnum(q_bits: list[int], p_bits: list[int]) -> int:
