@@ -120,8 +120,8 @@ def run_row(w: Workload, given: ParamSet | None = None, samples: int = 10, warmu
         hello = json.loads(_line(proc))
         log_qp = round(hello["log_qp"], 2)
         # HEIR picks its own N and chain: whether that is the same security as fhemark's sets, by the same tables.
-        security = {t: {"bits": est.bits, "below_table": est.below_table}
-                    for t, est in estimates(1 << hello["logN"], log_qp).items()}
+        security = {t: {"bits": est.bits, "below_table": est.below_table, "estimated_bits": est.estimated_bits,
+                         "attack": est.attack} for t, est in estimates(1 << hello["logN"], log_qp, with_estimator=True).items()}
         row.scheme = {**compiled.param.record(), "log_qp": log_qp, "security": security}
         row.eval_key_bytes = hello["eval_key_bytes"] if hello["eval_key_bytes"] >= 0 else None
         worst = 0.0

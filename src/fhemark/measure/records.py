@@ -12,10 +12,10 @@ from typing import Any, Callable
 import numpy as np
 
 from ..drivers.protocol import Capabilities, Effective
-from ..errors import DriverError
+from ..errors import DriverError, UserError
 from ..model.ops import BenchOp
 from ..model.program import Program
-from ..model.security import Estimate, estimates
+from ..model.security import TABLES, Estimate, bit_scheme_sets, estimates, judge_weakest
 from ..model.semantics import Plain
 from ..plan.jobs import Group, Job
 from ..plan.suites import Suite
@@ -100,19 +100,28 @@ def _base(job: Job, op: BenchOp, prep: Prepared | DriverError, ctx: RecordContex
 
 def _security(job: Job, eff: Effective | None, log_qp: float, suite: Suite) -> dict[str, Any]:
     """The security fields: of what the library built, or where its setup failed of what was asked
-    (where a table applies); judged in the suite's table, or the library's own for bit schemes."""
+    (where a table applies); judged in the suite's table, with the lattice estimator's figure beside
+    it (or deciding, where the table cannot judge the set: every TFHE-family set); bit schemes keep
+    the library's own word under "library"."""
     bits = job.params.kind == "bits"
     if eff is not None:
         sec = security_of(job.params.kind, eff)
     else:
-        sec = estimates(job.params.N, max(log_qp, 1)) if not bits and job.params.preset is None else {}
-    table = "library" if bits else suite.security.table
+        sec = _rlwe(job.params.N, log_qp) if not bits and job.params.preset is None else {}
+    table = suite.security.table if suite.security.table in sec else "library"
     return {
         "security_bits": sec[table].bits if table in sec else None,
         "security_table": table,
-        "security": {t: {"bits": e.bits, "below_table": e.below_table} for t, e in sec.items()},
+        "security": {t: _security_entry(e) for t, e in sec.items()},
         "insecure": table in sec and sec[table].bits < suite.security.min_bits,
     }
+
+
+def _security_entry(e: Estimate) -> dict[str, Any]:
+    out: dict[str, Any] = {"bits": e.bits, "below_table": e.below_table}
+    if e.estimated_bits is not None:
+        out.update(estimated_bits=e.estimated_bits, attack=e.attack, judged_by=e.judged_by)
+    return out | ({"note": e.note} if e.note else {})
 
 
 def _failure(base: dict, job: Job, op: BenchOp, prep: Prepared | DriverError, err: DriverError) -> dict:
@@ -221,12 +230,30 @@ def plain_of(g: Group, eff: Effective) -> Plain:
 
 
 def security_of(kind: str, eff: Effective | None) -> dict[str, Estimate]:
-    """RLWE: both tables, from the moduli the library built. Bit schemes: the
-    library's own stated target for its parameter set (no table applies)."""
+    """RLWE: both tables, from the moduli the library built, each with the estimator's figure. Bit
+    schemes: the estimator's verdict on the weakest of the LWE/GLWE problems the library's facts name
+    (the same for both tables: none has a row for them), and the library's own stated target."""
     if kind == "rlwe":
-        return estimates(eff.N, max(eff.log_qp, 1)) if eff else {}
-    target = eff.security_bits_target if eff else None
-    return {"library": Estimate("library", target, False, 0)} if target else {}
+        return _rlwe(eff.N, eff.log_qp) if eff else {}
+    if eff is None:
+        return {}
+    target = eff.security_bits_target
+    out = {"library": Estimate("library", target, False, 0, judged_by="library")} if target else {}
+    try:
+        sets = bit_scheme_sets(eff.model_dump())
+        judged = {t: judge_weakest(sets, t) for t in TABLES} if sets else {}
+    except (KeyError, TypeError, ValueError, UserError):  # facts of an unexpected shape: the library's word alone
+        judged = {}
+    return out | judged
+
+
+def _rlwe(n: int, log_qp: float) -> dict[str, Estimate]:
+    """Both tables' verdicts with the estimator's figure beside them (about 25 ms a new set, cached after);
+    the tables' alone for a modulus too small to estimate, which a record must still be able to say."""
+    try:
+        return estimates(n, max(log_qp, 1), with_estimator=True)
+    except ValueError:
+        return estimates(n, max(log_qp, 1))
 
 
 def _param_mismatch(job: Job, eff: Effective) -> list[str]:

@@ -9,16 +9,17 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property, lru_cache
 
 from ..errors import UserError
+from ..model import estimator as lattice
 from ..model import workload_file
 from ..model.catalog import BOOTSTRAP, DEPTH, INTO, MICRO, PIPELINES, SIZED, known, lookup, unknown_op
 from ..model.ops import BenchOp
 from ..model.params import SCHEMES_BITS, SCHEMES_RLWE, ParamSet, resolve
 from ..model.rotations import galois_steps
-from ..model.security import Estimate, estimate
+from ..model.security import LEVELS, Estimate, judge
 from ..model.workload import WorkloadRef
 from .suites import Policy, Suite, thread_counts
 
@@ -202,6 +203,18 @@ def _check_slots(slots: list[int] | None, scheme: str, params: ParamSet, where: 
                             f"use vector lengths from 1 to {have}, or a larger N")
 
 
+def judged(params: ParamSet, table: str, min_bits: int) -> Estimate:
+    """A ternary RLWE set's verdict: the table's where it has the set and the level asked is one of its
+    rows; the lattice estimator's where the table is silent (an N with no row, below 128 bits, or a
+    `--security` level between its rows, which only the estimate can place a set against)."""
+    secret = lattice.parse_secret(params.secret, params.N)  # a sparse secret is in no table: the estimate judges it
+    est = judge(lattice.rlwe(params.N, max(params.log_qp_nominal, 1), secret, params.sigma), table)
+    if est.judged_by == "estimate" or min_bits in LEVELS or est.estimated_bits is None:
+        return est
+    return replace(est, bits=int(est.estimated_bits), below_table=est.estimated_bits < 128, judged_by="estimate",
+                   note=f"judged by the estimate ({min_bits} bits lies between the {table} table's levels)")
+
+
 def build(suite: Suite, available: list[str], allow_insecure: bool = False,
           only_libraries: list[str] | None = None, known: list[str] | None = None) -> Plan:
     """`available`: drivers built here; `known`: every driver this checkout has
@@ -240,13 +253,14 @@ def build(suite: Suite, available: list[str], allow_insecure: bool = False,
                 planned.update(ops)
                 tried.append((scheme, params))
                 # Bit schemes' sets and library presets are checked after setup, from what the library built.
-                est = estimate(params.N, max(params.log_qp_nominal, 1), suite.security.table) \
-                    if params.kind == "rlwe" else None
-                if params.preset is None and est.bits < suite.security.min_bits and not allow_insecure:
+                est = judged(params, suite.security.table, suite.security.min_bits) \
+                    if params.kind == "rlwe" and params.preset is None else None
+                if est is not None and est.bits < suite.security.min_bits and not allow_insecure:
+                    bound = f" (the bound is {est.bound_128} bits)" if est.judged_by == "table" else ""
                     raise UserError(
                         f"{where}.params[{pi}] ({params.label()}, {scheme}): log QP = {params.log_qp_nominal} at "
                         f"N = {params.N} gives {est.describe()} bits under {est.table}, below the required "
-                        f"{suite.security.min_bits} (the bound is {est.bound_128} bits)",
+                        f"{suite.security.min_bits}{bound}",
                         "use a larger N or a smaller modulus, or pass --allow-insecure to run it marked insecure")
                 if not ops:
                     continue

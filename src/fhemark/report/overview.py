@@ -151,7 +151,22 @@ def _security(recs: list[Record]) -> str:
     text = ", ".join(f"{bits} bits ({table})" for bits, table in seen) or "not estimated"
     if disagree := security_disagreements(recs):  # "security of n8192: 128 (hestd2018), 125 (guidelines2024) bits"
         text = disagree.split(": ", 1)[1]
+    if estimated := _estimated(recs):
+        text += f"; estimated {estimated}"
     return ("† below the requested level: " if any(r.insecure for r in recs) else "") + text
+
+
+def _estimated(recs: list[Record]) -> str:
+    """"128.2 bits (usvp, beta=325, hestd2018 model)": the lattice estimator's figure for the setup in the
+    deciding table, per library where they differ (each library's TFHE-family set is its own)."""
+    seen = {}
+    for r in recs:
+        e = r.security.get(r.security_table or "", {})
+        if e.get("estimated_bits") is not None:
+            seen.setdefault(f"{e['estimated_bits']:g} bits ({e.get('attack', '')})", set()).add(r.library)
+    if len(seen) == 1:
+        return next(iter(seen))
+    return ", ".join(f"{', '.join(sorted(libs))}: {text}" for text, libs in sorted(seen.items()))
 
 
 def _standing(s: Setup, lib: str) -> str:

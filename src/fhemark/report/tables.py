@@ -72,8 +72,19 @@ def security_disagreements(recs: list[Record]) -> str:
     for r in recs:
         sec = r.security
         if len(sec) > 1 and len({v["bits"] for v in sec.values()}) > 1:
-            seen.setdefault(params_name(r), ", ".join(f"{v['bits']} ({t})" for t, v in sorted(sec.items(), reverse=True)))
+            # TFHE-family presets share names ("default") across libraries but not their sets
+            name = params_name(r) + (f" ({r.library})" if "library" in sec else "")
+            seen.setdefault(name, ", ".join(f"{v['bits']} ({t})" for t, v in sorted(sec.items(), reverse=True)))
     return "; ".join(f"security of {k}: {v} bits" for k, v in sorted(seen.items()))
+
+
+def security_label(rec: Record) -> str:
+    """"128 (hestd2018; est. 128.2)": the deciding table's figure and the lattice estimator's beside it;
+    "128 (hestd2018; est. 131.8, by the estimate)" where the estimate decided (TFHE-family sets)."""
+    entry = rec.security.get(rec.security_table or "", {})
+    est = entry.get("estimated_bits")
+    extra = "" if est is None else f"; est. {est:g}" + (", by the estimate" if entry.get("judged_by") == "estimate" else "")
+    return f"{rec.security_bits} ({rec.security_table}{extra})"
 
 
 def params_name(rec: Record) -> str:
@@ -361,7 +372,7 @@ def facts_table(recs: list[Record]) -> Table:
                      "-" if r.peak_rss_bytes is None else f"{r.peak_rss_bytes / 2**20:.0f}",
                      "-" if r.driver_overhead_ns is None else f"{r.driver_overhead_ns:.0f}"
                      + (f" (binding call {b:.0f})" if (b := (r.library_build or {}).get("binding_call_ns")) else ""),
-                     f"{r.security_bits} ({r.security_table})", _activity(r),
+                     security_label(r), _activity(r),
                      r.env.get("host") or "-"])
     return Table("Noise, precision, sizes, memory", ["library / scheme", "N", "op", "noise budget (bits)",
                  "precision (bits)", "output size", "peak RSS (MiB)", "driver overhead (ns)", "security",
