@@ -171,6 +171,15 @@ def median_cell(j: dict) -> str:
     return f"{j['median_ratio']:.2f}" + (f" ({min(rr):.2f}-{max(rr):.2f})" if len(rr) > 1 else "")
 
 
+def row_cells(row: dict, reference: str = "reference") -> tuple[str, str, str, str]:
+    """A written row's judgement as the table prints it (ratio, p, fast rounds, old median ratio); its
+    reference side's fast rounds are under `<reference>_fast_rounds` (e.g. lattigo_fast_rounds)."""
+    j = {"ratio": row["ratio_floor"], "ratio_ci95": row["ratio_floor_ci95"], "median_ratio": row["ratio_median_unpaired"],
+         "median_ratio_by_round": row["ratio_median_by_round"], "fhemark_fast_rounds": row["fhemark_fast_rounds"],
+         "reference_fast_rounds": row[f"{reference}_fast_rounds"]}
+    return (ratio_cell(j), "-" if row["p"] is None else f"{row['p']:.2g}", fast_cell(j, row["rounds"]), median_cell(j))
+
+
 def print_table(head: tuple[str, ...], lines: list[tuple], right: set[int]) -> None:
     widths = [max(len(str(x)) for x in col) for col in zip(head, *lines)]
 

@@ -169,12 +169,7 @@ def print_rows(rows: list[dict]) -> None:
             "median ratio (by round)")
     lines = [(r["scheme"], r["N"], r["op"], _us(r["reference_floor_ns"]),
               _us(r["fhemark_floor_ns"]) if r["status"] == "ok" else r["status"],
-              fidelity_run.ratio_cell({"ratio": r["ratio_floor"], "ratio_ci95": r["ratio_floor_ci95"]}),
-              "-" if r["p"] is None else f"{r['p']:.2g}",
-              fidelity_run.fast_cell({"reference_fast_rounds": r["reference_fast_rounds"],
-                                      "fhemark_fast_rounds": r["fhemark_fast_rounds"]}, r["rounds"]),
-              fidelity_run.median_cell({"median_ratio": r["ratio_median_unpaired"],
-                                        "median_ratio_by_round": r["ratio_median_by_round"]})) for r in rows]
+              *fidelity_run.row_cells(r)) for r in rows]
     fidelity_run.print_table(head, lines, {1, 3, 4, 5, 6, 7})
 
 
