@@ -155,7 +155,7 @@ def key_switching_instead(library: str, spec: dict, need: Need) -> list[dict]:
     if library != "openfhe" or need.scheme == "ckks" or "preset" in spec or spec.get("key_switching"):
         return []
     bv = {k: v for k, v in spec.items() if k != "p_bits"} | {"p_bits": [], "key_switching": "bv",
-                                                             "digit_size": BV_DIGIT_BITS or None}
+                                                             "digit_size": BV_DIGIT_BITS}
     return [bv | {"q_bits": _split(total)} for total in range(sum(spec["q_bits"]), _bound(spec["N"], need) + 1, INT_STEP)]
 
 

@@ -9,7 +9,7 @@ meets level L when its log QP is at most the table's bound for N and L. Below
 linearly with N / log QP), marked as such.
 
 `estimate(..., with_estimator=True)` adds the estimator's figure under the table's
-own model (`TABLE_MODEL`). `judge` decides a set the tables cannot (a sparse,
+own model (`table_model`). `judge` decides a set the tables cannot (a sparse,
 binary or Gaussian secret, another error width, a plain LWE set, an N with no
 row, a set below 128 bits) by the estimator's figure, and says so.
 """
@@ -53,8 +53,7 @@ class Estimate:
 
     def describe(self) -> str:
         if self.judged_by == "estimate":
-            text = f"~{self.estimated_bits:.1f} (estimated: {self.attack}; {self.note})"
-            return text
+            return f"~{self.estimated_bits:.1f} (estimated: {self.attack}; {self.note})"
         text = f"~{self.bits} (below 128, extrapolated)" if self.below_table else f">= {self.bits}"
         if self.estimated_bits is not None:
             text += f" (estimated {self.estimated_bits:.1f}: {self.attack})"
