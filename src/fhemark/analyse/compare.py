@@ -14,7 +14,9 @@ interval says (a cheap op's cache state, a fast level of the host that one run n
 library's median over dozens of cases far less. Cases match on the job key (the resolved case:
 library, scheme, parameters, operation, vector length, sampling policy, threads),
 so a library upgrade is compared with itself and a changed sampling policy is "not comparable"
-rather than a false change.
+rather than a false change. Two versions of a library (lib@version, or one name whose records report
+different library_version) compare the same way, case by case where the job matches except for the
+version (version_pairs): what `compare --versions` and the report's versions section judge.
 """
 
 from __future__ import annotations
@@ -73,6 +75,7 @@ class Comparison:
     libraries: list[LibraryChange] = field(default_factory=list)
     shift_source: str = ""  # how the machine-wide shift was estimated, or why it was not
     edited: list[str] = field(default_factory=list)  # user's computations measured from different file bytes
+    versions: list[str] = field(default_factory=list)  # "openfhe 1.5.1 -> 1.6.1 (12 cases)": the versions compared
 
     def count(self, verdict: str) -> int:
         return sum(c.verdict == verdict for c in self.changes)
@@ -175,11 +178,99 @@ CASE_THRESHOLD = 0.05
 LIBRARY_THRESHOLD = 0.02
 
 
+def base_library(name: str) -> str:
+    """The library a name runs: `openfhe` of `openfhe@1.5.1` (the bare name: its pinned version)."""
+    return name.partition("@")[0]
+
+
+def version_of(r: Record) -> str:
+    """The exact version the driver reported, else the one the name asked for."""
+    return r.library_version or name_version(r.library) or "unknown"
+
+
+def name_version(name: str) -> str:
+    return name.partition("@")[2]
+
+
+def _case_key(r: Record) -> tuple:
+    """A job without its version: what the record says of the resolved case (the job key hashes the
+    library's full name, so two versions never share one) and of the policy it was measured under."""
+    return (base_library(r.library), _cell(r), r.input_state, r.target_rel_ci, r.budget_s,
+            (r.workload or {}).get("file_sha256"))
+
+
+def version_pairs(base: list[Record], new: list[Record], versions: tuple[str, str] | None = None
+                  ) -> list[tuple[Record, Record]]:
+    """Pairs of one case at two versions of one library. `versions` (old, new): the base run's
+    records of the first name against the new run's of the second (both may be one run); None: every
+    case left without a partner by its job key whose version-free case is unique on each side."""
+    if versions is not None:
+        old_of = {_case_key(r): r for r in base if r.library == versions[0]}
+        return [(old_of[k], r) for r in new if r.library == versions[1] and (k := _case_key(r)) in old_of]
+    keys = {(r.job_key, r.op) for r in base} & {(r.job_key, r.op) for r in new}
+    left_base = [r for r in base if (r.job_key, r.op) not in keys]
+    left_new = [r for r in new if (r.job_key, r.op) not in keys]
+
+    def unique(recs: list[Record]) -> dict[tuple, Record]:
+        by: dict[tuple, list[Record]] = {}
+        for r in recs:
+            by.setdefault(_case_key(r), []).append(r)
+        return {k: rs[0] for k, rs in by.items() if len(rs) == 1}
+    olds, news = unique(left_base), unique(left_new)
+    return [(olds[k], news[k]) for k in news if k in olds and olds[k].library != news[k].library]
+
+
+def _names(recs: list[Record]) -> str:
+    return ", ".join(sorted({r.library for r in recs})) or "none"
+
+
+def _versions_line(pairs: list[tuple[Record, Record]]) -> list[str]:
+    """"openfhe 1.5.1 (openfhe@1.5.1) -> 1.6.1 (openfhe@1.6.1): 12 cases" per pair of versions."""
+    count: dict[tuple, int] = {}
+    for b, n in pairs:
+        k = (base_library(n.library), version_of(b), b.library, version_of(n), n.library)
+        count[k] = count.get(k, 0) + 1
+    return [f"{lib} {v0} ({name0}) -> {v1} ({name1}): {n} case{'s' if n != 1 else ''}"
+            for (lib, v0, name0, v1, name1), n in sorted(count.items())]
+
+
+def _versions_label(b: Record, n: Record) -> str:
+    """A case of two versions names both: `openfhe 1.5.1 -> 1.6.1 CKKS ... mul`."""
+    rest = label(n)[len(n.library):]
+    return f"{base_library(n.library)} {version_of(b)} -> {version_of(n)}{rest}"
+
+
 def compare(base_recs: list[Record], new_recs: list[Record], base_env: dict, new_env: dict,
             threshold: float = CASE_THRESHOLD, alpha: float = 0.05, other_host: bool = False,
-            library_threshold: float = LIBRARY_THRESHOLD) -> Comparison:
-    base = {(r.job_key, r.op): r for r in latest(base_recs)}
-    new = {(r.job_key, r.op): r for r in latest(new_recs)}
+            library_threshold: float = LIBRARY_THRESHOLD, versions: tuple[str, str] | None = None) -> Comparison:
+    """`versions` (old name, new name): judge only that library's cases at those two versions (the
+    other libraries' cases measured in both runs only give the machine-wide shift). Without it,
+    cases of two versions of a library pair up where nothing else pairs them (version_pairs)."""
+    base_l, new_l = latest(base_recs), latest(new_recs)
+    base = {(r.job_key, r.op): r for r in base_l}
+    new = {(r.job_key, r.op): r for r in new_l}
+    pairs = version_pairs(base_l, new_l, versions)
+    if versions is not None:
+        # Controls: the other libraries' cases, where the runs are two (a run against itself would
+        # read the shift from identical samples: 1 exactly, and say it removed something).
+        controls = {k for k in base.keys() & new.keys() if base[k].run_id != new[k].run_id
+                    and base_library(new[k].library) != base_library(versions[1])}
+        base = {k: base[k] for k in controls}
+        new = {k: new[k] for k in controls}
+    judged: set[tuple] = set()  # with `versions`: the only cases judged
+    for b, n in pairs:
+        base.pop((b.job_key, b.op), None)  # no longer "removed" and "added": one case at two versions
+        new.pop((n.job_key, n.op), None)
+        k = ("versions", _case_key(n), n.op)
+        base[k], new[k] = b, n
+        judged.add(k)
+    if versions is not None and not pairs:
+        raise UserError(f"no case of {versions[0]} in the baseline matches one of {versions[1]} in the new run "
+                        f"(baseline: {_names(base_l)}; new run: {_names(new_l)}): the comparison would judge nothing",
+                        "name two versions the runs measured on the same cases, as --versions OLD,NEW")
+    # A bare name whose version moved between the runs (the pin upgraded) is a version pair too.
+    pairs += [(base[k], new[k]) for k in base.keys() & new.keys()
+              if k[0] != "versions" and version_of(base[k]) != version_of(new[k])]
     diffs = host_diffs(base_env, new_env)
     if diffs and not other_host:
         raise UserError(f"the runs were measured on different hosts ({'; '.join(diffs)}): their timings do not compare",
@@ -196,16 +287,24 @@ def compare(base_recs: list[Record], new_recs: list[Record], base_env: dict, new
         raise UserError(f"the runs have no case in common ({len(base)} in the baseline, {len(new)} in the new run): "
                         "the comparison would judge nothing",
                         "compare a run with one of the same suite (same library, scheme, parameters, op, policy, threads)")
-    shifts, source = machine_shift(base, new)
-    local = case_shifts(base, new)
+    # A library measured at another version changed on purpose: it tells nothing of the machine.
+    upgraded = {n.library for _, n in pairs}
+    shifts, source = machine_shift(base, new, upgraded)
+    if pairs and not shifts and all(b.run_id == n.run_id for b, n in pairs):
+        source = "none to remove: the versions were measured in one run, taking turns"
+    local = case_shifts(base, new, upgraded)
     if local:
         source = _join(f"per case: the median floor ratio of the other libraries measured on the same op in the "
                        f"same turns ({len(local)} cases); elsewhere " + (source or "none"))
+    keys = [k for k in list(base) + [k for k in new if k not in base] if versions is None or k in judged]
     changes = [_edited_case(compare_case(base.get(k), new.get(k), threshold, alpha,
                                          *local.get(k, (shifts.get((new.get(k) or base[k]).library, 1.0), 0))), edited)
-               for k in list(base) + [k for k in new if k not in base]]
+               for k in keys]
+    moved = {id(n) for _, n in pairs}
+    changes = [replace(c, label=_versions_label(c.base, c.new)) if c.new is not None and id(c.new) in moved else c
+               for c in changes]
     return Comparison(changes, diffs, library_changes(changes, shifts, library_threshold, alpha), source,
-                      list(edited.values()))
+                      list(edited.values()), _versions_line(pairs))
 
 
 def _file(r: Record) -> tuple[str, str] | None:
@@ -239,10 +338,12 @@ def _timed_pair(b: Record | None, n: Record | None) -> bool:
         and bool(b.samples_ns) and bool(n.samples_ns) and b.deviations == n.deviations
 
 
-def machine_shift(base: dict[tuple, Record], new: dict[tuple, Record]) -> tuple[dict[str, float], str]:
+def machine_shift(base: dict[tuple, Record], new: dict[tuple, Record], upgraded: Iterable[str] = ()
+                  ) -> tuple[dict[str, float], str]:
     """Per library, the machine-wide shift to remove from its cases: the median of the other
-    libraries' median log floor ratios (new / base). With one library only there is nothing to tell the
-    machine from the library by, and nothing is removed."""
+    libraries' median log floor ratios (new / base), an `upgraded` library (another version in the
+    new run) never among them. With one library only there is nothing to tell the machine from the
+    library by, and nothing is removed."""
     by_lib: dict[str, list[float]] = {}
     for k in base.keys() & new.keys():
         if _timed_pair(base[k], new[k]):
@@ -252,10 +353,14 @@ def machine_shift(base: dict[tuple, Record], new: dict[tuple, Record]) -> tuple[
     if len(medians) < 2:
         return {}, ("not removed: one library only, so a machine-wide shift cannot be told from its own change"
                     if by_lib else "")
-    shifts = {lib: math.exp(float(np.median([m for other, m in medians.items() if other != lib])))
-              for lib in by_lib}
+    controls = {lib: [m for other, m in medians.items() if other != lib and other not in upgraded] for lib in by_lib}
+    shifts = {lib: math.exp(float(np.median(ms))) for lib, ms in controls.items() if ms}
+    if not shifts:
+        return {}, "not removed: every library but one was measured at another version"
+    skipped = sorted(set(upgraded) & medians.keys())
     return shifts, (f"removed: each library's cases divided by the median of the other libraries' median floor ratios "
-                    f"({', '.join(f'{lib} x{math.exp(m):.3f}' for lib, m in sorted(medians.items()))})")
+                    f"({', '.join(f'{lib} x{math.exp(m):.3f}' for lib, m in sorted(medians.items()))})"
+                    + (f", never from {', '.join(skipped)} (another version)" if skipped else ""))
 
 
 def _cell(r: Record) -> tuple:
@@ -263,7 +368,8 @@ def _cell(r: Record) -> tuple:
     return (r.scheme, json.dumps(r.params, sort_keys=True, default=str), r.op, r.vector_length, r.threads, r.mode)
 
 
-def case_shifts(base: dict[tuple, Record], new: dict[tuple, Record]) -> dict[tuple, tuple[float, int]]:
+def case_shifts(base: dict[tuple, Record], new: dict[tuple, Record], upgraded: Iterable[str] = ()
+                ) -> dict[tuple, tuple[float, int]]:
     """Per case, the host's change between the runs as the libraries measured beside it on the same
     op saw it: the median of their floor ratios (new / base), and how many. Libraries take turns
     on an op in the same rounds, so a minute in which the host never ran fast raises every one of
@@ -276,7 +382,7 @@ def case_shifts(base: dict[tuple, Record], new: dict[tuple, Record]) -> dict[tup
             ratios.setdefault(_cell(r), {})[r.library] = floor(r.samples_ns) / floor(base[k].samples_ns)
     out = {}
     for k in base.keys() & new.keys():
-        others = [v for lib, v in ratios.get(_cell(new[k]), {}).items() if lib != new[k].library]
+        others = [v for lib, v in ratios.get(_cell(new[k]), {}).items() if lib != new[k].library and lib not in upgraded]
         if others:
             out[k] = (math.exp(float(np.median(np.log(others)))), len(others))
     return out

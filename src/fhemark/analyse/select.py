@@ -7,11 +7,27 @@ from ..store.record import Record
 
 
 def latest(recs: list[Record]) -> list[Record]:
-    """Keep the newest record per (job, op): a resumed or repeated run shows once."""
+    """Keep the newest record per (job, op): a resumed or repeated run shows once. Versions are
+    kept apart first (versions_apart), so a newer version never hides an older one's record."""
     out: dict[tuple, Record] = {}
-    for r in recs:
+    for r in versions_apart(recs):
         out[(r.job_key, r.op)] = r
     return list(out.values())
+
+
+def versions_apart(recs: list[Record]) -> list[Record]:
+    """Every reader groups by `library`; a library name measured at several versions (two stores
+    merged, a run before and after the pin moved) is renamed lib@version on each of its records,
+    job key included, so no table, overview, ranking or average ever holds two versions in one cell."""
+    seen: dict[str, set] = {}
+    for r in recs:
+        seen.setdefault(r.library, set()).add(r.library_version)
+    mixed = {lib for lib, versions in seen.items() if len(versions) > 1}
+    if not mixed:
+        return recs
+    return [r.model_copy(update={"library": f"{r.library.partition('@')[0]}@{r.library_version or 'unknown'}",
+                                 "job_key": f"{r.job_key}@{r.library_version or 'unknown'}"})
+            if r.library in mixed else r for r in recs]
 
 
 def contended(rec: Record) -> bool:

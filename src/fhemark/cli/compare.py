@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from ..analyse.compare import CASE_THRESHOLD, LIBRARY_THRESHOLD, Change, Comparison, compare
+from ..analyse.compare import CASE_THRESHOLD, LIBRARY_THRESHOLD, Change, Comparison, base_library, compare
 from ..errors import UserError
 from ..report.text import print_comparison
 from ..store import export as export_mod
@@ -31,18 +31,23 @@ def compare_cmd(base: str = typer.Argument(..., help="baseline: a name from `fhe
                 again: bool = typer.Option(False, "--recheck", help="measure the flagged cases once more (with a few "
                                            "steady controls, into a store beside --db): a case stays flagged only "
                                            "when the second measurement agrees"),
+                versions: str = typer.Option(None, help="OLD,NEW: two versions of one library (openfhe@1.5.1,"
+                                             "openfhe@1.6.1; a bare name is its pinned version): the baseline's cases "
+                                             "of OLD against the new run's of NEW (both may be one run: "
+                                             "`compare latest --versions ...`)"),
                 json_out: Path = typer.Option(None, "--json", help="also write the verdicts as JSON")) -> None:
     """Judge a run against a baseline, case by case. Exit 0: nothing worse; 1: slower; 2: failed or not comparable."""
     if json_out:
         output(json_out, "--json")
     try:
+        pair = _versions(versions) if versions is not None else None
         new_store = open_store(db)
         base_store = open_store(base_db) if base_db else new_store
         base_id, new_id = base_store.resolve_run(base), new_store.resolve_run(new)
         base_recs, base_env = list(base_store.records(base_id)), base_store.run_env(base_id)
 
         def judge(recs: list[Record], env: dict) -> Comparison:  # against the baseline, at these settings
-            return compare(base_recs, recs, base_env, env, threshold, alpha, other_host, library_threshold)
+            return compare(base_recs, recs, base_env, env, threshold, alpha, other_host, library_threshold, pair)
         result = judge(list(new_store.records(new_id)), new_store.run_env(new_id))
         if again:
             result = recheck(result, judge, new_store, new_id)
@@ -56,7 +61,8 @@ def compare_cmd(base: str = typer.Argument(..., help="baseline: a name from `fhe
             "cases": [_case(c) for c in result.changes],
             "libraries": [{"library": lib.library, "verdict": lib.verdict, "ratio": lib.ratio, "cases": lib.cases,
                            "p_value": lib.p_value, "shift": lib.shift, "why": lib.why} for lib in result.libraries],
-            "machine_shift": result.shift_source, "exit_status": result.exit_status}), "--json")
+            "machine_shift": result.shift_source, "versions": result.versions,
+            "exit_status": result.exit_status}), "--json")
     raise typer.Exit(result.exit_status)
 
 
@@ -68,3 +74,13 @@ def _case(c: Change) -> dict:
             "verdict": c.verdict, "ratio": c.ratio, "ratio_ci95": c.ratio_ci,
             "p_value": c.p_value, "why": c.why, "base_median_ns": c.base.median_ns if c.base else None,
             "new_median_ns": c.new.median_ns if c.new else None, "job_key": r.job_key}
+
+
+def _versions(text: str) -> tuple[str, str]:
+    """`openfhe@1.5.1,openfhe@1.6.1` as (old, new): two names of one library."""
+    names = [n.strip() for n in text.split(",")]
+    if len(names) != 2 or not all(names) or names[0] == names[1] \
+            or base_library(names[0]) != base_library(names[1]):
+        raise UserError(f"--versions {text!r} does not name two versions of one library",
+                        "pass --versions OLD,NEW, e.g. --versions openfhe@1.5.1,openfhe@1.6.1")
+    return names[0], names[1]

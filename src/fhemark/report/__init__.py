@@ -13,7 +13,7 @@ from pathlib import Path
 from ..analyse.select import timed_seconds
 from ..errors import UserError
 from ..store.record import Record
-from . import html, interactive, markdown, overview, plots, scaling, studies
+from . import html, interactive, markdown, overview, plots, scaling, studies, versions
 from .tables import Table, all_tables
 
 
@@ -102,7 +102,8 @@ def write(recs: list[Record], out: Path, heading: str, env: dict, runs: list[dic
     except OSError as exc:
         raise UserError(f"report folder {out}: cannot create it ({exc.strerror or exc})", "pass --report with another folder")
     try:
-        tables = all_tables(recs) + [t for t in (scaling.table(recs), scaling.throughput_table(recs)) if t is not None]
+        tables = versions.tables(recs) + all_tables(recs) + [t for t in (scaling.table(recs),
+                                                                          scaling.throughput_table(recs)) if t is not None]
         first = overview.build(recs)
         figures = plots.write(recs, stage / "plots", first)
         line = " ".join(x for x in (measured_on(env), method_line(recs), time_line(recs, runs or [])) if x)

@@ -59,6 +59,8 @@ def collect(stores: list) -> list[Series]:
             elif prev is not None:
                 change = compare_case(prev.rec, p.rec, 0.02, 0.05)
                 p.verdict, p.why = change.verdict, change.why or (f"{change.ratio:.2f}x" if change.ratio else "")
+                if prev.version != p.version:  # the pin moved between the runs: the change is the upgrade's
+                    p.why = f"{p.why}; version {prev.version} -> {p.version}".lstrip("; ")
             last[p.host] = p
     return sorted(series.values(), key=lambda s: (s.op, s.label))
 

@@ -158,6 +158,8 @@ def print_comparison(cmp: Comparison, base_id: str, new_id: str, console: Consol
         t.add_row(c.label, _time(c.base), _time(c.new), ratio, "-" if c.p_value is None else f"{c.p_value:.3g}",
                   verdict + (f" ({c.why})" if c.why else ""))
     console.print(t)
+    for v in cmp.versions:
+        console.print(f"versions compared: {v}", highlight=False, markup=False)
     counts = ", ".join(f"{cmp.count(v)} {v}" for v in order if cmp.count(v))
     gm = cmp.geomean
     console.print(f"{len(cmp.changes)} cases: {counts}" + (f"; geometric mean of ratios {gm:.3f}" if gm else ""))
