@@ -21,7 +21,6 @@ version (version_pairs): what `compare --versions` and the report's versions sec
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass, field, replace
 from typing import Iterable
@@ -32,6 +31,7 @@ from ..errors import UserError
 from ..stats import floor, floor_ratio
 from ..store.record import Record
 from .select import contended, latest
+from .versions import base_library, case_key, cell, version_of, version_pairs
 
 # Environment facts that must match for timings to be comparable at all.
 HOST_KEYS = (("cpu", "model"), ("cpu", "logical_cores"), ("threads",))
@@ -178,48 +178,6 @@ CASE_THRESHOLD = 0.05
 LIBRARY_THRESHOLD = 0.02
 
 
-def base_library(name: str) -> str:
-    """The library a name runs: `openfhe` of `openfhe@1.5.1` (the bare name: its pinned version)."""
-    return name.partition("@")[0]
-
-
-def version_of(r: Record) -> str:
-    """The exact version the driver reported, else the one the name asked for."""
-    return r.library_version or name_version(r.library) or "unknown"
-
-
-def name_version(name: str) -> str:
-    return name.partition("@")[2]
-
-
-def _case_key(r: Record) -> tuple:
-    """A job without its version: what the record says of the resolved case (the job key hashes the
-    library's full name, so two versions never share one) and of the policy it was measured under."""
-    return (base_library(r.library), _cell(r), r.input_state, r.target_rel_ci, r.budget_s,
-            (r.workload or {}).get("file_sha256"))
-
-
-def version_pairs(base: list[Record], new: list[Record], versions: tuple[str, str] | None = None
-                  ) -> list[tuple[Record, Record]]:
-    """Pairs of one case at two versions of one library. `versions` (old, new): the base run's
-    records of the first name against the new run's of the second (both may be one run); None: every
-    case left without a partner by its job key whose version-free case is unique on each side."""
-    if versions is not None:
-        old_of = {_case_key(r): r for r in base if r.library == versions[0]}
-        return [(old_of[k], r) for r in new if r.library == versions[1] and (k := _case_key(r)) in old_of]
-    keys = {(r.job_key, r.op) for r in base} & {(r.job_key, r.op) for r in new}
-    left_base = [r for r in base if (r.job_key, r.op) not in keys]
-    left_new = [r for r in new if (r.job_key, r.op) not in keys]
-
-    def unique(recs: list[Record]) -> dict[tuple, Record]:
-        by: dict[tuple, list[Record]] = {}
-        for r in recs:
-            by.setdefault(_case_key(r), []).append(r)
-        return {k: rs[0] for k, rs in by.items() if len(rs) == 1}
-    olds, news = unique(left_base), unique(left_new)
-    return [(olds[k], news[k]) for k in news if k in olds and olds[k].library != news[k].library]
-
-
 def _names(recs: list[Record]) -> str:
     return ", ".join(sorted({r.library for r in recs})) or "none"
 
@@ -261,7 +219,7 @@ def compare(base_recs: list[Record], new_recs: list[Record], base_env: dict, new
     for b, n in pairs:
         base.pop((b.job_key, b.op), None)  # no longer "removed" and "added": one case at two versions
         new.pop((n.job_key, n.op), None)
-        k = ("versions", _case_key(n), n.op)
+        k = ("versions", case_key(n), n.op)
         base[k], new[k] = b, n
         judged.add(k)
     if versions is not None and not pairs:
@@ -363,11 +321,6 @@ def machine_shift(base: dict[tuple, Record], new: dict[tuple, Record], upgraded:
                     + (f", never from {', '.join(skipped)} (another version)" if skipped else ""))
 
 
-def _cell(r: Record) -> tuple:
-    """What libraries measured side by side share: the case without the library."""
-    return (r.scheme, json.dumps(r.params, sort_keys=True, default=str), r.op, r.vector_length, r.threads, r.mode)
-
-
 def case_shifts(base: dict[tuple, Record], new: dict[tuple, Record], upgraded: Iterable[str] = ()
                 ) -> dict[tuple, tuple[float, int]]:
     """Per case, the host's change between the runs as the libraries measured beside it on the same
@@ -379,10 +332,10 @@ def case_shifts(base: dict[tuple, Record], new: dict[tuple, Record], upgraded: I
     for k in base.keys() & new.keys():
         if _timed_pair(base[k], new[k]):
             r = new[k]
-            ratios.setdefault(_cell(r), {})[r.library] = floor(r.samples_ns) / floor(base[k].samples_ns)
+            ratios.setdefault(cell(r), {})[r.library] = floor(r.samples_ns) / floor(base[k].samples_ns)
     out = {}
     for k in base.keys() & new.keys():
-        others = [v for lib, v in ratios.get(_cell(new[k]), {}).items() if lib != new[k].library and lib not in upgraded]
+        others = [v for lib, v in ratios.get(cell(new[k]), {}).items() if lib != new[k].library and lib not in upgraded]
         if others:
             out[k] = (math.exp(float(np.median(np.log(others)))), len(others))
     return out

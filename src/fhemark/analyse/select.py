@@ -4,6 +4,7 @@ whether the host was busy while one was measured, and how much of a run was spen
 from __future__ import annotations
 
 from ..store.record import Record
+from .versions import base_library
 
 
 def latest(recs: list[Record]) -> list[Record]:
@@ -25,7 +26,7 @@ def versions_apart(recs: list[Record]) -> list[Record]:
     mixed = {lib for lib, versions in seen.items() if len(versions) > 1}
     if not mixed:
         return recs
-    return [r.model_copy(update={"library": f"{r.library.partition('@')[0]}@{r.library_version or 'unknown'}",
+    return [r.model_copy(update={"library": f"{base_library(r.library)}@{r.library_version or 'unknown'}",
                                  "job_key": f"{r.job_key}@{r.library_version or 'unknown'}"})
             if r.library in mixed else r for r in recs]
 

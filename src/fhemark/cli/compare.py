@@ -6,7 +6,8 @@ from pathlib import Path
 
 import typer
 
-from ..analyse.compare import CASE_THRESHOLD, LIBRARY_THRESHOLD, Change, Comparison, base_library, compare
+from ..analyse.compare import CASE_THRESHOLD, LIBRARY_THRESHOLD, Change, Comparison, compare
+from ..analyse.versions import base_library
 from ..errors import UserError
 from ..report.text import print_comparison
 from ..store import export as export_mod

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import re
 
-from ..analyse.compare import (CASE_THRESHOLD, FASTER, LIBRARY_THRESHOLD, SAME, SLOWER, Comparison, base_library, compare,
-                               host_diffs, version_of)
+from ..analyse.compare import CASE_THRESHOLD, FASTER, LIBRARY_THRESHOLD, SAME, SLOWER, Comparison, compare, host_diffs
+from ..analyse.versions import base_library, version_of
 from ..analyse.select import latest
 from ..errors import UserError
 from ..store.record import Record
