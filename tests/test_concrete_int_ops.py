@@ -6,7 +6,9 @@ test_conformance.py (its snapshot lists them); no timings are checked."""
 import numpy as np
 
 from fhemark.model.bitops import INT_SEMANTICS
-from test_conformance_drivers import decrypted, encrypted, out, program, region, run, setup, step
+from fhemark.model.semantics import Plain
+from test_conformance import CASES, setup_of
+from test_conformance_drivers import decrypted, encrypted, inputs, out, program, refused, region, run, setup, step
 
 
 def test_concrete_composes_every_int_op_exactly(driver_pool):
@@ -32,3 +34,19 @@ def test_concrete_composes_every_int_op_exactly(driver_pool):
         got = out(res, f"z_{name}")
         assert np.array_equal(got, values.astype(np.uint64)), (name, got, values)
     assert result["effective"]["functions"]["int_mul"]["pbs"] > result["effective"]["functions"]["int_add"]["pbs"]
+
+
+def test_concrete_compiles_only_the_setups_ops_and_refuses_another(driver_pool):
+    """A setup's `ops` (the conformance 16-bit setup names int_add and int_gt, as the orchestrator names
+    its jobs' ops) make a module of those functions only: its keys and facts are those of a
+    computation using them, and an op outside it is one clear error, not a wrong answer."""
+    driver = driver_pool("concrete")
+    case = next(c for c in CASES["cases"] if c["scheme"] == "tfhe_int" and c["params"]["bits"] == 16)
+    setup_id, result = setup_of(driver, case, False)
+    assert result["effective"]["module_functions"] == ["add", "gt"]
+    assert set(result["effective"]["functions"]) == {"int_add", "int_gt"}
+    plain = Plain("tfhe_int", 4, 1 << 16)
+    xy = inputs(plain, np.random.default_rng(36), "x", "y")
+    err = refused("internal", run, driver, setup_id,
+                  program(encrypted(plain, "x", "y") + [step("cz", "int_mul", "cx", "cy")]), xy)
+    assert "int_mul" in str(err) and "add, gt" in str(err), err

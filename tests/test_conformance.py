@@ -86,9 +86,13 @@ def setup_of(driver, case: dict, secure: bool) -> tuple[str, dict]:
     setup_id = f"conf-{case['scheme']}-{json.dumps(case['params'], sort_keys=True)}"
     if setup_id not in driver.setups or (id(driver), setup_id) not in SETUPS:
         common = (SECURE if secure else CASES)["setup"]  # the Galois steps of the case's ring
+        # the ops of every case this setup serves, as the orchestrator names its jobs' (Concrete compiles those)
+        ops = sorted({st["op"] for c in (SECURE if secure else CASES)["cases"]
+                      if (c["scheme"], c["params"]) == (case["scheme"], case["params"]) for st in c["program"]["steps"]})
         SETUPS[id(driver), setup_id] = driver.request("setup", setup_id=setup_id, scheme=case["scheme"],
                                                       params=case["params"], allow_insecure=common["allow_insecure"],
-                                                      rotations=common["rotations"].get(str(case["params"].get("N")), []))
+                                                      rotations=common["rotations"].get(str(case["params"].get("N")), []),
+                                                      ops=ops)
         driver.setups.add(setup_id)
     return setup_id, SETUPS[id(driver), setup_id]
 

@@ -108,7 +108,7 @@ def test_concrete_driver_reports_cpu_time_and_threads(driver_at):
     _caps(driver, "concrete", 1)
     _caps(driver_at("concrete", 2), "concrete", 2)  # capabilities only: a second compile and keygen is 10 s
     _setup(driver, "threads-int8", scheme="tfhe_int", params={"preset": "default", "bits": 8}, rotations=[],
-           allow_insecure=False)
+           ops=["decrypt", "encrypt_sk", "int_lt"], allow_insecure=False)
     program = {"steps": [{"out": "cx", "op": "encrypt_sk", "args": ["x"]}, {"out": "cy", "op": "encrypt_sk", "args": ["y"]},
                          {"out": "cz", "op": "int_lt", "args": ["cx", "cy"]}, {"out": "z", "op": "decrypt", "args": ["cz"]}],
                "timed": [{"name": "lt", "steps": ["cz"]}], "outputs": ["z"]}

@@ -3,8 +3,9 @@
 Concrete is a compiler: a Python function on integers is traced, compiled to a native library and
 run on encrypted arguments; its optimizer chooses the TFHE parameters (LWE/GLWE dimensions,
 decompositions) for each compiled program. So the driver compiles, at setup, one Concrete *module*
-(`fhe.module`) that holds one function per integer primitive of the vocabulary (int_add, int_sub,
-int_mul, int_min, int_max, int_lt, int_gt, int_ge, int_eq) for the setup's width, generates its keys once, and runs each step of a
+(`fhe.module`) that holds one function per integer primitive the setup request's `ops` name (of
+int_add, int_sub, int_mul, int_min, int_max, int_lt, int_gt, int_ge, int_eq; all of them when it names
+none: the module's size sets its parameters and keys) for the setup's width, generates its keys once, and runs each step of a
 program as one call of the compiled function: each step is timed on its own, as the protocol's
 regions ask (a multi-operand sum is n - 1 timed additions, exactly as with TFHE-rs).
 
@@ -252,14 +253,26 @@ def _configuration(preset: dict) -> fhe.Configuration:
                              use_insecure_key_cache=False, show_progress=False, dump_artifacts_on_unexpected_failures=False)
 
 
-class Compiled:
-    """A module compiled for one width and preset (once per process), with its parameter facts."""
+def module_functions(ops) -> tuple[str, ...]:
+    """The module's functions for a setup's `ops` (every function when the request names none), in
+    FUNCS' order. `add` is always one: fresh encryptions take its input layout, the warm-up calls it."""
+    if ops is None:
+        return tuple(FUNCS.values())
+    if not isinstance(ops, list) or not all(isinstance(op, str) for op in ops):
+        raise Failure("internal", f"setup: ops must be a list of op names, got {ops!r}")
+    # An op the driver lacks is no setup error: the run that asks for it gets `unsupported`.
+    return tuple(name for op, name in FUNCS.items() if op in ops or name == "add")
 
-    def __init__(self, bits: int, preset_name: str):
-        self.bits, self.chunks, self.preset = bits, bits // CHUNK_BITS, preset_name
-        fns = {name: _function(name, self.chunks) for name in FUNCS.values()}
+
+class Compiled:
+    """A module compiled for one width, preset and set of functions (once per process), with its
+    parameter facts."""
+
+    def __init__(self, bits: int, preset_name: str, names: tuple[str, ...]):
+        self.bits, self.chunks, self.preset, self.names = bits, bits // CHUNK_BITS, preset_name, names
+        fns = {name: _function(name, self.chunks) for name in names}
         wires = {fhe.Wire(fhe.Output(fns[src], 0), fhe.Input(fns[dst], pos))
-                 for src in INT_VALUED for dst in fns for pos in (0, 1)}
+                 for src in INT_VALUED if src in fns for dst in fns for pos in (0, 1)}
         module = fhe.module()(type(f"fhemark_uint{bits}", (), {**fns, "composition": fhe.Wired(wires)}))
         rng = np.random.default_rng(bits)
         edge = [np.zeros(self.chunks, np.int64), np.full(self.chunks, M - 1, np.int64)]
@@ -270,7 +283,8 @@ class Compiled:
         try:
             self.module = module.compile({name: inputset for name in fns}, self.config)
         except Exception as exc:  # the optimizer finds no parameters, or the compiler refuses
-            raise Failure("invalid_params", f"Concrete could not compile the {bits}-bit module at {preset_name}: "
+            raise Failure("invalid_params", f"Concrete could not compile the {bits}-bit module ({', '.join(names)}) at "
+                                            f"{preset_name}: "
                                             f"{type(exc).__name__}: {exc}".replace("\n", " "))
         self.compile_s = time.perf_counter() - t0
         self.specs = self.module.server.client_specs
@@ -304,6 +318,8 @@ class Compiled:
 
         functions = {}
         for op, name in FUNCS.items():
+            if name not in self.names:
+                continue
             st = fn_stats.get(name, {})
             per = st.get("programmable_bootstrap_count_per_parameter", {})
             functions[op] = {"pbs": st.get("programmable_bootstrap_count"),
@@ -323,15 +339,16 @@ class Compiled:
                 "functions": functions}
 
 
-_COMPILED: dict[tuple[int, str], Compiled] = {}
+_COMPILED: dict[tuple[int, str, tuple[str, ...]], Compiled] = {}
 
 
-def compiled(bits: int, preset: str) -> tuple[Compiled, bool]:
-    """The module for a width and preset, compiled once per process (setups share it, not keys)."""
-    key = (bits, preset)
+def compiled(bits: int, preset: str, names: tuple[str, ...]) -> tuple[Compiled, bool]:
+    """The module for a width, preset and set of functions, compiled once per process (setups share
+    it, not keys)."""
+    key = (bits, preset, names)
     hit = key in _COMPILED
     if not hit:
-        _COMPILED[key] = Compiled(bits, preset)
+        _COMPILED[key] = Compiled(bits, preset, names)
     return _COMPILED[key], hit
 
 
@@ -344,7 +361,7 @@ class KeySet:
         self.keys = keys
         self.server_keys = keyset.get_server_keys()
         client = ClientProgram.create_encrypted(comp.program_info, keyset)
-        self.client = {name: client.get_client_circuit(name) for name in FUNCS.values()}
+        self.client = {name: client.get_client_circuit(name) for name in comp.names}
 
     @staticmethod
     def fresh(comp: Compiled) -> fhe.Keys:
@@ -364,7 +381,7 @@ class Cts:
 class Setup:
     """A compiled module for one width and its standard keys, kept for later run requests."""
 
-    def __init__(self, scheme: str, params: dict, rotations: list, allow_insecure: bool):
+    def __init__(self, scheme: str, params: dict, rotations: list, allow_insecure: bool, ops: list | None = None):
         if scheme != SCHEME:
             raise Failure("unsupported", f"Concrete driver has no scheme '{scheme}': it offers tfhe_int (integers as "
                                          f"2-bit chunks compiled by Concrete); no gate-level or shortint primitives")
@@ -377,7 +394,7 @@ class Setup:
         if bits not in WIDTHS:
             raise Failure("invalid_params", f"Concrete driver: bits {bits!r} is not one of {list(WIDTHS)}")
         self.requested, self.preset, self.bits = requested, name, int(bits)
-        self.comp, self.cached = compiled(self.bits, name)
+        self.comp, self.cached = compiled(self.bits, name, module_functions(ops))
         t0 = time.perf_counter()
         keys = KeySet.fresh(self.comp)
         keys.generate(force=True)
@@ -419,6 +436,7 @@ class Setup:
                 "complexity": f["complexity"],
                 "secret_keys": f["secret_keys"], "bootstrap_keys": f["bootstrap_keys"],
                 "keyswitch_keys": f["keyswitch_keys"], "functions": f["functions"],
+                "module_functions": list(self.comp.names),
                 "compile_s": round(self.comp.compile_s, 3), "compile_cached": self.cached,
                 "keygen_s": round(self.keygen_s, 3), "warmup_s": round(self.warmup_s, 3),
                 "concrete_python": CONCRETE_VERSION}
@@ -430,7 +448,7 @@ class Setup:
                 "ciphertext": len(fhe.Value(self.encrypt_one(self.std, 0)).serialize())}
 
     def note(self) -> str:
-        return (f"setup: Concrete compiled the {self.bits}-bit module ({len(FUNCS)} functions) in "
+        return (f"setup: Concrete compiled the {self.bits}-bit module ({', '.join(self.comp.names)}) in "
                 f"{self.comp.compile_s:.2f} s{' (earlier, same process)' if self.cached else ''}, generated its keys "
                 f"in {self.keygen_s:.2f} s, warm-up call {self.warmup_s:.2f} s (none of it timed as a benchmark)")
 
@@ -494,6 +512,9 @@ def prepare(s: Setup, op: str, args: list, attrs: dict, vals: dict) -> tuple:
                 else (lambda outs: np.array([int(o.to_py_val()) for o in outs], dtype=np.uint64)))
         return prepared([lambda v=v: circuit.process_output(v, 0) for v in x.values], post)
     fn = FUNCS[op]
+    if fn not in s.comp.names:
+        raise Failure("internal", f"{op}: this setup's module holds {', '.join(s.comp.names)} only (the setup's "
+                                  f"ops); a program with {op} needs a setup whose ops name it")
     if len(args) != 2:
         raise Failure("internal", f"{op}: takes two ciphertext arrays, got {len(args)} arguments")
     a, b = operand(vals, args[0], op), operand(vals, args[1], op)

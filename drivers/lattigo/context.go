@@ -264,8 +264,13 @@ func newContext(scheme string, req *request) (*fheContext, error) {
 	if len(sp.QBits) == 0 {
 		return nil, newErr(errInvalidParams, "empty q_bits")
 	}
-	if sp.Secret != "" && sp.Secret != "ternary" {
-		return nil, newErr(errInvalidParams, "secret %q: this driver uses Lattigo's uniform ternary secret only", sp.Secret)
+	xs := rlwe.DefaultXs // ring.Ternary{P: 2/3}: uniform over {-1, 0, 1}
+	switch {
+	case sp.Secret == "sparse_ternary" && sp.Hamming >= 1 && sp.Hamming <= sp.N:
+		xs = ring.Ternary{H: sp.Hamming} // exactly H nonzero entries of +-1
+	case sp.Secret != "" && sp.Secret != "ternary":
+		return nil, newErr(errInvalidParams, "secret %q (hamming_weight %d): this driver builds ternary, or sparse_ternary "+
+			"with 1 <= hamming_weight <= N", sp.Secret, sp.Hamming)
 	}
 	sigma := defaultSigma
 	if sp.Sigma != nil {
@@ -278,7 +283,6 @@ func newContext(scheme string, req *request) (*fheContext, error) {
 	if err != nil {
 		return nil, err
 	}
-	xs := rlwe.DefaultXs // ring.Ternary{P: 2/3}: uniform over {-1, 0, 1}
 	var xe ring.DistributionParameters = rlwe.DefaultXe
 	if sigma != defaultSigma {
 		xe = ring.DiscreteGaussian{Sigma: sigma, Bound: 6 * sigma}
@@ -397,6 +401,9 @@ func (c *fheContext) effective() map[string]any {
 		"slots":    c.slots,
 		"secret":   "ternary",
 		"sigma":    c.params.Xe().(ring.DiscreteGaussian).Sigma,
+	}
+	if xs, ok := c.params.Xs().(ring.Ternary); ok && xs.H > 0 && c.boot == nil {
+		eff["secret"], eff["hamming_weight"] = "sparse_ternary", xs.H
 	}
 	if c.isBGVFamily() {
 		eff["t"] = c.bgvP.PlaintextModulus()
@@ -522,6 +529,7 @@ func (d *driver) capabilities() map[string]any {
 	limits := map[string]any{
 		"log_n_min": latticeLogNMin, "log_n_max": latticeLogNMax,
 		"max_prime_bits": maxQPrimeBits, "max_p_prime_bits": maxPPrimeBits,
+		"sparse_secret": "any", // ring.Ternary{H: h}: any hamming_weight from 1 to N
 	}
 	schemes := map[string]any{}
 	for name, facts := range staticCaps["schemes"].(map[string]any) {

@@ -74,6 +74,7 @@ type setupParams struct {
 	T         *json.Number `json:"t"`
 	ScaleBits *int         `json:"scale_bits"`
 	Secret    string       `json:"secret"`
+	Hamming   int          `json:"hamming_weight"` // sparse_ternary: the nonzero entries of the secret
 	Sigma     *float64     `json:"sigma"`
 	Preset    string       `json:"preset"`
 }

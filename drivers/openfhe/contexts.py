@@ -9,11 +9,13 @@ import sys
 import numpy as np
 import openfhe as ofhe
 
+import compat
 import noise as noise_mod
 from dnum import choose_dnum
 from jsonl_driver import Failure
 
 SCHEMES = ("bfv", "bgv", "ckks")
+SPARSE_WEIGHT = 192  # the h of OpenFHE's SPARSE_TERNARY keys (build_params)
 
 # Process-wide, like OpenFHE's own static key maps: every secret key by tag (for noise budgets),
 # and the relinearization key each tag has in OpenFHE's EvalMult key map now.
@@ -103,6 +105,7 @@ class Setup:
         self.eff = {
             "N": self.N, "q_primes": self.q_primes, "p_primes": pp, "t": self.t, "scale_bits": scale_bits, "slots": self.slots,
             "levels": self.L, "secret": secret,
+            **({"hamming_weight": SPARSE_WEIGHT} if secret == "sparse_ternary" else {}),
             "sigma": round(float(cp.GetStandardDeviation()), 4),
             "security": "HEStd_128_classic" if secure else "none (HEStd_NotSet)",
         }
@@ -116,9 +119,10 @@ class Setup:
             "public_key": len(ofhe.Serialize(kp.publicKey, ofhe.BINARY)),
             "secret_key": len(ofhe.Serialize(kp.secretKey, ofhe.BINARY)),
             "relin_keys": len(ofhe.Serialize(self.rlk.obj, ofhe.BINARY)),
-            "plaintext": self.plaintext_size(pt),
             "ciphertext": len(ofhe.Serialize(self.cc.Encrypt(kp.publicKey, pt), ofhe.BINARY)),
         }
+        if self.plaintext_size(pt) is not None:  # None before openfhe-python 1.6 (compat.py)
+            self.size_table["plaintext"] = self.plaintext_size(pt)
 
     def galois_indices(self, steps):
         """The automorphism index of each rotation step (modulo the row); step 0: 2N-1, the row
@@ -141,7 +145,9 @@ class Setup:
         return self.cc.MakePackedPlaintext(vec)
 
     def plaintext_size(self, pt):
-        mod = int(pt.GetElementModulus())
+        mod = compat.element_modulus(pt)
+        if mod is None:
+            return None
         prod, limbs = 1, 0
         for p in self.q_primes:
             if prod == mod:
@@ -209,7 +215,12 @@ def build_params(scheme, params, allow_insecure, depth_override=None):
         cp.SetSecretKeyDist(ofhe.UNIFORM_TERNARY)
     elif secret == "gaussian":
         cp.SetSecretKeyDist(ofhe.GAUSSIAN)
-    elif secret in ("sparse_ternary", "sparse"):
+    elif secret == "sparse_ternary":
+        # OpenFHE fixes the weight: KeyGen draws SPARSE_TERNARY keys with h = 192 (64 before 1.1;
+        # openfhe-development#311), so a set asking for another weight would be built and judged wrongly.
+        if params.get("hamming_weight") != SPARSE_WEIGHT:
+            raise Failure("invalid_params", "OpenFHE's SPARSE_TERNARY secret has hamming_weight %d, not %r"
+                          % (SPARSE_WEIGHT, params.get("hamming_weight")))
         cp.SetSecretKeyDist(ofhe.SPARSE_TERNARY)
     else:
         raise Failure("invalid_params", "secret distribution %r not offered by OpenFHE" % secret)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import gc
+import inspect
 import json
 import statistics
 import sys
@@ -210,12 +211,14 @@ def serve(capabilities: Callable[[], dict], setup: Callable, handle_run: Callabl
           unexpected: Callable[[Exception], str] | None = None,
           optional: dict[str, Callable[[dict], dict]] | None = None) -> None:
     """Answer requests on stdin, one JSON line each, until shutdown or end of input. `setup` is
-    called with (scheme, params, rotations, allow_insecure) and must offer
+    called with (scheme, params, rotations, allow_insecure), and with the request's `ops` where it
+    has an `ops` parameter, and must offer
     effective(params) and sizes() (and may hold setup_notes); handle_run(setup, request).
     unexpected(exc) words an exception that is no Failure (default: its type and message).
     optional: the optional requests the driver answers (PROTOCOL.md: auto_params), type ->
     handler(request) -> result; any other type is `unsupported`."""
     setups: dict = {}
+    takes_ops = "ops" in inspect.signature(setup).parameters  # a driver that builds per op takes them
     for line in sys.stdin:
         if not line.strip():
             continue
@@ -231,7 +234,8 @@ def serve(capabilities: Callable[[], dict], setup: Callable, handle_run: Callabl
             if kind == "capabilities":
                 result = capabilities()
             elif kind == "setup":
-                s = setup(req["scheme"], req["params"], req.get("rotations", []), req.get("allow_insecure", False))
+                told = {"ops": req["ops"]} if "ops" in req and takes_ops else {}
+                s = setup(req["scheme"], req["params"], req.get("rotations", []), req.get("allow_insecure", False), **told)
                 s.kept_pools = {}  # run_samples' `kept`: the pools a request asked to keep with this setup
                 setups[req["setup_id"]] = s
                 result = {"effective": s.effective(req["params"]), "sizes_bytes": s.sizes()}

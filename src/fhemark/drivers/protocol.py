@@ -124,6 +124,7 @@ class SetupRequest(_Request):
     scheme: str
     params: dict[str, Any]
     rotations: list[int] = []
+    ops: list[str] | None = None  # every primitive the setup's jobs run (a driver may build only those)
     allow_insecure: bool = False
 
 

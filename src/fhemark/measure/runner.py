@@ -19,6 +19,7 @@ from ..errors import DriverError, UserError
 from ..model import guard, workload_file
 from ..model.ops import BenchOp
 from ..model.program import Program
+from ..model.security import deciding
 from ..plan.jobs import Group, Job, Plan
 from ..store.record import Record
 from ..store.sqlite import Store
@@ -137,6 +138,12 @@ class Runner:
             caps = self.capabilities(g.library, g.threads)
             if g.scheme not in caps.schemes:
                 raise DriverError("unsupported", f"{g.library} has no {g.scheme.upper()}")
+            # A driver that cannot build a sparse secret would build its ternary one: refused before, from its capabilities.
+            weights = caps.schemes[g.scheme].limits.get("sparse_secret", [])
+            if g.params.hamming_weight and weights != "any" and g.params.hamming_weight not in weights:
+                raise DriverError("unsupported", f"{g.library} builds no sparse ternary {g.scheme.upper()} secret of "
+                                                 f"h = {g.params.hamming_weight} (its capabilities' sparse_secret: "
+                                                 f"{', '.join(map(str, weights)) or 'none'})")
             t0 = time.monotonic()
             try:
                 result = self._setup(g, setup_id)
@@ -153,15 +160,21 @@ class Runner:
 
     def _check_security(self, g: Group, eff: Effective) -> None:
         """What the library really built is checked too: a library may add moduli
-        (OpenFHE's special primes) or choose them itself (presets)."""
+        (OpenFHE's special primes) or choose them itself (presets, every TFHE-family set). The verdict
+        is the one its record carries (`deciding`): a TFHE-family set's is the estimate's, whatever
+        the library states."""
         sec = self.plan.suite.security
-        est = security_of(g.params.kind, eff).get(sec.table if g.params.kind == "rlwe" else "library")
-        if est is None:  # the library states no security level for its set: recorded as unknown
+        verdicts = security_of(g.params.kind, eff)
+        table, est = deciding(verdicts, sec.table, sec.min_bits)
+        if est is None:  # nothing judges the set (no table, no dimensions, no stated level): recorded as unknown
             return
         if est.bits < sec.min_bits and not self.plan.allow_insecure:
-            raise DriverError("insecure_params", f"{g.library} built log QP = {eff.log_qp:.1f} at N = {eff.N}: "
-                                                 f"{est.describe()} bits under {sec.table}, below {sec.min_bits}; "
-                                                 f"use --allow-insecure to run it marked")
+            built = (f"log QP = {eff.log_qp:.1f} at N = {eff.N}" if g.params.kind == "rlwe" else
+                     f"{eff.preset or g.params.label()}")
+            stated = verdicts.get("library")
+            claim = f" (the library states {stated.bits})" if stated is not None and table != "library" else ""
+            raise DriverError("insecure_params", f"{g.library} built {built}: {est.describe()} bits under {table}"
+                                                 f"{claim}, below {sec.min_bits}; use --allow-insecure to run it marked")
 
     def _timeout(self, g: Group) -> float:
         return max(j.policy.timeout_s for j in g.jobs)
@@ -261,7 +274,8 @@ class Runner:
         drv = drv or self.driver(g.library, g.threads)
         result = drv.request(
             "setup", timeout_s=self._timeout(g), setup_id=setup_id, scheme=g.scheme, params=g.params.wire(),
-            rotations=g.rotations, allow_insecure=self.plan.allow_insecure,
+            rotations=g.rotations, ops=sorted({p for j in g.jobs for p in j.bench_op().program(g.scheme).primitives()}),
+            allow_insecure=self.plan.allow_insecure,
             memory_limit_mb=g.jobs[0].policy.memory_limit_mb)
         drv.setups.add(setup_id)
         drv.pools = {p for p in drv.pools if not p.startswith(f"{setup_id}/")}  # kept with the setup it replaced

@@ -71,7 +71,8 @@ class ParamSet(BaseModel):
     p_bits: tuple[int, ...]
     t: int | None = None
     scale_bits: int | None = None
-    secret: Literal["ternary"] = "ternary"
+    secret: Literal["ternary", "sparse_ternary"] = "ternary"
+    hamming_weight: int | None = None  # the nonzero entries of a sparse_ternary secret
     sigma: float = 3.2
     name: str | None = None
     # A library's own named parameter set (e.g. a bootstrapping set): the
@@ -93,14 +94,16 @@ class ParamSet(BaseModel):
         return self.N // 2 if scheme == "ckks" else self.N
 
     def label(self) -> str:
-        return self.name or f"N={self.N},logQP={self.log_qp_nominal}"
+        sparse = f",h={self.hamming_weight}" if self.hamming_weight else ""
+        return self.name or f"N={self.N},logQP={self.log_qp_nominal}{sparse}"
 
     def wire(self) -> dict[str, Any]:
         if self.kind == "bits":
             return {"preset": self.preset, **({"bits": self.bits} if self.bits else {})}
         drop = {"name", "kind", "bits"} | ({"preset"} if self.preset is None else set()) | \
             ({"batching"} if self.batching else set()) | \
-            {k for k in ("key_switching", "digit_size") if getattr(self, k) is None}  # defaults: drivers need not know
+            {k for k in ("key_switching", "digit_size", "hamming_weight")
+             if getattr(self, k) is None}  # defaults: drivers need not know
         return self.model_dump(exclude=drop)
 
 
@@ -119,6 +122,10 @@ class ParamSpec(BaseModel):
     t_bits: int | None = None
     scale_bits: int | None = None
     sigma: float = SIGMA
+    # A sparse secret (h nonzero entries of +-1), as CKKS bootstrapping sets use: no table has it, so the
+    # estimate judges it, and only a library that builds it runs it (its capabilities' limits.sparse_secret).
+    secret: Literal["ternary", "sparse_ternary"] = "ternary"
+    hamming_weight: int | None = Field(None, ge=1)
     # Names are labels in tables and file names: printable, one line, no [ ] (the terminal's markup).
     name: str | None = None
     preset: str | None = None
@@ -275,9 +282,16 @@ def _validated(spec: ParamSpec, scheme: str, where: str) -> ParamSet:
         raise UserError(f"{where}.p_bits: BV key switching has no special primes", "write p_bits: [] with key_switching: bv")
     if spec.digit_size is not None and spec.key_switching != "bv":
         raise UserError(f"{where}.digit_size: only BV key switching has a digit size", "add key_switching: bv")
+    if (spec.secret == "sparse_ternary") != (spec.hamming_weight is not None):
+        raise UserError(f"{where}.hamming_weight: a sparse_ternary secret has a Hamming weight, and only it",
+                        "write secret: sparse_ternary with hamming_weight: H (e.g. 192), or neither")
+    if spec.hamming_weight is not None and spec.hamming_weight > n:
+        raise UserError(f"{where}.hamming_weight: {spec.hamming_weight} nonzero entries do not fit N = {n}",
+                        f"use a Hamming weight from 1 to {n}")
     return ParamSet(N=n, q_bits=tuple(spec.q_bits), p_bits=tuple(spec.p_bits), t=t, scale_bits=scale,
                     sigma=spec.sigma, name=spec.name, batching=spec.batching or scheme == "ckks",
-                    key_switching=spec.key_switching, digit_size=spec.digit_size)
+                    key_switching=spec.key_switching, digit_size=spec.digit_size, secret=spec.secret,
+                    hamming_weight=spec.hamming_weight)
 
 
 def batching_prime(n: int, bits: int) -> int:

@@ -97,9 +97,23 @@ def _attack(result: lattice.Result) -> str:
     return f"{result.best.name}, beta={result.best.beta}, {result.model} model"
 
 
+@lru_cache(maxsize=None)
 def bound(n: int, table: str, level: int) -> int:
-    """The largest log QP the table allows at `level` bits for ring size n (0: the level is not in its row)."""
-    return _tables()[table][n].get(level, 0)
+    """The largest log QP the table allows at `level` bits for ring size n (0: the level is not in its row).
+    A level between or below its rows (160, 100) has no row: the largest log QP whose estimate, under the
+    table's own model, meets it, as `at_level` judges a set there (a dozen estimates, once per ring)."""
+    if level in LEVELS:
+        return _tables()[table][n].get(level, 0)
+
+    def meets(log_qp: int) -> bool:
+        result = lattice.estimate(lattice.rlwe(n, log_qp, lattice.ternary(), TABLE_SIGMA), table_model(table, n))
+        return round(result.bits, 1) >= level
+
+    lo, hi = 0, 2 * _tables()[table][n][128] * 128 // level  # security falls about as 1 / log QP: hi fails
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if meets(mid) else (lo, mid)
+    return lo
 
 
 def estimates(n: int, log_qp: float, with_estimator: bool = False) -> dict[str, Estimate]:
@@ -144,6 +158,33 @@ def judge(params: lattice.LWE, table: str = "hestd2018") -> Estimate:
     bound_128 = _tables()[table][params.n][128] if in_table else 0
     return Estimate(table, max(met) if met else int(result.bits), not met, bound_128, round(result.bits, 1),
                     _attack(result), "estimate", note)
+
+
+def at_level(est: Estimate, min_bits: int) -> Estimate:
+    """A verdict read against `--security min_bits`: a table's figure says only which of its rows a set
+    meets, so a level between its rows (160) is placed by the estimate, saying so."""
+    if est.judged_by != "table" or min_bits in LEVELS or est.estimated_bits is None:
+        return est
+    return replace(est, bits=int(est.estimated_bits), below_table=est.estimated_bits < 128, judged_by="estimate",
+                   note=f"judged by the estimate ({min_bits} bits lies between the {est.table} table's levels)")
+
+
+def deciding(verdicts: dict[str, Estimate], table: str, min_bits: int) -> tuple[str, Estimate | None]:
+    """The verdict a built set is held to, by the run's gate and in its record alike: the suite's
+    table's (the estimate's where the table cannot judge the set or the level), else the library's own
+    word where nothing else judges it (a driver that reports no dimensions); None when nothing does."""
+    name = table if table in verdicts else "library"
+    est = verdicts.get(name)
+    return name, at_level(est, min_bits) if est is not None else None
+
+
+def ring_secret(facts: dict, n: int) -> lattice.Secret:
+    """The secret a ring set states (`secret`, and `hamming_weight` where it is sparse), as a parameter
+    set asks for it or a driver reports what it built; a library's own spelling of uniform ternary
+    (OpenFHE's UNIFORM_TERNARY) is the tables' ternary."""
+    if "sparse" in str(facts.get("secret") or "").lower():
+        return lattice.sparse(int(facts["hamming_weight"]), n)
+    return lattice.ternary()
 
 
 # TFHE-rs's boolean ciphertexts are u32, its shortint/integer ones u64 (the sets fhemark runs use the native modulus);

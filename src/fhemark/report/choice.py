@@ -63,8 +63,8 @@ def _margin(ans: Answer, c: Candidate, unit: bool = True) -> str:
 def _security(c: Candidate) -> str:
     sec = c.record.security if c.record else {}
     # The lattice estimator's figure beside each table's (records made before it have none).
-    return ", ".join(f"{v['bits']} ({k}" + (f"; est. {v['estimated_bits']:g})" if v.get("estimated_bits") is not None else ")")
-                     for k, v in sec.items()) or "-"
+    return ", ".join(f"{v['bits']} ({k}" + (f"; est. {v['estimated_bits']:g}" if v.get("estimated_bits") is not None else "")
+                     + (", by the estimate)" if v.get("judged_by") == "estimate" else ")") for k, v in sec.items()) or "-"
 
 
 def _speed(r: Record, narrow: bool) -> str:
