@@ -110,7 +110,8 @@ def run(req):
 for line in sys.stdin:
     req = json.loads(line)
     if req["type"] == "capabilities":
-        res = {"protocol": 2, "library": "fake", "library_version": "0", "driver_version": "0", "threads": 1,
+        res = {"protocol": 2, "library": "fake", "library_version": sys.argv[1] if len(sys.argv) > 1 else "0",
+               "driver_version": "0", "threads": 1,
                "schemes": {"bfv": {"ops": OPS}}}
     elif req["type"] == "setup":
         p = req["params"]

@@ -25,6 +25,7 @@ import tempfile
 import numpy as np
 import openfhe as ofhe
 
+import compat
 from jsonl_driver import Failure, run_samples, vec_out
 
 # preset name -> (BINFHE_PARAMSET name, BINFHE_METHOD name, log2 p_fail or None)
@@ -66,6 +67,8 @@ def serialized_size(obj):
     """Length of OpenFHE's binary serialization (SerializeToFile is the only
     serializer the binding has for binfhe objects). The bytes go through a FIFO
     into `wc -c`, so a ~1 GB bootstrapping key is never written to disk."""
+    if not compat.BINFHE_SERIALIZABLE:  # the FIFO would never be opened for writing: wc would wait forever
+        return None
     d = tempfile.mkdtemp(prefix="fhemark-binfhe-")
     path = os.path.join(d, "obj")
     try:
@@ -150,6 +153,7 @@ def setup(params):
         raise Failure("invalid_params", "unknown tfhe_bool preset %r (known: %s)"
                       % (asked, ", ".join(["default"] + sorted(PRESETS))))
     paramset, method, p_fail = PRESETS[name]
+    p_fail = p_fail if compat.MODERN else None  # the table's p_fail are for 1.6's sets, redefined under these names
     s = BoolSetup()
     s.preset, s.paramset, s.method = name, paramset, method
     try:
@@ -160,25 +164,29 @@ def setup(params):
     cc.BTKeyGen(sk)
     s.cc = cc
     s.key = BoolKey(cc, sk)
-    facts = _context_facts(cc)
-    n, N, q, Q = int(cc.Getn()), int(cc.GetN()), int(cc.Getq()), int(cc.GetQ())
+    n, q = int(cc.Getn()), int(cc.Getq())
+    N, Q, bt_key = compat.binfhe_ring(cc)
     s.eff = {
         "preset": name, "preset_requested": asked,
         "openfhe_paramset": paramset, "method": method,
-        "lwe_dimension": n, "n": n, "polynomial_size": N, "ring_dim": N, "glwe_dimension": 1,
+        "lwe_dimension": n, "n": n,
         "q": q, "q_bits": [q.bit_length() - 1] if q & (q - 1) == 0 else [q.bit_length()],
-        "Q": Q, "Q_bits": round(math.log2(Q), 3),
-        "q_ks": facts["q_ks"], "base_ks": facts["base_ks"], "base_g": facts["base_g"],
-        "digits_g": facts["digits_g"], "base_r": facts["base_r"],
-        "secret": facts["key_dist"], "sigma": facts["sigma"],
         "message_modulus": 2, "carry_modulus": 1,
         "p_fail": p_fail, "p_fail_source": P_FAIL_SOURCE if p_fail is not None else "not stated",
         "security_bits_target": 128,
         "slots": 1,
     }
+    if N is not None:  # before openfhe-python 1.6 the ring side is not readable (compat.py)
+        facts = _context_facts(cc)
+        s.eff.update({
+            "polynomial_size": N, "ring_dim": N, "glwe_dimension": 1, "Q": Q, "Q_bits": round(math.log2(Q), 3),
+            "q_ks": facts["q_ks"], "base_ks": facts["base_ks"], "base_g": facts["base_g"],
+            "digits_g": facts["digits_g"], "base_r": facts["base_r"],
+            "secret": facts["key_dist"], "sigma": facts["sigma"],
+        })
     sizes = {
         "client_key": serialized_size(sk),
-        "server_key": serialized_size(cc.GetBTKey()),
+        "server_key": serialized_size(bt_key) if bt_key is not None else None,
         "ciphertext": serialized_size(cc.Encrypt(sk, 1)),
     }
     s.size_table = {k: v for k, v in sizes.items() if v is not None}
@@ -332,7 +340,8 @@ def value_size(v):
         sizes = [serialized_size(c) for c in v.cts]
         return None if any(x is None for x in sizes) else sum(sizes)
     if isinstance(v, BoolKey):
-        return serialized_size(v.cc.GetBTKey())
+        bt_key = compat.binfhe_ring(v.cc)[2]
+        return serialized_size(bt_key) if bt_key is not None else None
     if isinstance(v, np.ndarray):
         return int(v.nbytes)
     return None

@@ -9,6 +9,12 @@ NUMPY_SPEC="numpy>=1.24,<3"
 
 CACHE="${FHEMARK_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/fhemark}"
 VENV="$CACHE/venv-openfhe"
+# Another OpenFHE version (fhemark setup --library openfhe@1.5.1): its own venv, the newest wheel of
+# that release (PyPI numbers them OpenFHE version + binding build, e.g. 1.5.1.0.22.4).
+if [ -n "${FHEMARK_LIB_VERSION:-}" ] && [ "$FHEMARK_LIB_VERSION" != "$(echo "$OPENFHE_VERSION" | cut -d. -f1-3)" ]; then
+    OPENFHE_VERSION="$FHEMARK_LIB_VERSION.*"
+    VENV="$CACHE/venv-openfhe-$FHEMARK_LIB_VERSION"
+fi
 
 . "$(dirname "$0")/../python_shared/venv.sh"
 PY="$(find_python 3.10 FHEMARK_PYTHON310)"
@@ -17,22 +23,4 @@ if [ -z "$PY" ]; then
     exit 0
 fi
 
-# Reuse a venv that already has the pinned openfhe and numpy.
-if has_pins "$VENV" "openfhe==$OPENFHE_VERSION" numpy; then
-    echo "openfhe driver: $VENV ready (openfhe $OPENFHE_VERSION)"
-    exit 0
-fi
-
-mkdir -p "$CACHE"
-if ! fresh_venv "$VENV" "$PY"; then
-    echo "openfhe driver skipped: $PY cannot create a venv (install python3.10-venv)"
-    exit 0
-fi
-if ! "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check \
-        "openfhe==$OPENFHE_VERSION" "$NUMPY_SPEC" >&2 \
-   || ! "$VENV/bin/python" -c 'import openfhe, numpy' >&2; then
-    echo "openfhe driver skipped: pip could not install openfhe==$OPENFHE_VERSION into $VENV (offline? see the messages above)"
-    rm -rf "$VENV"
-    exit 0
-fi
-echo "openfhe driver: built $VENV (openfhe $OPENFHE_VERSION, $("$PY" -V 2>&1))"
+pinned_venv openfhe "$VENV" "$PY" "openfhe, numpy" "openfhe==$OPENFHE_VERSION" "$NUMPY_SPEC"

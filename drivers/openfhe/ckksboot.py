@@ -14,6 +14,7 @@ The driver's setup calls `setup` for a CKKS request with params {"preset": ...}.
 import openfhe as ofhe
 
 import binfhe
+import compat
 from contexts import Key, Setup, openfhe_error, q_primes
 from jsonl_driver import Failure
 
@@ -72,7 +73,7 @@ def setup(params, allow_insecure):
     # ciphertext can be bootstrapped from is depth - 1 (two primes left), as in its example.
     s = Setup("ckks", cc, kp, primes, depth - 1)
     s.boot = True
-    gmap = dict(cc.GetAllEvalAutomorphismKeys()).get(s.sk.tag)
+    gmap = compat.all_automorphism_keys(cc, [s.sk.tag]).get(s.sk.tag)
     s.gk = Key("galois", gmap, s.sk.tag, indices=set())
     s.standard_facts(cp, "ternary", not insecure, SCALE_BITS)
     s.eff.update({

@@ -38,6 +38,7 @@ except Exception as exc:  # still answer every request, with a clear error
 import autoparams  # noqa: E402
 import binfhe  # noqa: E402
 import ckksboot  # noqa: E402
+import compat  # noqa: E402
 import contexts  # noqa: E402
 import noise as noise_mod  # noqa: E402
 import routines  # noqa: E402
@@ -226,7 +227,7 @@ class Program:
         cur = RELIN_INSTALLED.get(k.tag)
         if cur is k:
             return
-        saved = dict(self.cc.GetAllEvalMultKeys())
+        saved = compat.all_mult_keys(self.cc, SECRET_KEYS)
         saved[k.tag] = k.obj
         ofhe.ClearEvalMultKeys()
         for tag, vec in saved.items():
@@ -293,7 +294,7 @@ class Program:
             if not isinstance(pt, ofhe.Plaintext):
                 raise Failure("internal", "decode: %r is not a plaintext" % names[0])
             pt.SetLength(s.slots)
-            return (pt.GetRealPackedValueArray if scheme == "ckks" else pt.GetPackedValueArray), None, None
+            return compat.packed_values(pt, scheme == "ckks"), None, None
         if op in ("encrypt_pk", "encrypt_sk"):
             need(1)
             if not isinstance(args[0], ofhe.Plaintext):
@@ -351,9 +352,13 @@ class Program:
                 raise Failure("internal", "mod_switch: no level left to drop")
             if scheme == "bgv":
                 return ct_call(cc.ModReduce, cc.ModReduceInPlace, args[0]) + (left,)
-            if scheme == "ckks":  # drop a prime, scale unchanged
+            if scheme == "ckks" and compat.MODERN:  # drop a prime, scale unchanged
                 self.note("mod_switch (CKKS): LevelReduce(ct, None, 1), drops the last prime, scale unchanged")
                 return ct_call(cc.LevelReduce, cc.LevelReduceInPlace, args[0], None, 1) + (left,)
+            if scheme == "ckks":  # openfhe-python < 1.6: no LevelReduce; Compress drops the prime alike
+                self.note("mod_switch (CKKS): Compress(ct, towers-1), drops the last prime, scale unchanged "
+                          "(openfhe-python < 1.6 has no LevelReduce)")
+                return partial(cc.Compress, args[0], left), None, left
             self.note("mod_switch (BFV): Compress(ct, towers-1), OpenFHE's BFV modulus switch")
             return partial(cc.Compress, args[0], left), None, left
         if op in ("rotate_rows", "rotate"):
@@ -464,11 +469,11 @@ class Program:
         """Save and empty OpenFHE's static evaluation-key cache ("mult"/"auto")."""
         if which == "mult":
             if self.saved_mult is None:
-                self.saved_mult = dict(self.cc.GetAllEvalMultKeys())
+                self.saved_mult = compat.all_mult_keys(self.cc, SECRET_KEYS)
             ofhe.ClearEvalMultKeys()
         else:
             if self.saved_auto is None:
-                self.saved_auto = dict(self.cc.GetAllEvalAutomorphismKeys())
+                self.saved_auto = compat.all_automorphism_keys(self.cc, SECRET_KEYS)
             self.cc.ClearEvalAutomorphismKeys()
 
     def restore_caches(self):
@@ -515,7 +520,8 @@ def handle_run(s, req):
             raise Failure("unsupported", "OpenFHE %s has no op %r%s" % (
                 s.scheme.upper() if s.scheme in SCHEMES else s.scheme, st["op"], " (%s)" % why if why else ""))
     if s.scheme == "tfhe_bool":
-        return binfhe.run(s, program, req["samples"])
+        with compat.older_binding():
+            return binfhe.run(s, program, req["samples"])
     check_key_regions(program)
     prog = Program(s)
 
@@ -526,8 +532,9 @@ def handle_run(s, req):
         # BFV/BGV: OpenFHE's centred values, which the orchestrator reduces mod t
         return vec_out(np.real(v).astype(np.float64) if s.scheme == "ckks" else v.astype(np.int64))
     try:
-        result, env = run_samples(program, req["samples"], prog.prepare, output, pool=req.get("pool"),
-                                   kept=s.kept_pools)
+        with compat.older_binding():
+            result, env = run_samples(program, req["samples"], prog.prepare, output, pool=req.get("pool"),
+                                       kept=s.kept_pools)
     finally:
         prog.restore_caches()  # a failed keygen step must not leave the key caches emptied
     notes = prog.notes
@@ -611,7 +618,8 @@ def capabilities():
                   "native_int_bits": int(ofhe.get_native_int()) if hasattr(ofhe, "get_native_int") else None,
                   "openmp": "libgomp %s: FHEMARK_THREADS as OMP_NUM_THREADS before import and omp_set_num_threads "
                             "(ctypes); threads = omp_get_max_threads() read back" % (", ".join(copies) or "(none mapped)"),
-                  "binding_call_ns": binding_call_ns(ofhe.CCParamsBFVRNS().GetRingDim)},
+                  "binding_call_ns": binding_call_ns(ofhe.CCParamsBFVRNS().GetRingDim),
+                  **({"version_adaptations": compat.ADAPTATIONS} if compat.ADAPTATIONS else {})},
         "schemes": {"ckks": {"limits": {"presets": [ckksboot.PRESET], "bootstrap_preset_secure_n": ckksboot.SECURE_N}},
                     "tfhe_bool": {"limits": binfhe.limits()}}})
 

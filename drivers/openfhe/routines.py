@@ -33,6 +33,7 @@ from functools import partial
 import numpy as np
 import openfhe as ofhe
 
+import compat
 from jsonl_driver import Failure
 
 NAMES = ("inner_sum", "inner_product", "linear_transform", "poly_eval")
@@ -103,7 +104,7 @@ def sum_radix():
                 cc.Enable(feat)
             kp = cc.KeyGen()
             cc.EvalSumKeyGen(kp.secretKey)
-            got = set(cc.GetExistingEvalAutomorphismKeyIndices(kp.secretKey.GetKeyTag()))
+            got = compat.existing_automorphism_indices(cc, kp.secretKey.GetKeyTag())
             for r in (2, 4, 8, 16, 32):
                 if sum_indices(5, 32, 128, r) == got:
                     _RADIX = r
@@ -128,11 +129,11 @@ def ensure_sum_keys(prog, op, n):
     tag = s.sk.tag
     radix = sum_radix()
     need = sum_indices(5, n, s.M, radix) if radix else None
-    missing = sorted(cc.GetEvalAutomorphismNoKeyIndices(tag, need)) if need else ([] if n <= 1 else None)
+    missing = sorted(compat.automorphism_indices_without_key(cc, tag, need)) if need else ([] if n <= 1 else None)
     if missing != [] and not s.sum_keys_made:
-        before = set(cc.GetExistingEvalAutomorphismKeyIndices(tag))
+        before = compat.existing_automorphism_indices(cc, tag)
         cc.EvalSumKeyGen(s.sk.obj)
-        made = sorted(set(cc.GetExistingEvalAutomorphismKeyIndices(tag)) - before)
+        made = sorted(compat.existing_automorphism_indices(cc, tag) - before)
         s.sum_keys_made = True
         text = ("EvalSumKeyGen(sk) made OpenFHE's EvalSum keys for this setup (%d automorphism keys %s the setup's "
                 "Galois keys lacked%s), untimed, before the first region using them; kept for the setup"
@@ -160,7 +161,7 @@ def ensure_rotation_keys(prog, op, steps):
     s, cc = prog.s, prog.cc
     notes = _key_state(s)
     idx = {st: s.auto_index(st) for st in steps}
-    missing_idx = set(cc.GetEvalAutomorphismNoKeyIndices(s.sk.tag, set(idx.values()))) if idx else set()
+    missing_idx = compat.automorphism_indices_without_key(cc, s.sk.tag, set(idx.values())) if idx else set()
     missing = sorted(st for st, i in idx.items() if i in missing_idx)
     if missing:
         cc.EvalRotateKeyGen(s.sk.obj, missing)

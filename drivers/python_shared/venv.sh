@@ -2,7 +2,8 @@
 # TenSEAL and Concrete: 3.11), in the fhemark cache outside the clone.
 #   find_python X.Y VAR   prints a CPython X.Y: $VAR if set and right, else pythonX.Y on PATH,
 #                         else the newest pyenv X.Y.*; prints nothing when none exists
-#   has_pins VENV PIN...  the venv has every pinned name==version (a bare name: any version)
+#   has_pins VENV PIN...  the venv has every pinned name==version (a bare name: any version;
+#                         name==X.Y.* any version X.Y or starting X.Y.)
 #   fresh_venv VENV PY    makes VENV with PY (replacing one of another version); fails when
 #                         PY cannot make venvs (no pythonX.Y-venv)
 
@@ -32,7 +33,7 @@ fresh_venv() {
     [ -x "$venv/bin/python" ] || "$py" -m venv "$venv" >&2 || { rm -rf "$venv"; return 1; }
 }
 
-has_pins() {  # has_pins VENV name==version|name ...: the venv exists and has every one installed
+has_pins() {  # has_pins VENV name==version|name==prefix.*|name ...: the venv exists and has every one installed
     [ -x "$1/bin/python" ] || return 1
     local venv="$1"; shift
     "$venv/bin/python" - "$@" <<'PYEOF' 2>/dev/null
@@ -40,7 +41,38 @@ import sys
 from importlib import metadata
 for pin in sys.argv[1:]:
     name, _, version = pin.partition("==")
-    if metadata.version(name) != (version or metadata.version(name)):
+    have = metadata.version(name)
+    if version.endswith(".*") and not (have + ".").startswith(version[:-1]) or \
+            not version.endswith(".*") and have != (version or have):
         sys.exit(1)
 PYEOF
+}
+
+# pinned_venv LABEL VENV PY IMPORTS SPEC...: VENV (a venv of PY) holding the pip SPECs, reused when
+# has_pins finds them (a SPEC without == counts as its bare name), then `import IMPORTS` checked.
+# Prints one line: ready, built, or skipped and why. Always returns 0: a driver that cannot be
+# built here is unavailable, not a failed build.
+pinned_venv() {
+    local label="$1" venv="$2" py="$3" imports="$4" spec
+    shift 4
+    local pins=()
+    for spec in "$@"; do
+        case "$spec" in *==*) pins+=("$spec") ;; *) pins+=("${spec%%[<>=!~]*}") ;; esac
+    done
+    if has_pins "$venv" "${pins[@]}"; then
+        echo "$label driver: $venv ready ($*)"
+        return 0
+    fi
+    mkdir -p "$(dirname "$venv")"
+    if ! fresh_venv "$venv" "$py"; then
+        echo "$label driver skipped: $py cannot create a venv (install python$("$py" -c 'import sys; print("%d.%d" % sys.version_info[:2])')-venv)"
+        return 0
+    fi
+    if ! "$venv/bin/python" -m pip install --quiet --disable-pip-version-check "$@" >&2 \
+       || ! "$venv/bin/python" -c "import $imports" >&2; then
+        echo "$label driver skipped: pip could not install $* into $venv (offline? see the messages above)"
+        rm -rf "$venv"
+        return 0
+    fi
+    echo "$label driver: built $venv ($*, $("$venv/bin/python" -V 2>&1))"
 }

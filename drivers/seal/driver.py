@@ -30,6 +30,11 @@ INPLACE = {"add": "add_inplace", "sub": "sub_inplace", "add_plain": "add_plain_i
            "mod_switch": "mod_switch_to_next_inplace", "relinearize": "relinearize_inplace",
            "rotate_rows": "rotate_rows_inplace", "rotate_columns": "rotate_columns_inplace",
            "rotate": "rotate_vector_inplace", "conjugate": "complex_conjugate_inplace"}
+# The one API difference between the seal-python versions the driver runs (driver.json `versions`):
+# 4.1.2 binds add_plain_inplace with a memory pool argument and no default; SEAL's default is the global pool.
+POOLED = "MemoryPoolHandle" in (seal.Evaluator.add_plain_inplace.__doc__ or "")
+ADAPTATIONS = ["seal-python 4.1.2: add_plain_into passes MemoryPoolHandle.Global() (SEAL's default pool), which "
+               "its binding requires"] if POOLED else []
 INTO = ["add", "sub", "add_plain", "mul", "mul_plain", "square", "mul_relin", "square_relin", "relinearize",
         "mul_scalar", "mod_switch"]
 OPS = {"bfv": COMMON + ["mod_switch", "rotate_rows", "rotate_columns", "encode_coeffs", "decode_coeffs"],
@@ -174,6 +179,9 @@ def prepare_into(s: Setup, op: str, args: list, attrs: dict, vals: dict, notes: 
         return lambda: ([f(a[0], k, gk) for k in ks], a[0])[1]
     if op in ("rotate_columns", "conjugate"):
         return lambda: (f(a[0], gk), a[0])[1]
+    if op == "add_plain" and POOLED:
+        pool = seal.MemoryPoolHandle.Global()
+        return lambda: (f(a[0], a[1], pool), a[0])[1]
     return lambda: (f(*a), a[0])[1]
 
 
@@ -350,7 +358,8 @@ def capabilities() -> dict:
     return merged(CAPABILITIES, {"library_version": getattr(seal, "__version__", "unknown"),
                                  "driver_version": DRIVER_VERSION,
                                  "build": {"python": platform.python_version(), "numpy": np.__version__,
-                                           "compression_modes": sorted(seal.compr_mode_type.__members__)}})
+                                           "compression_modes": sorted(seal.compr_mode_type.__members__),
+                                           **({"version_adaptations": ADAPTATIONS} if ADAPTATIONS else {})}})
 
 
 

@@ -13,8 +13,12 @@ use std::io::{BufRead, Write};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 /// Version of the tfhe crate this driver is pinned to (Cargo.toml `=1.8.2`;
-/// a unit test keeps the two in step).
-pub const TFHE_VERSION: &str = "1.8.2";
+/// a unit test keeps the two in step). build.sh names another version when it
+/// builds the driver against one (`fhemark setup --library tfhe-rs@1.7.2`).
+pub const TFHE_VERSION: &str = match option_env!("FHEMARK_TFHE_VERSION") {
+    Some(v) => v,
+    None => "1.8.2",
+};
 pub const DRIVER_VERSION: &str = env!("CARGO_PKG_VERSION");
 
 fn threads_from_env() -> usize {

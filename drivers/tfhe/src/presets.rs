@@ -27,8 +27,17 @@ pub const BOOL_PRESETS: [(&str, BooleanParameters, Option<f64>); 5] = [
 /// What `boolean::gen_keys()` uses.
 pub const BOOL_DEFAULT: &str = "DEFAULT_PARAMETERS";
 /// What `ConfigBuilder::default()` (high-level API, CPU) and the
-/// `PARAM_MESSAGE_2_CARRY_2_KS_PBS` alias resolve to in this version.
-pub const SHORTINT_DEFAULT: &str = "V1_8_PARAM_MESSAGE_2_CARRY_2_KS_PBS_TUNIFORM_2M128";
+/// `PARAM_MESSAGE_2_CARRY_2_KS_PBS` alias resolve to in this version, and the
+/// prefix of this version's parameter names (`current_params`). build.sh
+/// names the other version's when it builds against one (tfhe-rs@1.7.2: V1_7_).
+pub const SHORTINT_DEFAULT: &str = match option_env!("FHEMARK_TFHE_SHORTINT_DEFAULT") {
+    Some(n) => n,
+    None => "V1_8_PARAM_MESSAGE_2_CARRY_2_KS_PBS_TUNIFORM_2M128",
+};
+pub const PARAMS_PREFIX: &str = match option_env!("FHEMARK_TFHE_PARAMS_PREFIX") {
+    Some(p) => p,
+    None => "V1_8_",
+};
 
 pub fn bool_preset(name: &str) -> Option<(&'static str, BooleanParameters, Option<f64>)> {
     let name = if name == "default" { BOOL_DEFAULT } else { name };
@@ -81,7 +90,7 @@ pub fn shortint_preset(name: &str) -> Option<(String, AtomicPatternParameters)> 
     if let Some((n, p)) = all.iter().find(|(n, _)| *n == name) {
         return Some((n.to_string(), *p));
     }
-    let prefixed = format!("V1_8_{name}");
+    let prefixed = format!("{PARAMS_PREFIX}{name}");
     if let Some((n, p)) = all.iter().find(|(n, _)| **n == prefixed) {
         return Some((n.to_string(), *p));
     }

@@ -9,7 +9,7 @@ from typing import Optional
 import typer
 
 from ..drivers import build as drivers_build
-from ..drivers.registry import manifests
+from ..drivers.registry import Manifest, manifests, versions_here
 from ..drivers.supervise import Driver
 from ..errors import DriverError, UserError
 from ..locations import project_root
@@ -61,6 +61,7 @@ def list_(what: ListWhat) -> None:
             else:
                 console.print(f"{name:10} {c['library_version']:12} schemes: {', '.join(c['schemes'])}; "
                               f"threads {c['threads']}; driver {c['driver_version']}", markup=False)
+            _print_versions(manifests()[name])
     elif what is ListWhat.schemes:
         schemes: dict[str, list[str]] = {}
         for name, c in caps.items():
@@ -86,16 +87,37 @@ def list_(what: ListWhat) -> None:
                       " zmul_<bits> (tfhe_int); n, d, dim powers of two")
 
 
+def _print_versions(m: Manifest) -> None:
+    """The versions a driver runs besides its pinned one, and which of them are built here."""
+    here = versions_here(m)
+    if len(here) > 1:
+        said = [f"{m.library}@{v} " + ("(pinned, the bare name) " if i == 0 else "")
+                + ("built" if built else "not built") for i, (v, built) in enumerate(here)]
+        console.print(f"{'':10} versions: {'; '.join(said)} (`fhemark setup --library {m.library}@VERSION` "
+                      "builds one)", markup=False, highlight=False)
+
+
 @app.command()
-def setup(suite: Optional[str] = typer.Option(None, help="only the drivers this suite needs (default: every driver)")) -> None:
+def setup(suite: Optional[str] = typer.Option(None, help="only the drivers this suite needs (default: every driver)"),
+          library: list[str] = typer.Option(None, "--library",
+                                            help="only these drivers; NAME@VERSION builds that version of the "
+                                                 "library into its own place in the cache (repeatable)")) -> None:
     """Build (or bring up to date) the drivers whose toolchain is here; `run` builds missing ones itself."""
-    done = drivers_build.build_needed(load(suite), err_console, missing_only=False) if suite else \
-        drivers_build.build_all(err_console)
+    known = manifests()
+    for lib in library or []:
+        if lib not in known:
+            raise UserError(f"--library {lib}: unknown library", f"use one of {', '.join(known) or 'none'}")
+    if library:
+        done = {known[lib].library: drivers_build.build(known[lib], err_console) for lib in library}
+    else:
+        done = drivers_build.build_needed(load(suite), err_console, missing_only=False) if suite else \
+            drivers_build.build_all(err_console)
     for name, m in manifests().items():
         state = "built" if m.available else (
             f"not built yet (about {m.build_estimate_s} s to build: `fhemark setup`, or the first run that needs it)"
             if m.buildable else f"not built: needs {m.requires}")
         console.print(f"{name:10} {state}", markup=False, highlight=False)
+        _print_versions(m)
     if "failed" in done.values():  # a broken build is an error, a missing toolchain is not
         raise typer.Exit(1)
 

@@ -64,7 +64,7 @@ def _plan_of(store: Store, run_id: str, keys: set[str]) -> Plan:
         suite = Suite(**stored["suite"])
     except (KeyError, TypeError, ValidationError):
         raise UserError(f"run {run_id} in {store.path} has no stored suite this fhemark can plan again", fix)
-    full = build(suite, available(), bool(stored.get("allow_insecure")), None, known=list(manifests()))
+    full = build(suite, available(), bool(stored.get("allow_insecure")), None, known=manifests())
     groups = [replace(g, jobs=[j for j in g.jobs if j.key in keys]) for g in full.groups]
     plan = replace(full, groups=[g for g in groups if g.jobs], unavailable=[],
                    suite=suite.model_copy(update={"name": f"{suite.name} recheck"}))

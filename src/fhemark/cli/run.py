@@ -99,7 +99,7 @@ def run(suite: str = typer.Option("quick", help="built-in suite name or path to 
             raise UserError(f"--library {lib}: unknown library", f"use one of {', '.join(known) or 'none'}")
     if build_drivers:  # the first run of a suite builds what it uses (TFHE-rs only when asked for)
         drivers_build.build_needed(s, err_console, library or None)
-    plan = build(s, available(), allow_insecure, library or None, known=list(known))
+    plan = build(s, available(), allow_insecure, library or None, known=known)
     # The report goes beside the store it reports, wherever the run measures (here or on Dask workers)
     # and whatever folder it was started from.
     store_path = db or default_db()
@@ -119,6 +119,11 @@ def run(suite: str = typer.Option("quick", help="built-in suite name or path to 
                 console.print(note, markup=False, highlight=False)
             for lib in plan.unavailable:  # said once nothing can be refused any more
                 err_console.print(f"skipped {lib}: {known[lib].why_unavailable()}", highlight=False, markup=False)
+            for lib in plan.optional:
+                took = known[lib].build_estimate_s
+                err_console.print(f"skipped {lib} (optional in this suite: its driver is not built); `make drivers` "
+                                  f"includes it" + (f" (~{took // 60} min)" if took >= 120 else ""),
+                                  highlight=False, markup=False)
             progress.update(task, total=len(ses.todo), visible=True)
             resumed.extend(ses.skip)
 

@@ -9,8 +9,10 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
+from collections.abc import Mapping
 from functools import cached_property, lru_cache
+from typing import Protocol
 
 from ..errors import UserError
 from ..model import estimator as lattice
@@ -19,7 +21,7 @@ from ..model.catalog import BOOTSTRAP, DEPTH, INTO, MICRO, PIPELINES, SIZED, kno
 from ..model.ops import BenchOp
 from ..model.params import SCHEMES_BITS, SCHEMES_RLWE, ParamSet, resolve
 from ..model.rotations import galois_steps
-from ..model.security import LEVELS, Estimate, judge
+from ..model.security import Estimate, at_level, judge, ring_secret
 from ..model.workload import WorkloadRef
 from .suites import Policy, Suite, thread_counts
 
@@ -119,6 +121,7 @@ class Plan:
     groups: list[Group]
     allow_insecure: bool
     unavailable: list[str] = field(default_factory=list)  # named by the suite, not built here: skipped
+    optional: list[str] = field(default_factory=list)  # named by optional cases only, not built here: skipped
 
     @property
     def jobs(self) -> list[Job]:
@@ -207,18 +210,41 @@ def judged(params: ParamSet, table: str, min_bits: int) -> Estimate:
     """A ternary RLWE set's verdict: the table's where it has the set and the level asked is one of its
     rows; the lattice estimator's where the table is silent (an N with no row, below 128 bits, or a
     `--security` level between its rows, which only the estimate can place a set against)."""
-    secret = lattice.parse_secret(params.secret, params.N)  # a sparse secret is in no table: the estimate judges it
-    est = judge(lattice.rlwe(params.N, max(params.log_qp_nominal, 1), secret, params.sigma), table)
-    if est.judged_by == "estimate" or min_bits in LEVELS or est.estimated_bits is None:
-        return est
-    return replace(est, bits=int(est.estimated_bits), below_table=est.estimated_bits < 128, judged_by="estimate",
-                   note=f"judged by the estimate ({min_bits} bits lies between the {table} table's levels)")
+    secret = ring_secret(params.wire(), params.N)  # a sparse secret is in no table: the estimate judges it
+    return at_level(judge(lattice.rlwe(params.N, max(params.log_qp_nominal, 1), secret, params.sigma), table), min_bits)
+
+
+class Driver(Protocol):
+    """What the plan reads of a driver's manifest (drivers.registry.Manifest), given by the caller:
+    the plan sits below the drivers and does not look them up itself."""
+
+    library: str
+
+    @property
+    def available(self) -> bool: ...
+
+
+Known = Mapping[str, Driver] | list[str]
+
+
+def _library(name: str, known: Known) -> str:
+    """A suite's or --library's name as jobs and records carry it: `openfhe@1.5.1` is a library of its
+    own (its own driver, interleaved with the others); an alias becomes the driver's name, with
+    the version as given; a version the driver does not support is refused by the mapping's lookup."""
+    if isinstance(known, Mapping):
+        return known[name].library if name in known else name.lower()
+    return name
+
+
+def _built(lib: str, available: list[str], known: Known) -> bool:
+    return lib in available or (isinstance(known, Mapping) and "@" in lib and lib in known and known[lib].available)
 
 
 def build(suite: Suite, available: list[str], allow_insecure: bool = False,
-          only_libraries: list[str] | None = None, known: list[str] | None = None) -> Plan:
-    """`available`: drivers built here; `known`: every driver this checkout has
-    (a known but unbuilt library is skipped and listed, an unknown one is an error).
+          only_libraries: list[str] | None = None, known: Known | None = None) -> Plan:
+    """`available`: drivers built here; `known`: every driver this checkout has, by name (the
+    registry's manifests, which also resolve aliases and `library@version`; a list of names where no
+    versions are asked for). A known but unbuilt library is skipped and listed, an unknown one is an error.
 
     Linear in the number of jobs: duplicates (a case repeating another) are found by key."""
     known = known if known is not None else available
@@ -227,17 +253,19 @@ def build(suite: Suite, available: list[str], allow_insecure: bool = False,
     groups: dict[tuple, Group] = {}
     seen: set[str] = set()
     unavailable: set[str] = set()
+    optional: set[str] = set()  # Case.optional's libraries not built here: skipped, saying how to include them
     for ci, case in enumerate(suite.cases):
         where = f"cases[{ci}]"
-        libs = available if case.libraries == "all" else case.libraries
+        libs = available if case.libraries == "all" else [_library(lib, known) for lib in case.libraries]
         if only_libraries:
-            libs = [lib for lib in libs if lib in only_libraries]
+            libs = [lib for lib in libs if lib in [_library(only, known) for only in only_libraries]]
         for lib in libs:
-            if lib not in known:
+            if lib not in known and lib.partition("@")[0] not in known:
                 raise UserError(f"{where}.libraries: unknown library '{lib}'",
                                 f"use one of {', '.join(known) or 'none'} (`fhemark list libraries`)")
-        unavailable.update(lib for lib in libs if lib not in available)
-        libs = list(dict.fromkeys(lib for lib in libs if lib in available))
+        built = [lib for lib in libs if _built(lib, available, known)]
+        (optional if case.optional else unavailable).update(lib for lib in libs if lib not in built)
+        libs = list(dict.fromkeys(built))
         policy = suite.case_policy(case, where)
         _check_ops(case.ops, where, refs)
         planned: set[str] = set()
@@ -284,7 +312,8 @@ def build(suite: Suite, available: list[str], allow_insecure: bool = False,
         raise UserError(f"suite '{suite.name}' has no job to run here"
                         + (f" ({', '.join(sorted(unavailable))} not built)" if unavailable else ""),
                         "check its libraries, schemes and ops against `fhemark list`; build drivers with make setup")
-    return Plan(suite, _interleaved(list(groups.values())), allow_insecure, sorted(unavailable))
+    return Plan(suite, _interleaved(list(groups.values())), allow_insecure, sorted(unavailable),
+                sorted(optional - unavailable))
 
 
 # -- how big a plan is -------------------------------------------------------------------------------

@@ -126,6 +126,9 @@ class Case(BaseModel):
     slots: list[VectorLength] | None = Field(None, min_length=1)
     threads: Threads | None = None  # overrides the suite's
     policy: dict[str, Any] = {}
+    # Measured where its libraries' drivers are already built; otherwise skipped with one line saying how
+    # to include them: a run never starts a long build (TFHE-rs: ~8 min) for an optional case.
+    optional: bool = False
 
 
 class Suite(BaseModel):
