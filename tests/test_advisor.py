@@ -58,7 +58,7 @@ def test_params_exits_0_when_something_is_proposed_and_names_who_could_not(monke
     from fhemark.cli import app
     spec = {"N": 8192, "q_bits": [50, 40, 40], "p_bits": [60], "scale_bits": 40}
     monkeypatch.setattr(advisor, "advise", lambda need, libs, *a, **k: [Proposal("seal", spec), Proposal("tenseal")])
-    monkeypatch.setattr("fhemark.cli.advice.available", lambda: ["seal", "tenseal"])
+    monkeypatch.setattr("fhemark.cli.advice.available", lambda names=None: ["seal", "tenseal"])
     r = CliRunner().invoke(app, ["params", "--scheme", "ckks", "--depth", "2", "--precision", "20"])
     assert r.exit_code == 0, r.output
     assert "no proposal from tenseal" in r.output
@@ -89,3 +89,91 @@ def test_only_openfhe_s_own_special_primes_send_a_ring_to_its_other_key_switchin
     assert advisor.key_switching_instead("openfhe", got[0], need) == []  # switched once, then the ring is left
     ckks = {"N": 8192, "q_bits": [59, 46], "p_bits": [60], "scale_bits": 46}  # BV's noise costs CKKS its precision
     assert advisor.key_switching_instead("openfhe", ckks, Need("ckks", 1, 20.0, None, 2048)) == []
+
+
+def test_a_ckks_set_refused_as_insecure_is_tried_with_its_first_prime_cut_before_the_ring_is_left():
+    """OpenFHE refuses q 56+45+45, P 60 at N = 8192 (206 of the ring's 218 bits) by its own estimate and builds
+    55+45+45; the statistics example's values reach 2^8, so 45 + 8 + 2 = 55 bits still hold them at the scale."""
+    need = Need("ckks", 2, 20.0, None, 4096, magnitude_bits=8)
+    spec = {"N": 8192, "q_bits": [56, 45, 45], "p_bits": [60], "scale_bits": 45}
+    assert advisor.first_trimmed(spec, need) == spec | {"q_bits": [55, 45, 45]}
+    assert advisor.first_trimmed(spec | {"q_bits": [55, 45, 45]}, need) is None  # already the least: the ring is left
+    assert advisor.first_trimmed({"N": 8192, "q_bits": [58, 57], "p_bits": [60], "t_bits": 34},
+                                 Need("bfv", 1, None, 34, 4096)) is None  # BFV/BGV: key_switching_instead's
+
+
+def test_the_search_keeps_a_ring_whose_cut_chain_the_library_accepts(monkeypatch):
+    """A library refusing a CKKS set by its own count of log QP (OpenFHE on the MLP example: 47+37+37+37, P 60
+    at N = 8192) is not a ring too small: the same scale with the first prime cut to 37 + 5 + 2 = 44 bits is
+    run there, and chosen, before any set of N = 16384."""
+    from made_records import record
+
+    from fhemark.advise import choose as chooser
+    need = Need("ckks", 3, 12.0, None, 128, magnitude_bits=5)
+    space = [{"N": n, "q_bits": [47, 37, 37, 37], "p_bits": [60], "scale_bits": 37} for n in (8192, 16384)]
+    tried, largest_built = [], [45]  # the first prime OpenFHE builds at N = 8192 beside 37-bit primes
+
+    def fake_verify(w, need, lib, spec, repeats, db):
+        tried.append((spec["N"], spec["q_bits"][0]))
+        if spec["N"] == 8192 and spec["q_bits"][0] > largest_built[0]:
+            return "insecure_params: the specified ring dimension (8192) does not comply", record(status="insecure_params")
+        return "", record(status="ok", precision_bits=15.0)
+    monkeypatch.setattr(chooser, "verify", fake_verify)
+    monkeypatch.setattr(chooser, "hardest", lambda *a: ("", None))
+    c = chooser._search(None, need, "openfhe", space, 1, None, lambda *a: None)
+    assert tried == [(8192, 47), (8192, 44)]
+    assert c.verified and c.spec == {"N": 8192, "q_bits": [44, 37, 37, 37], "p_bits": [60], "scale_bits": 37}
+    assert "insecure_params" in c.tried[0]  # the refusal stays in the answer's reasons
+    # Where the cut chain is refused too, so is the ring: its larger scales are not cut again, and N = 16384 answers.
+    tried.clear()
+    largest_built[0] = 40
+    larger = {"N": 8192, "q_bits": [51, 41, 41, 41], "p_bits": [60], "scale_bits": 41}
+    c = chooser._search(None, need, "openfhe", [space[0], larger, space[1]], 1, None, lambda *a: None)
+    assert tried == [(8192, 47), (8192, 44), (16384, 47)] and c.spec == space[1]
+
+
+def test_a_cut_chain_short_of_precision_leaves_the_next_ring_s_scales_alone(monkeypatch):
+    """OpenFHE on the MLP example: 2^37 is the largest scale it builds at N = 8192, and only cut (44+37+37+37),
+    where it reaches 12.3 bits of the 14 the search asks; at N = 16384 it reaches 15.5 at 2^38. The cut chain's
+    shortfall is its ring's: N = 16384 is searched from its first scale, not from the 2^39 that shortfall would ask."""
+    from made_records import record
+
+    from fhemark.advise import choose as chooser
+    need = Need("ckks", 3, 12.0, None, 128, magnitude_bits=5)
+    space = [{"N": n, "q_bits": [s + 10, s, s, s], "p_bits": [60], "scale_bits": s} for n in (8192, 16384) for s in (37, 38, 42)]
+    tried = []
+
+    def fake_verify(w, need, lib, spec, repeats, db):
+        tried.append((spec["N"], spec["q_bits"][0], spec["scale_bits"]))
+        if spec["N"] == 8192 and spec["q_bits"][0] > 45:
+            return "insecure_params: the specified ring dimension (8192) does not comply", record(status="insecure_params")
+        if spec["N"] == 8192:
+            return "wrong_result: precision 12.3 bits, below the required 14 (max error 2e-4)", record(status="wrong_result")
+        return "", record(status="ok", precision_bits=15.5)
+    monkeypatch.setattr(chooser, "verify", fake_verify)
+    monkeypatch.setattr(chooser, "hardest", lambda *a: ("", None))
+    c = chooser._search(None, need, "openfhe", space, 1, None, lambda *a: None)
+    assert tried == [(8192, 47, 37), (8192, 44, 37), (8192, 48, 38), (16384, 47, 37)]
+    assert c.spec["N"] == 16384 and c.spec["scale_bits"] == 37
+
+
+def test_a_shortfall_that_rounds_to_nothing_still_moves_the_scale(monkeypatch):
+    """Lattigo on the MLP example at 2^30 reads "precision 14.0 bits, below the required 14" (13.96): the
+    exact-scale retry must move to 2^31, not run the same set again (it ran three times)."""
+    from made_records import record
+
+    from fhemark.advise import choose as chooser
+    need = Need("ckks", 3, 12.0, None, 128, magnitude_bits=5)
+    space = [{"N": 8192, "q_bits": [40, 30, 30, 30], "p_bits": [60], "scale_bits": 30},
+             {"N": 8192, "q_bits": [44, 34, 34, 34], "p_bits": [60], "scale_bits": 34}]
+    tried = []
+
+    def fake_verify(w, need, lib, spec, repeats, db):
+        tried.append(spec["scale_bits"])
+        if spec["scale_bits"] == 30:
+            return "wrong_result: precision 14.0 bits, below the required 14 (max error 6.24e-05)", record(status="wrong_result")
+        return "", record(status="ok", precision_bits=14.8)
+    monkeypatch.setattr(chooser, "verify", fake_verify)
+    monkeypatch.setattr(chooser, "hardest", lambda *a: ("", None))
+    c = chooser._search(None, need, "lattigo", space, 1, None, lambda *a: None)
+    assert tried == [30, 31] and c.spec["scale_bits"] == 31

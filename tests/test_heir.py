@@ -84,7 +84,7 @@ needs_heir = pytest.mark.skipif(_heir_here() is not None, reason=_heir_here() or
 def test_a_compiled_workload_decrypts_to_its_cleartext_replay():
     row = run_row(builtin("sqplus1_8"), samples=2, warmup=0)
     assert not row.error, row.error
-    assert row.wrong == 0 and len(row.samples_ns) == 2 and row.precision_bits > 20
+    assert row.wrong == 0 and row.checked == len(row.samples_ns) == 2 and row.precision_bits > 20
     assert row.scheme["N"] >= 4096 and row.scheme["levels"] >= 1 and row.scheme["scale_bits"] > 0
 
 
@@ -94,7 +94,8 @@ def test_at_fhemarks_parameters_and_bounded_when_it_hangs():
     assert not row.error and row.wrong == 0, row.error
     assert row.scheme["N"] == 8192 and row.scheme["log_q"] == [50.0, 40.0, 40.0, 40.0]
     slow = run_row(builtin("dot_8"), compile_timeout=0.001, samples=1)
-    assert slow.error.endswith("did not finish in 0 s (bounded; raise the limit with --compile-timeout)")
+    assert slow.error.endswith("did not finish in 0 s (bounded; raise the limit with "
+                              "python -m fhemark.compile heir --compile-timeout)")
 
 
 def test_heirs_own_message_is_the_line():
@@ -126,3 +127,76 @@ def test_the_harness_times_only_the_compiled_call_with_heirs_argument_order():
     assert lines[4:7] == ["t0 := time.Now()", "r0 := Affine_8__preprocessed(evaluator, param, encoder, a0, a1, a2, pre)",
                           "ns := time.Since(t0).Nanoseconds()"]
     assert lines[-1].startswith("r.Out[0] = widen(Affine_8__decrypt__result0(")
+
+
+# -- choose --compilers heir: the compiled rows beside the set choose verified for hand-written Lattigo
+
+def test_choose_refuses_an_unknown_compiler_in_one_line(tmp_path):
+    from typer.testing import CliRunner
+
+    from fhemark.cli import app
+    r = CliRunner().invoke(app, ["choose", "drivers/heir/workloads/dot_8.py", "--compilers", "clang",
+                                 "--db", str(tmp_path / "x.db")])
+    assert r.exit_code == 2 and (r.exception is None or isinstance(r.exception, SystemExit))
+    lines = [ln for ln in r.output.splitlines() if ln.strip()]
+    assert len(lines) == 1 and "--compilers clang: unknown compiler; use heir" in lines[0]
+    assert not (tmp_path / "x.db").exists()  # refused before any search
+
+
+def test_the_sets_a_compiler_meets_are_the_verified_ones_of_its_library_smallest_first():
+    from types import SimpleNamespace
+
+    from fhemark.advise.candidates import Answer, Candidate, verified_specs
+    ok = SimpleNamespace(status="ok", median_ns=1.0)
+    big, small = {"N": 16384, "q_bits": [50, 40], "p_bits": [60], "scale_bits": 40}, \
+        {"N": 8192, "q_bits": [47, 37], "p_bits": [60], "scale_bits": 37}
+    chosen = [Candidate("lattigo", "ckks", big, verified=True, record=ok),
+              Candidate("lattigo", "ckks", small, verified=True, record=ok),
+              Candidate("lattigo", "ckks", small, origin="shared", verified=True, record=ok),
+              Candidate("lattigo", "ckks", {"N": 4096, "q_bits": [30], "p_bits": [], "scale_bits": 25}, verified=False),
+              Candidate("seal", "ckks", small, verified=True, record=ok)]
+    ans = Answer(builtin("dot_8"), {}, 20.0, 128, "hestd2018", chosen)
+    assert verified_specs(ans, "lattigo") == [small, big]
+    assert verified_specs(ans, "lattigo", "bfv") == []
+
+
+def test_without_heir_the_compiled_rows_beside_choose_are_one_line(tmp_path, monkeypatch):
+    from fhemark.compile.measure import beside_choose
+    monkeypatch.setenv("FHEMARK_CACHE", str(tmp_path))
+    said = []
+    out = beside_choose(builtin("dot_8"), "heir", [], say=said.append)
+    assert out.startswith("heir->lattigo skipped: heir-py") and out.endswith("run: bash drivers/heir/build.sh")
+    assert "\n" not in out and said == []
+
+
+# A one-level set, as choose verifies for hand-written Lattigo's dot product (insecure rings are not
+# needed: N = 8192 holds it at 128 bits).
+ONE_LEVEL = {"N": 8192, "q_bits": [47, 37], "p_bits": [60], "scale_bits": 37}
+
+
+@needs_heir
+def test_dot_product_beside_choose_at_heirs_set_and_at_fhemarks_every_sample_checked(monkeypatch):
+    from fhemark.compile import measure
+    rows = []
+    monkeypatch.setattr(measure, "table", lambda rs: rows.extend(rs) or "")
+    measure.beside_choose(builtin("dot_8"), "heir", [ONE_LEVEL], samples=2, say=lambda line: None)
+    own, given, longer = rows
+    assert own.params_from == "heir" and not own.error and own.wrong == 0 and len(own.samples_ns) == 2
+    # HEIR's layout spends more levels than the hand-written sum: its own message, then fhemark's ring,
+    # primes and scale with HEIR's levels added, measured and checked.
+    assert given.error.endswith("The level in the scheme param is smaller than the max level.")
+    assert longer.params_from == "fhemark:N=8192,logQP=144+2 levels" and not longer.error and longer.wrong == 0
+    assert longer.scheme["N"] == 8192 and longer.scheme["scale_bits"] == 37
+    assert len(longer.scheme["q"]) == own.scheme["levels"] + 1 and len(longer.samples_ns) == 2
+
+
+@needs_heir
+def test_a_polynomial_beside_choose_at_both_sets(monkeypatch):
+    from fhemark.compile import measure
+    rows = []
+    monkeypatch.setattr(measure, "table", lambda rs: rows.extend(rs) or "")
+    spec = {"N": 8192, "q_bits": [50, 40, 40, 40], "p_bits": [48], "scale_bits": 40}
+    measure.beside_choose(builtin("poly_2"), "heir", [spec], samples=2, say=lambda line: None)
+    assert [r.params_from for r in rows] == ["heir", "fhemark:N=8192,logQP=218"]
+    for r in rows:
+        assert not r.error and r.wrong == 0 and len(r.samples_ns) == 2 and r.precision_bits >= 20, r.error

@@ -262,9 +262,10 @@ def test_the_search_is_steered_by_what_failures_measured(tmp_path, monkeypatch):
     monkeypatch.setattr(chooser, "hardest", lambda *a: ("", None))  # the worst input passes: what verify says decides
     c = chooser._search(None, Need("ckks", 1, 20.0), "lib", space, 1, tmp_path / "v.db", lambda *a: None)
     # 30 is 9 bits short: the floor becomes 39, which the space's 4-bit steps skip over, so 39 itself is
-    # tried next in the same ring (34 and 38 are not run); refused as insecure, the ring is left (42 there
-    # is not run either); at 16384 the first set at or above the floor passes.
-    assert tried == [(8192, 30), (8192, 39), (16384, 42)]
+    # tried next in the same ring (34 and 38 are not run); refused as insecure, then with its first prime cut
+    # (advisor.first_trimmed), refused again, the ring is left (42 there is not run either); at 16384 the
+    # first set at or above the floor passes.
+    assert tried == [(8192, 30), (8192, 39), (8192, 39), (16384, 42)]
     assert c.verified and c.spec["N"] == 16384 and c.spec["scale_bits"] == 42
 
 

@@ -20,6 +20,9 @@ Rules of thumb (the starting points; measurement decides):
 - OpenFHE adds special primes of its own under HYBRID key switching, so a BFV/BGV ring it refuses as
   insecure for them is searched again under BV, which has none (`key_switching_instead`), before the
   next ring.
+- A CKKS set a library refuses as insecure by its own account of log QP (OpenFHE's adds bits the
+  search's does not) is tried with its first prime cut to the least that holds the result (`first_trimmed`)
+  before the ring is left.
 - Ring sizes from the smallest whose slots hold the values; the security bound of the chosen table
   caps the chain (log QP) for each N.
 """
@@ -157,6 +160,22 @@ def key_switching_instead(library: str, spec: dict, need: Need) -> list[dict]:
     bv = {k: v for k, v in spec.items() if k != "p_bits"} | {"p_bits": [], "key_switching": "bv",
                                                              "digit_size": BV_DIGIT_BITS}
     return [bv | {"q_bits": _split(total)} for total in range(sum(spec["q_bits"]), _bound(spec["N"], need) + 1, INT_STEP)]
+
+
+def first_trimmed(spec: dict, need: Need) -> dict | None:
+    """The CKKS set with its first prime cut to the least that holds the result: scale + magnitude + 2 bits
+    (|value| * 2^scale under half of it), where a library refused the set as insecure by an account of
+    log QP of its own that the search's does not reproduce. OpenFHE 1.6 judges an estimate from the sizes
+    asked, not the primes it makes: at N = 8192 (218 bits) with one 60-bit P it refuses q 56+45+45 (206
+    bits) and 47+37+37+37 (218), and builds 55+45+45 and 45+37+37+37. The first prime carries no
+    precision (the last rescale's error is the scale's), so the ring is tried at the cut chain before
+    it is left. None where the prime is already that small."""
+    if need.scheme != "ckks" or "preset" in spec or not spec.get("scale_bits"):
+        return None
+    least = spec["scale_bits"] + need.magnitude_bits + 2
+    if spec["q_bits"][0] <= least:
+        return None
+    return spec | {"q_bits": [least, *spec["q_bits"][1:]]}
 
 
 def check_possible(need: Need) -> None:

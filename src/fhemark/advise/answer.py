@@ -88,6 +88,8 @@ def to_json(ans: Answer) -> dict:
 
 
 def _why_excluded(c: Candidate) -> str:
+    if not c.verified and c.pinned:  # a set given (--at): nothing else was tried
+        return "the set given fails a check: " + "; ".join(c.tried)
     if not c.verified:
         return "no set passed: " + "; ".join(c.tried[-2:]) if c.tried else "not searched"
     r = c.record

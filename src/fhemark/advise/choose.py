@@ -22,99 +22,26 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import Callable
 
-from ..analyse import ratios
 from ..drivers.registry import available
 from ..errors import UserError
 from ..model import routines, ways
 from ..model.requirements import DEFAULT_INT_BITS, Requirements, derive, for_all
 from ..model.workload import INT_SCHEMES, Workload, WorkloadRef
 from ..plan.suites import Case, Suite, add_workload
-from ..stats import FloorRatio
 from ..store.record import Record
 from ..store.sqlite import Store
 from . import measuring
-from .advisor import MARGIN_BITS, MAX_TRIES, Need, at_scale, candidates, key_switching_instead
-from .recommend import amortised
+from .advisor import MARGIN_BITS, MAX_TRIES, Need, at_scale, candidates, first_trimmed, key_switching_instead
+from .candidates import Answer, Candidate
 from .worst import Worst, probe
 
 # Larger sets will not help: the library lacks an op, fails on its own, or the program is wrong for it
 # (internal: e.g. a scale mismatch the program made, which no parameter set changes; workload_error: the
 # computation itself failed at this ring, and a larger one will not mend it).
 STOP = ("unsupported", "crashed", "timeout", "out_of_memory", "internal", "workload_error")
-
-
-@dataclass
-class Candidate:
-    library: str
-    scheme: str
-    spec: dict | None = None
-    origin: str = "search"      # search | <library>-auto (its own choice) | shared
-    verified: bool = False
-    tried: list[str] = field(default_factory=list)   # why each smaller set failed
-    record: Record | None = None  # the measurement at `spec`
-    within_best: bool = False
-    vs_best: FloorRatio | None = None    # its floor over the best's, with the interval for another run
-    worst: Worst | None = None           # the worst input found at `spec` (worst.py), and its error
-    worst_file: str | None = None        # where it was written, beside the snippet
-    snippet: str | None = None
-    workload: Workload | None = None     # the way it ran (ways.py): the file's own, or Horner, or fhemark's routine
-    routine: str | None = None           # its routines by: library | fhemark | horner, or a mix (None: none)
-    levels_needed: int | None = None     # CKKS: with the library's routines' own levels (routines.py)
-
-    @property
-    def label(self) -> str:
-        words = ways.text(self.workload, self.scheme) if self.workload is not None and self.routine else self.routine
-        by = f" ({words})" if words else ""
-        return f"{self.library} {self.scheme.upper()}{by}"
-
-    def log_qp(self) -> int:
-        return sum(self.spec.get("q_bits", [])) + sum(self.spec.get("p_bits", [])) if self.spec else 0
-
-    def size(self) -> tuple:
-        return (self.spec.get("N") or 0, self.log_qp()) if self.spec else (math.inf,)
-
-
-@dataclass
-class Answer:
-    workload: Workload
-    requirements: dict[str, Requirements]
-    precision: float
-    security: int
-    table: str
-    chosen: list[Candidate]              # every (library, scheme) searched
-    shared: list[Candidate] = field(default_factory=list)
-    run_id: str | None = None
-    threads: int = 1                     # the measurement's thread count (the search runs on one)
-    objective: str = "latency"           # or throughput: measured k at once, ranked by the host's rate
-    impossible: dict[str, str] = field(default_factory=dict)  # scheme -> why no ring here holds the program
-
-    def timed(self, c: Candidate) -> Record:
-        """What ranks a candidate: its record, or under the throughput objective its record costed at
-        the host's time per evaluation at saturation (recommend.amortised)."""
-        return amortised(c.record) if self.objective == "throughput" else c.record
-
-    def ranked(self) -> list[Candidate]:
-        # Latency by floors (analyse/ratios.py); a rate at saturation by its own figure and interval.
-        rate = self.objective == "throughput"
-        ok = sorted((c for c in self.chosen if _ok(c)),
-                    key=lambda c: self.timed(c).median_ns if rate else ratios.speed(self.timed(c)))
-        if ok:
-            best = self.timed(ok[0])
-            for c in ok:
-                c.within_best = ratios.within(self.timed(c), best, by_samples=not rate)
-                c.vs_best = None if rate else ratios.versus(self.timed(c), best)
-        return ok
-
-    def excluded(self) -> list[Candidate]:
-        return [c for c in self.chosen if not _ok(c)]
-
-
-def _ok(c: Candidate) -> bool:
-    r = c.record
-    return c.verified and r is not None and r.status == "ok" and r.median_ns is not None
 
 
 # The common presets (params.py) a `run --workload` uses when no --params is given: the first
@@ -267,7 +194,8 @@ def choose(w: Workload, libraries: dict[str, tuple[str, ...]], precision: float 
            repeats: int, store: Store | None = None, verify_db: Store | None = None,
            say: Callable[..., None] = lambda stage, what, sets=0, total=None: None,
            auto: Callable[[str, Need, dict | None], dict | None] | None = None, threads: int = 1,
-           objective: str = "latency", polynomial: tuple[str, ...] = ()) -> Answer:
+           objective: str = "latency", polynomial: tuple[str, ...] = (),
+           at: tuple[tuple[str, str, dict], ...] = ()) -> Answer:
     """`libraries`: each available library and the schemes it offers; `threads`: the cores the
     answer is for (the measurement runs at that count; whether a set is correct does not depend on it);
     `objective`: latency (one evaluation alone) or throughput (the measurement in throughput mode);
@@ -291,6 +219,9 @@ def choose(w: Workload, libraries: dict[str, tuple[str, ...]], precision: float 
                 continue
             for v in dict.fromkeys(ways.named(w, polynomial=p) for p in polynomial or (None,)):
                 ans.chosen += _on(v, lib, scheme, prec, security, table, repeats, verify_db, say, auto)
+    for origin, scheme, spec in at:  # `at`: (origin, scheme, set) given as they are (expert.pinned)
+        for lib in (lib for lib, schemes in libraries.items() if scheme in schemes and scheme in reqs):
+            ans.chosen.append(_pinned(w, lib, scheme, spec, origin, prec, security, table, repeats, verify_db, say))
     if len(ans.impossible) == len(reqs):
         raise UserError(f"impossible: {'; '.join(ans.impossible.values())}",
                         "lower the depth (fewer multiplications in sequence), the precision or the security level")
@@ -329,16 +260,32 @@ def _on(v: Workload, lib: str, scheme: str, prec: float, security: int, table: s
     return out
 
 
+def _pinned(w: Workload, lib: str, scheme: str, spec: dict, origin: str, prec: float, security: int, table: str,
+            repeats: int, db: Store | None, say: Callable[..., None]) -> Candidate:
+    """A given set checked as a searched one is (verify, then the worst input found), and nothing
+    else tried: where it fails, the reason is its row's."""
+    need = _need(w, derive(w, scheme), prec, security, table)
+    say("searching parameters", f"{lib} {scheme} {set_text(spec)} ({origin})", 1)
+    why, _ = verify(w, need, lib, spec, repeats, db)
+    worst = None
+    if not why:
+        why, worst = hardest(w, need, lib, spec)
+    return Candidate(lib, scheme, spec, origin, verified=not why, tried=[f"{set_text(spec)}: {why}"] if why else [],
+                     worst=worst, workload=w, levels_needed=need.depth, pinned=True)
+
+
 def _search(w: Workload, need: Need, lib: str, space: list[dict], repeats: int, db: Store | None,
             say: Callable[..., None], origin: str = "search") -> Candidate:
     """The first set of `space` the program passes at. What a failure measured steers the search:
     a ring the library refuses as insecure is left for the next one, unless the refusal was the
     library's own key switching's (OpenFHE's HYBRID special primes: key_switching_instead), where the
-    same chain is tried under its other key switching, and the ring's larger chains with it; and a
-    CKKS set short of precision by d bits moves the scale up by at least d."""
+    same chain is tried under its other key switching, and the ring's larger chains with it, or a CKKS
+    set's first prime is cut (advisor.first_trimmed) once in the ring; and a CKKS set short of precision
+    by d bits moves the scale up by at least d."""
     c = Candidate(lib, need.scheme, origin=origin)
     refused: set[int] = set()
     switched: set[int] = set()  # rings searched under the library's other key switching (key_switching_instead)
+    cut: dict[int, dict] = {}  # CKKS ring -> the refused set with its first prime cut (advisor.first_trimmed)
     scale_floor = 0
     queue = list(space)
     while queue:
@@ -367,11 +314,17 @@ def _search(w: Workload, need: Need, lib: str, space: list[dict], repeats: int, 
             if instead:  # the library's own key switching was refused, not the ring: the ring's chains switched first
                 switched.add(spec["N"])
                 queue[:0] = instead
+            elif spec["N"] not in cut and (trimmed := first_trimmed(spec, need)) is not None:
+                cut[spec["N"]] = trimmed  # once a ring: a second refusal there is the ring's (its larger scales)
+                queue.insert(0, trimmed)  # the library's own count of log QP, not the ring's: the cut chain first
             else:
                 refused.add(spec["N"])
         short = PRECISION_SHORT.search(why)
-        if short and spec.get("scale_bits"):
-            scale_floor = spec["scale_bits"] + math.ceil(float(short.group(2)) - float(short.group(1)))
+        # A cut chain's shortfall stays in its ring (the library built that scale there only cut), not a floor for
+        # the next ring: OpenFHE on the MLP example, 12.3 bits at 2^37 at N = 8192, 15.5 at 2^38 at N = 16384.
+        if short and spec.get("scale_bits") and cut.get(spec.get("N")) != spec:
+            # at least a bit: a shortfall printed as "14.0 bits, below the required 14" would retry the same set
+            scale_floor = spec["scale_bits"] + max(1, math.ceil(float(short.group(2)) - float(short.group(1))))
             # The space steps the scale by 4 bits and may step over the scale the shortfall asks for
             # (34 short by 9: 43, between 42 and 46), which this ring may hold where 46 is refused.
             exact = at_scale(need, spec["N"], scale_floor) if not spec.get("key_switching") else None
@@ -414,7 +367,8 @@ def _measure(ans: Answer, store: Store | None, say: Callable[..., None]) -> None
     for scheme, name in dict.fromkeys((c.scheme, (c.workload or w).name) for c in ok):
         # The libraries' own searches only, of one way: a library's automatic choice (OpenFHE's two special
         # primes) may be a set another library cannot build at all.
-        mine = [c for c in ok if c.scheme == scheme and not c.origin.endswith("-auto") and (c.workload or w).name == name]
+        mine = [c for c in ok if c.scheme == scheme and not c.origin.endswith("-auto") and not c.pinned
+                and (c.workload or w).name == name]
         # nor is a set under a library's own key switching (OpenFHE's BV) one the others can build
         common = [c for c in mine if not c.spec.get("key_switching")]
         if scheme in INT_SCHEMES or len(mine) < 2 or not common:

@@ -101,8 +101,7 @@ def params_cmd(scheme: str = typer.Option(..., help="bfv, bgv, ckks, or any (CKK
     for need in needs:
         advisor.check_possible(need)
     store = Store(db) if db else None  # a path that is no store is refused before anything runs
-    built = [lib for lib in available() if lib in (library or available())
-             and set(manifests()[lib].schemes) & {"bfv", "bgv", "ckks"}]
+    built = [lib for lib in available(library) if set(manifests()[lib].schemes) & {"bfv", "bgv", "ckks"}]
     if not built:
         fail(UserError("no RLWE driver is built here", "run `fhemark setup`, or name a built one with --library"))
     out = []
@@ -129,7 +128,8 @@ def choose_cmd(file: Path = typer.Argument(..., help="your workload file (Python
                explain: bool = typer.Option(False, "--explain", help="print what the program needs, run nothing"),
                precision: Optional[float] = typer.Option(None, help="CKKS: bits of precision every output needs "
                                                                    "(default: the workload's precision_bits, 20)"),
-               security: int = typer.Option(128, help="security bits (128, 192 or 256)"),
+               security: int = typer.Option(128, help="security bits: 128, 192 or 256 (the tables' levels), or a "
+                                                      "level between, judged by the lattice estimate"),
                table: str = typer.Option("hestd2018", help="security table: hestd2018 or guidelines2024"),
                library: list[str] = typer.Option(None, help="only these libraries (repeatable)"),
                scheme: list[str] = typer.Option(None, help="only these of the workload's schemes (repeatable)"),
@@ -146,7 +146,13 @@ def choose_cmd(file: Path = typer.Argument(..., help="your workload file (Python
                db: Path = typer.Option(None, help="store for the measurement (default ./fhemark.db or $FHEMARK_DB)"),
                verify_db: Path = typer.Option(None, help="keep the search's runs in this store (default: a temporary one)"),
                out: Path = typer.Option(None, help="folder for the snippets (default ./choose/<workload>)"),
-               json_out: Path = typer.Option(None, "--json", help="also write the answer as JSON")) -> None:
+               json_out: Path = typer.Option(None, "--json", help="also write the answer as JSON"),
+               at: list[str] = typer.Option(None, "--at", help="also check and measure this set as given: fherma (the "
+                                                              "FHERMA challenge's expert set, data/fherma.tsv), an inline "
+                                                              "set or a YAML file; repeatable"),
+               compilers: list[str] = typer.Option(None, "--compilers", help="also a compiler's rows (heir: HEIR's "
+                                                   "Lattigo code at its own parameters and at the set chosen for "
+                                                   "Lattigo; repeatable)")) -> None:
     """Find, prove and rank the parameters each library runs YOUR computation at: smallest secure set per
     library, verified by running the program with fresh keys, then measured side by side."""
     from ..advise import answer as answers
@@ -160,8 +166,8 @@ def choose_cmd(file: Path = typer.Argument(..., help="your workload file (Python
         output(json_out, "--json")
     if table not in TABLES:
         fail(UserError(f"--table {table}: unknown security table", f"use one of {', '.join(TABLES)}"))
-    if security not in (128, 192, 256):
-        fail(UserError(f"--security {security}: the tables have 128, 192 and 256 bits", "use one of them"))
+    if not 80 <= security <= 256:  # between the tables' rows (128, 192, 256) the estimate judges a set
+        fail(UserError(f"--security {security}: outside 80..256 bits", "use 128, 192 or 256, or a level between"))
     from ..model.ways import WAYS
     for way in polynomial or []:
         if way not in WAYS:
@@ -170,6 +176,10 @@ def choose_cmd(file: Path = typer.Argument(..., help="your workload file (Python
         fail(UserError(f"--objective {objective}: unknown objective", "use latency or throughput"))
     if precision is not None and not 1 <= precision <= 50:
         fail(UserError(f"--precision {precision:g}: CKKS precision must be 1..50 bits", "e.g. --precision 20"))
+    from ..compile.measure import COMPILERS
+    for comp in compilers or []:
+        if comp not in COMPILERS:
+            fail(UserError(f"--compilers {comp}: unknown compiler", f"use {', '.join(COMPILERS)}"))
     found = load_workloads(file)
     if len(found) != 1:
         fail(UserError(f"{file}: defines {len(found)} workloads ({', '.join(w.name for w in found)}); choose takes one",
@@ -181,6 +191,8 @@ def choose_cmd(file: Path = typer.Argument(..., help="your workload file (Python
     if scheme:
         from dataclasses import replace
         w = replace(w, schemes=tuple(scheme))  # the same file and digest: only the schemes asked are searched
+    from ..advise.expert import pinned
+    given = tuple(pinned(w, at or []))  # before the search: a bad --at costs no run
     if explain:
         print_requirements(w.name, for_all(w), console)
         _routine_levels(w)
@@ -189,8 +201,7 @@ def choose_cmd(file: Path = typer.Argument(..., help="your workload file (Python
     for lib in library or []:
         if lib not in known:
             fail(UserError(f"--library {lib}: unknown library", f"use one of {', '.join(known)}"))
-    libs = {lib: known[lib].schemes for lib in available() if lib in (library or known)
-            and set(known[lib].schemes) & set(w.schemes)}
+    libs = {lib: known[lib].schemes for lib in available(library) if set(known[lib].schemes) & set(w.schemes)}
     if not libs:
         fail(UserError(f"no library built here runs {', '.join(w.schemes)}", "run `fhemark setup`, or name one with --library"))
     # Every path is checked, and each store opened, before the search: nothing it finds is lost to a bad flag.
@@ -204,7 +215,7 @@ def choose_cmd(file: Path = typer.Argument(..., help="your workload file (Python
         try:
             answer = chooser.choose(w, libs, precision, security, table, repeats, store, search_store,
                                     say=_say(progress, task), auto=auto_params if auto else None, threads=threads,
-                                    objective=objective, polynomial=tuple(dict.fromkeys(polynomial or ())))
+                                    objective=objective, polynomial=tuple(dict.fromkeys(polynomial or ())), at=given)
         except KeyboardInterrupt:
             progress.stop()
             err_console.print(f"interrupted: nothing was chosen; measurements finished so far are in {store_path}",
@@ -212,6 +223,12 @@ def choose_cmd(file: Path = typer.Argument(..., help="your workload file (Python
             raise typer.Exit(130)
     answers.write_snippets(answer, folder)
     print_answer(answer, console)
+    from ..advise.candidates import verified_specs
+    from ..compile.measure import beside_choose
+    for comp in dict.fromkeys(compilers or []):
+        console.print(beside_choose(w, comp, verified_specs(answer, COMPILERS[comp]),
+                                    say=lambda line: err_console.print(line, highlight=False, markup=False)),
+                      highlight=False, markup=False, soft_wrap=True)
     if json_out:
         write_out(json_out, export_mod.strict_json(answers.to_json(answer)), "--json")
     raise typer.Exit(0 if answer.ranked() else 1)

@@ -17,13 +17,12 @@ import sys
 from pathlib import Path
 
 from ..errors import UserError
-from ..measure import lease
 from ..model.params import ParamSet, resolve
 from ..model.workload import Workload
 from ..model.workload_file import load
 from . import heir
 from .builtins import builtin
-from .measure import Row, run_row
+from .measure import measure_rows, table
 
 
 def _targets(target: str, params: list[str]) -> tuple[list[tuple[Workload, list[ParamSet]]], Path | None]:
@@ -47,31 +46,6 @@ def _targets(target: str, params: list[str]) -> tuple[list[tuple[Workload, list[
         raise UserError(f"{target}: no such workload file, suite or built-in",
                         "give a workload file, a suite YAML, or dot_<n>, poly_<k>, sqplus1_<n>, affine_<n>")
     return [(w, given)], None
-
-
-def _security(p: dict) -> str:
-    est = p["security"]["hestd2018"]
-    return f"~{est['bits']} (below)" if est["below_table"] else f">={est['bits']}"
-
-
-def _table(rows: list[Row]) -> str:
-    head = ("workload", "params from", "N", "log Q", "log P", "scale", "log QP", "security", "median ms", "95% CI ms",
-            "prec bits", "checked", "eval keys MB", "peak MB")
-    lines = [head]
-    for r in rows:
-        if r.error:
-            lines.append((r.workload, r.params_from, f"failed: {r.error}"))
-            continue
-        d, p = r.record(), r.scheme
-        ci = d["ci95_ns"]
-        lines.append((r.workload, r.params_from, str(p["N"]), "+".join(f"{b:g}" for b in p["log_q"]),
-                      "+".join(f"{b:g}" for b in p["log_p"]), f"2^{p['scale_bits']}", f"{p['log_qp']:g}", _security(p),
-                      f"{d['median_ns'] / 1e6:.2f}", f"{ci[0] / 1e6:.2f}-{ci[1] / 1e6:.2f}" if ci else "-",
-                      f"{d['precision_bits']:g}", f"{d['checked']}, {d['wrong']} wrong",
-                      f"{d['eval_key_bytes'] / 2**20:.1f}" if d["eval_key_bytes"] else "-",
-                      f"{d['peak_rss_bytes'] / 2**20:.0f}" if d["peak_rss_bytes"] else "-"))
-    widths = [max(len(x[i]) for x in lines if i < len(x) and len(x) > 3) for i in range(len(head))]
-    return "\n".join("  ".join(c.ljust(widths[i]) if len(x) > 3 else c for i, c in enumerate(x)).rstrip() for x in lines)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -107,16 +81,9 @@ def main(argv: list[str] | None = None) -> int:
         print("hand-written rows:", " ".join(cmd[2:]), flush=True)
         if subprocess.run(cmd, check=False).returncode not in (0, 1):
             print("the hand-written rows did not run (the line above says why); the compiled rows follow", flush=True)
-    rows: list[Row] = []
-    with lease.hold("heir->lattigo", lambda who: print(f"waiting for the host: {who} is measuring", flush=True)):
-        for w, sets in jobs:
-            for given in (None, *sets):
-                rows.append(run_row(w, given, a.samples, a.warmup, compile_timeout=a.compile_timeout))
-                print(f"{w.name} at {rows[-1].params_from}: {'done' if not rows[-1].error else rows[-1].error}",
-                      flush=True)
-    print(f"heir->lattigo (heir-py {heir.HEIR_PY_VERSION}, Lattigo v6.2.0, 1 thread; encryption and plaintext "
-          "preprocessing untimed):")
-    print(_table(rows))
+    say = lambda line: print(line, flush=True)  # noqa: E731 - interleaved with the suite's output
+    rows = [r for w, sets in jobs for r in measure_rows(w, sets, a.samples, a.warmup, a.compile_timeout, say)]
+    print(table(rows))
     if a.json:
         try:
             a.json.parent.mkdir(parents=True, exist_ok=True)

@@ -68,7 +68,8 @@ def _run(cmd: list[str], what: str, stdin: str, timeout: float) -> str:
     try:
         done = subprocess.run(cmd, input=stdin, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
-        raise HeirError(f"{what} did not finish in {timeout:.0f} s (bounded; raise the limit with --compile-timeout)")
+        raise HeirError(f"{what} did not finish in {timeout:.0f} s (bounded; raise the limit with "
+                       "python -m fhemark.compile heir --compile-timeout)")
     if done.returncode != 0:
         raise HeirError(f"{what}: {_first_error(done.stderr)}")
     return done.stdout

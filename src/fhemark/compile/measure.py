@@ -20,7 +20,9 @@ from typing import Any
 import numpy as np
 
 from .. import stats
-from ..model.params import ParamSet
+from ..errors import UserError
+from ..measure import lease
+from ..model.params import ParamSet, resolve
 from ..model.security import estimates
 from ..model.semantics import Plain
 from ..model.workload import Workload
@@ -43,7 +45,8 @@ class Row:
     scheme: dict[str, Any] = field(default_factory=dict)
     samples_ns: list[int] = field(default_factory=list)
     precision_bits: float | None = None   # the worst sample's, -log2(max |error|)
-    wrong: int = 0                         # samples whose outputs missed the workload's precision
+    checked: int = 0                       # samples decrypted and checked, warm-ups included
+    wrong: int = 0                         # of those, samples whose outputs missed the workload's precision
     eval_key_bytes: int | None = None
     peak_rss_bytes: int | None = None
     compile_s: float | None = None
@@ -58,7 +61,7 @@ class Row:
         s = stats.summarize(self.samples_ns)
         return {**out, "params": self.scheme, "samples_ns": self.samples_ns, "median_ns": s.median,
                 "ci95_ns": list(s.ci95) if s.ci95 else None, "precision_bits": self.precision_bits,
-                "checked": len(self.samples_ns), "wrong": self.wrong, "eval_key_bytes": self.eval_key_bytes,
+                "checked": self.checked, "wrong": self.wrong, "eval_key_bytes": self.eval_key_bytes,
                 "peak_rss_bytes": self.peak_rss_bytes, "compile_s": self.compile_s, "build_s": self.build_s}
 
 
@@ -136,6 +139,7 @@ def run_row(w: Workload, given: ParamSet | None = None, samples: int = 10, warmu
             proc.stdin.flush()
             reply = json.loads(_line(proc))
             err = _errors(e, ref, reply["out"])
+            row.checked += 1
             if err > 2.0 ** -w.precision_bits:
                 row.wrong += 1
             if i >= warmup:
@@ -160,3 +164,85 @@ def _line(proc: subprocess.Popen) -> str:
     if not line:
         raise ValueError(f"the harness closed its output (exit {proc.wait(timeout=REPLY_TIMEOUT_S)})")
     return line
+
+
+def measure_rows(w: Workload, sets: list[ParamSet], samples: int = 12, warmup: int = 1,
+                 compile_timeout: float = heir.COMPILE_TIMEOUT_S, say=print) -> list[Row]:
+    """The compiled rows of one workload, at HEIR's own parameters and at each of fhemark's `sets`,
+    under the host's lease (so they never share the host with another measurement); heir.Unavailable
+    propagates (the caller skips the rows with its line)."""
+    heir.tools()
+    heir.go()
+    rows: list[Row] = []
+    with lease.hold(LIBRARY, lambda who: say(f"waiting for the host: {who} is measuring")):
+        for given in (None, *sets):
+            rows.append(run_row(w, given, samples, warmup, compile_timeout=compile_timeout))
+            say(f"{LIBRARY} {w.name} at {rows[-1].params_from}: {rows[-1].error or 'done'}")
+            longer = _with_heirs_levels(given, rows[0], rows[-1])
+            if longer is not None:
+                rows.append(run_row(w, longer, samples, warmup, compile_timeout=compile_timeout))
+                say(f"{LIBRARY} {w.name} at {rows[-1].params_from}: {rows[-1].error or 'done'}")
+    return rows
+
+
+def _with_heirs_levels(given: ParamSet | None, own: Row, row: Row) -> ParamSet | None:
+    """Where HEIR's code needs more levels than fhemark's set holds (a set chosen for the hand-written
+    program: HEIR's layout spends levels on masks), that set with scale-sized primes added up to HEIR's
+    levels: the same ring, primes and scale, so the row still tells fhemark's parameters from HEIR's."""
+    if given is None or own.error or "smaller than the max level" not in row.error:
+        return None
+    more = own.scheme["levels"] - (len(given.q_bits) - 1)
+    if more <= 0:
+        return None
+    return given.model_copy(update={"q_bits": (*given.q_bits, *(given.scale_bits,) * more),
+                                    "name": f"{given.label()}+{more} levels"})
+
+
+def _security(p: dict) -> str:
+    est = p["security"]["hestd2018"]
+    return f"~{est['bits']} (below)" if est["below_table"] else f">={est['bits']}"
+
+
+def table(rows: list[Row]) -> str:
+    """The compiled rows as text: the parameters that ran, latency with its interval, the checks."""
+    head = ("workload", "params from", "N", "log Q", "log P", "scale", "log QP", "security", "median ms", "95% CI ms",
+            "prec bits", "checked", "eval keys MB", "peak MB")
+    lines = [(f"{LIBRARY} (heir-py {heir.HEIR_PY_VERSION}, Lattigo {LATTIGO_VERSION}, 1 thread; encryption and "
+              "plaintext preprocessing untimed):",), head]
+    for r in rows:
+        if r.error:
+            lines.append((r.workload, r.params_from, f"failed: {r.error}"))
+            continue
+        d, p = r.record(), r.scheme
+        ci = d["ci95_ns"]
+        lines.append((r.workload, r.params_from, str(p["N"]), "+".join(f"{b:g}" for b in p["log_q"]),
+                      "+".join(f"{b:g}" for b in p["log_p"]), f"2^{p['scale_bits']}", f"{p['log_qp']:g}", _security(p),
+                      f"{d['median_ns'] / 1e6:.2f}", f"{ci[0] / 1e6:.2f}-{ci[1] / 1e6:.2f}" if ci else "-",
+                      f"{d['precision_bits']:g}", f"{d['checked']}, {d['wrong']} wrong",
+                      f"{d['eval_key_bytes'] / 2**20:.1f}" if d["eval_key_bytes"] else "-",
+                      f"{d['peak_rss_bytes'] / 2**20:.0f}" if d["peak_rss_bytes"] else "-"))
+    widths = [max(len(x[i]) for x in lines if i < len(x) and len(x) > 3) for i in range(len(head))]
+    return "\n".join("  ".join(c.ljust(widths[i]) if len(x) > 3 else c for i, c in enumerate(x)).rstrip() for x in lines)
+
+
+# A compiler's rows are set beside the hand-written library its code targets (`choose --compilers`).
+COMPILERS = {"heir": "lattigo"}
+
+
+def beside_choose(w: Workload, compiler: str, specs: list[dict], samples: int = 12, say=print) -> str:
+    """`fhemark choose FILE --compilers heir`: the compiled rows at HEIR's own parameters and at each
+    CKKS set choose verified for hand-written Lattigo (`specs`), as text; one line where HEIR or Go
+    is missing (the rows are skipped, the fix said)."""
+    sets = []
+    for spec in specs:
+        try:
+            sets.append(resolve(spec, "ckks", "the chosen set"))
+        except UserError as exc:  # a set HEIR cannot be given (e.g. OpenFHE's BV switching): said, skipped
+            say(f"{LIBRARY}: not at {spec.get('N')}: {exc.line()}")
+    try:
+        rows = measure_rows(w, sets, samples, say=say)
+    except heir.Unavailable as exc:
+        return str(exc)
+    hand = COMPILERS[compiler]
+    note = "" if sets else f"\n(no CKKS set was verified for hand-written {hand} here: HEIR's own parameters only)"
+    return table(rows) + note
