@@ -350,3 +350,16 @@ def test_a_library_has_one_colour_in_the_static_and_the_interactive_figures(tmp_
     svg = (tmp_path / "plots" / "ratio-bfv-n4096.svg").read_text()
     for lib in ("lattigo", "openfhe", "seal"):  # openfhe: matplotlib's own second colour is another
         assert colours[lib] in svg, lib  # the static figure draws each library in its interactive colour
+
+
+def test_a_tfhe_family_setup_shows_each_librarys_own_lwe_sizes_not_a_ring():
+    """A TFHE-family preset is each library's own set: the overview names its LWE/GLWE problems per
+    library (what the security estimate judged), never 'N = 0, log QP = 0'."""
+    from fhemark.report.overview import _parameters
+    facts = {"lwe_dimension": 805, "glwe_dimension": 3, "polynomial_size": 512,
+             "lwe_noise": "gaussian(std=5.6e-08)", "glwe_noise": "gaussian(std=2.9e-15)"}
+    tfhe = record(library="tfhe-rs", scheme="tfhe_bool", params={"N": 0, "preset": "default", "name": "default"},
+                  effective_params=facts)
+    text = _parameters([tfhe], tfhe.params)
+    assert text == "default, each library's own set (tfhe-rs: LWE (n=805), log q 32, GLWE (k*N=1536), log q 32)"
+    assert "N = 0" not in text

@@ -12,6 +12,7 @@ from ..analyse import ratios
 from ..analyse.select import contended, latest
 from ..drivers.registry import manifests
 from ..model.catalog import CATALOG
+from ..model.security import bit_scheme_sets
 from ..store.record import Record
 from .formats import fmt_time
 from .tables import DEVIATION_MARK, Deviations, Table, params_name, security_disagreements
@@ -145,6 +146,17 @@ def _equivalence(recs: list[Record]) -> str:
     return "≠ " + "; ".join(f"{lib}: {why}" for lib, why in off)
 
 
+def _parameters(recs: list[Record], p: dict) -> str:
+    """A ring set's N and log QP, the same in every library or not; a TFHE-family set has no ring of
+    fhemark's choosing (each library builds its own preset): its LWE and GLWE sizes, per library."""
+    if p.get("N"):
+        return f"N = {p['N']}, log QP = {_num(p.get('log_qp'))}: {_equivalence(recs)}"
+    sizes = {r.library: ", ".join(f"{x.name}, log q {round(x.log_q, 1):g}" for x in bit_scheme_sets(r.effective_params or {}))
+             for r in recs}
+    own = "; ".join(f"{lib}: {text}" for lib, text in sorted(sizes.items()) if text)
+    return f"{p.get('name') or p.get('preset') or 'preset'}, each library's own set" + (f" ({own})" if own else "")
+
+
 def _security(recs: list[Record]) -> str:
     seen = sorted({(r.security_bits, r.security_table) for r in recs if r.security_bits is not None},
                   key=str)
@@ -196,7 +208,7 @@ def _glance(recs: list[Record], found: list[Setup]) -> Table:
         caveats = [f"{DEVIATION_MARK} {n} cells: different work" if (n := sum(bool(c.deviation) for c in s.cells)) else "",
                    f"~ {n} cells under load" if (n := sum("~" in c.marks for c in s.cells)) else "",
                    f"{failed} failed or refused" if failed else ""]
-        rows.append([s.title, f"N = {p['N']}, log QP = {_num(p.get('log_qp'))}: {_equivalence(mine)}", _security(mine),
+        rows.append([s.title, _parameters(mine, p), _security(mine),
                      "; ".join(c for c in caveats if c) or "none"] + [_standing(s, lib) for lib in libs])
     return Table("At a glance: setups compared, who is fastest", ["scheme / params", "parameters", "security", "caveats"]
                  + libs, rows,
