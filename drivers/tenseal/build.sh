@@ -18,23 +18,4 @@ if [ -z "$PY" ]; then
     exit 0
 fi
 
-# Reuse a venv that already has the pinned tenseal and numpy.
-if has_pins "$VENV" "tenseal==$TENSEAL_VERSION" "numpy==$NUMPY_VERSION"; then
-    echo "tenseal driver: $VENV ready (tenseal $TENSEAL_VERSION, numpy $NUMPY_VERSION)"
-    exit 0
-fi
-
-mkdir -p "$CACHE"
-if ! fresh_venv "$VENV" "$PY"; then
-    echo "tenseal driver skipped: $PY cannot create a venv (install python3.11-venv)"
-    exit 0
-fi
-echo "tenseal driver: installing tenseal==$TENSEAL_VERSION numpy==$NUMPY_VERSION into $VENV"
-if ! "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check \
-        "tenseal==$TENSEAL_VERSION" "numpy==$NUMPY_VERSION" >&2 \
-   || ! "$VENV/bin/python" -c 'import tenseal, tenseal.sealapi, numpy' >&2; then
-    echo "tenseal driver skipped: pip could not install tenseal==$TENSEAL_VERSION into $VENV (offline? see the messages above)"
-    rm -rf "$VENV"
-    exit 0
-fi
-echo "tenseal driver: built $VENV (tenseal $TENSEAL_VERSION, numpy $NUMPY_VERSION, $("$PY" -V 2>&1))"
+pinned_venv tenseal "$VENV" "$PY" "tenseal, tenseal.sealapi, numpy" "tenseal==$TENSEAL_VERSION" "numpy==$NUMPY_VERSION"
