@@ -14,10 +14,8 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
-import yaml
-
 from ..errors import UserError
-from ..model.params import resolve
+from ..model.params import inline_set, resolve
 from ..model.workload import Workload
 
 FHERMA = "fherma"
@@ -110,10 +108,7 @@ def _set(at: str) -> dict:
         if not path.is_file():
             raise UserError(f"--at {at}: neither {FHERMA}, an inline set nor a file", "write e.g. " + EXAMPLE)
         text = path.read_text()
-    try:
-        value = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise UserError(f"--at {at!r}: not a YAML mapping ({' '.join(str(exc).split())[:120]})", "write e.g. " + EXAMPLE)
+    value = inline_set(text, f"--at {at!r}", EXAMPLE)
     if not isinstance(value, dict) or "N" not in value:
         raise UserError(f"--at {at!r}: not a parameter set (a mapping with N, q_bits, ...)", "write e.g. " + EXAMPLE)
     return {"p_bits": [], **value}

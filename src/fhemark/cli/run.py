@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Optional
 
 import typer
-import yaml
 from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.text import Text
@@ -21,6 +20,7 @@ from ..errors import UserError
 from ..locations import default_db, project_root
 from ..measure import measure, session
 from ..measure.metadata import environment
+from ..model.params import inline_set
 from ..plan.jobs import MAX_ESTIMATE_S, MAX_JOBS, build
 from ..plan.suites import load
 from ..report.text import print_results
@@ -52,11 +52,7 @@ def _param_arg(text: str) -> str | dict:
                         "or an inline set, e.g. --params '{N: 8192, q_bits: [50, 40, 40], p_bits: [60], scale_bits: 40}'")
     if not text.lstrip().startswith("{"):
         return text
-    try:
-        value = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise UserError(f"--params {text!r}: not a YAML mapping ({' '.join(str(exc).split())[:120]})",
-                        "write e.g. --params '{N: 8192, q_bits: [50, 40, 40], p_bits: [60], scale_bits: 40}'")
+    value = inline_set(text, f"--params {text!r}", "--params '{N: 8192, q_bits: [50, 40, 40], p_bits: [60], scale_bits: 40}'")
     if not isinstance(value, dict):
         raise UserError(f"--params {text!r}: not a mapping", "write e.g. --params '{N: 8192, q_bits: [50, 40], p_bits: [60]}'")
     return value

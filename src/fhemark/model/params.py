@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from typing import Any, Literal
 
+import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from ..errors import UserError
@@ -150,6 +151,15 @@ class ParamSpec(BaseModel):
 
 def preset_names() -> list[str]:
     return [f"n{n}" for n in _SEAL_DEFAULT_BITS] + [f"c{n}" for n in _COMMON_CHAINS]
+
+
+def inline_set(text: str, what: str, example: str) -> Any:
+    """A parameter set typed on a command line as the suites write one ({N: 8192, q_bits: [...], ...}):
+    its YAML value, for the caller to check the shape of; one line naming `what` where it is no YAML."""
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise UserError(f"{what}: not a YAML mapping ({' '.join(str(exc).split())[:120]})", f"write e.g. {example}")
 
 
 def resolve(spec: str | dict | ParamSpec, scheme: str, where: str = "params") -> ParamSet:

@@ -254,11 +254,12 @@ def build(suite: Suite, available: list[str], allow_insecure: bool = False,
     seen: set[str] = set()
     unavailable: set[str] = set()
     optional: set[str] = set()  # Case.optional's libraries not built here: skipped, saying how to include them
+    only = {_library(lib, known) for lib in only_libraries or []}  # as the suite's names are resolved
     for ci, case in enumerate(suite.cases):
         where = f"cases[{ci}]"
         libs = available if case.libraries == "all" else [_library(lib, known) for lib in case.libraries]
         if only_libraries:
-            libs = [lib for lib in libs if lib in [_library(only, known) for only in only_libraries]]
+            libs = [lib for lib in libs if lib in only]
         for lib in libs:
             if lib not in known and lib.partition("@")[0] not in known:
                 raise UserError(f"{where}.libraries: unknown library '{lib}'",
