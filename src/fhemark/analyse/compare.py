@@ -53,6 +53,14 @@ class Change:
     p_value: float | None = None
     why: str = ""
 
+    def ratio_text(self) -> str:
+        """"0.830 [0.804, 0.856]": the ratio with its 95% interval where it has one, as every table and
+        note prints it ("-": no ratio)."""
+        if not self.ratio:
+            return "-"
+        ci = f" [{self.ratio_ci[0]:.3f}, {self.ratio_ci[1]:.3f}]" if self.ratio_ci else ""
+        return f"{self.ratio:.3f}{ci}"
+
 
 @dataclass(frozen=True)
 class LibraryChange:
@@ -403,7 +411,7 @@ def confirmed(first: Comparison, again: Comparison, run_ref: str) -> Comparison:
             why = f"recheck {run_ref}: " + (f"{r.verdict} {r.why}".strip() if r else "not measured again")
             out.append(replace(c, verdict=FAILED if r and r.verdict == FAILED else c.verdict, why=_join(c.why, why)))
         else:
-            read = f"recheck {run_ref} read {r.ratio:.3f} [{r.ratio_ci[0]:.3f}, {r.ratio_ci[1]:.3f}]"
+            read = f"recheck {run_ref} read {r.ratio_text()}"
             out.append(replace(c, why=_join(c.why, f"confirmed: {read}")) if r.verdict == c.verdict
                        else replace(c, verdict=SAME, why=_join(c.why, f"not confirmed: {read}")))
     again_libs = {lib.library: lib for lib in again.libraries}

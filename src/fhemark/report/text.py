@@ -152,7 +152,7 @@ def print_comparison(cmp: Comparison, base_id: str, new_id: str, console: Consol
     for c in sorted(cmp.changes, key=lambda c: (order.index(c.verdict), -(c.ratio or 0))):
         if c.verdict in ("same", "added", "removed", "not compared") and not show_same:
             continue  # counted below the table
-        ratio = f"{c.ratio:.3f} [{c.ratio_ci[0]:.3f}, {c.ratio_ci[1]:.3f}]" if c.ratio else "-"
+        ratio = c.ratio_text()
         style = _VERDICT_STYLE[c.verdict]
         verdict = f"[{style}]{c.verdict}[/]" if style else c.verdict
         t.add_row(c.label, _time(c.base), _time(c.new), ratio, "-" if c.p_value is None else f"{c.p_value:.3g}",

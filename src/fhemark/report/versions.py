@@ -86,10 +86,8 @@ def tables(recs: list[Record]) -> list[Table]:
                             verdict, _upgrade(cmp)])
             rows = []
             for c in sorted(cmp.changes, key=lambda c: (c.new.scheme, params_name(c.new), op_order(c.new.op))):
-                ratio = (f"{c.ratio:.3f} [{c.ratio_ci[0]:.3f}, {c.ratio_ci[1]:.3f}]" if c.ratio_ci
-                         else f"{c.ratio:.3f}" if c.ratio else "-")
-                rows.append([_setup(c.new), c.new.op,
-                             cell(c.base), cell(c.new), ratio, "-" if c.p_value is None else f"{c.p_value:.3g}",
+                rows.append([_setup(c.new), c.new.op, cell(c.base), cell(c.new), c.ratio_text(),
+                             "-" if c.p_value is None else f"{c.p_value:.3g}",
                              c.verdict + (f" ({c.why})" if c.why else "")])
             detail.append(Table(f"What changed between versions: {lib} {v0} -> {v1}",
                                 ["scheme / params", "op", v0, v1, f"{v1} / {v0} [95% CI]", "p", "verdict"], rows,
