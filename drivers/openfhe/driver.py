@@ -355,11 +355,10 @@ class Program:
             if scheme == "ckks" and compat.MODERN:  # drop a prime, scale unchanged
                 self.note("mod_switch (CKKS): LevelReduce(ct, None, 1), drops the last prime, scale unchanged")
                 return ct_call(cc.LevelReduce, cc.LevelReduceInPlace, args[0], None, 1) + (left,)
-            if scheme == "ckks":  # openfhe-python < 1.6: no LevelReduce; Compress drops the prime alike
-                self.note("mod_switch (CKKS): Compress(ct, towers-1), drops the last prime, scale unchanged "
-                          "(openfhe-python < 1.6 has no LevelReduce)")
-                return partial(cc.Compress, args[0], left), None, left
-            self.note("mod_switch (BFV): Compress(ct, towers-1), OpenFHE's BFV modulus switch")
+            # BFV, and CKKS before openfhe-python 1.6 (no LevelReduce): Compress drops the prime alike
+            self.note("mod_switch (CKKS): Compress(ct, towers-1), drops the last prime, scale unchanged "
+                      "(openfhe-python < 1.6 has no LevelReduce)" if scheme == "ckks" else
+                      "mod_switch (BFV): Compress(ct, towers-1), OpenFHE's BFV modulus switch")
             return partial(cc.Compress, args[0], left), None, left
         if op in ("rotate_rows", "rotate"):
             need(1, 1)
