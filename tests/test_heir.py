@@ -14,6 +14,7 @@ from fhemark.compile.builtins import builtin
 from fhemark.compile.measure import run_row
 from fhemark.compile.mlir import Unsupported, emit
 from fhemark.model.params import is_prime, resolve
+from fhemark.store.sqlite import Store
 from fhemark.workload import Constant, Uniform, Workload
 
 
@@ -124,9 +125,43 @@ def test_the_harness_times_only_the_compiled_call_with_heirs_argument_order():
     assert lines[:4] == ["a0 := Affine_8__encrypt__arg0(evaluator, param, encoder, encryptor, s.Args[0])",
                          "a1 := s.Args[1]", "a2 := s.Args[2]",
                          "pre := Affine_8__preprocessing(param, encoder, a2, a1)"]  # HEIR's order, not ours
-    assert lines[4:7] == ["t0 := time.Now()", "r0 := Affine_8__preprocessed(evaluator, param, encoder, a0, a1, a2, pre)",
+    # encrypted and preprocessed now, timed later: after every sample of the batch is made (cold inputs)
+    assert lines[4:8] == ["timed[k] = func() reply {", "t0 := time.Now()",
+                          "r0 := Affine_8__preprocessed(evaluator, param, encoder, a0, a1, a2, pre)",
                           "ns := time.Since(t0).Nanoseconds()"]
-    assert lines[-1].startswith("r.Out[0] = widen(Affine_8__decrypt__result0(")
+    assert lines[-3].startswith("r.Out[0] = widen(Affine_8__decrypt__result0(") and lines[-2:] == ["return r", "}"]
+
+
+def _ctx():
+    from fhemark.compile.records import Context
+    return Context("run-1", "choose dot_8", {"threads": 1})
+
+
+def test_a_compiled_row_is_a_record_summarised_as_a_hand_rows_are():
+    from fhemark.compile.measure import Row
+    from fhemark.compile.records import as_record
+    from fhemark.measure.records import rlwe
+    given = resolve(ONE_LEVEL, "ckks")
+    row = Row("dot_8", "fhemark:" + given.label(), given=given, scheme={"N": 8192, "log_qp": 143.9, "slots": 4096},
+              security=rlwe(8192, 143.9, {}), samples_ns=[3_000_000, 3_100_000, 2_900_000], warmup_ns=[4_000_000],
+              precision_bits=22.0, max_abs_error=2e-7, checked=4, key_bytes={"relin_keys": 1000})
+    rec = as_record(row, builtin("dot_8"), _ctx())
+    assert rec.status == "ok" and rec.check_passed and rec.input_state == "cold" and rec.run_id == "run-1"
+    assert rec.median_ns == 3_000_000 and rec.ci_method and rec.min_ns == 2_900_000  # the hand rows' summary
+    assert rec.params["q_bits"] == (47, 37) and rec.library_build["params_from"] == "fhemark:N=8192,logQP=144"
+    assert rec.security_table == "hestd2018" and rec.security_bits >= 128 and not rec.insecure
+
+
+def test_a_wrong_sample_or_a_refused_compile_is_the_record_status():
+    from fhemark.compile.measure import Row
+    from fhemark.compile.records import as_record
+    wrong = Row("dot_8", "heir", scheme={"N": 8192, "log_q": [40.99], "log_p": [], "scale_bits": 40, "log_qp": 41.0},
+                samples_ns=[1, 2], checked=2, wrong=1, status="wrong_result", error="1 of 2 samples missed")
+    rec = as_record(wrong, builtin("dot_8"), _ctx())
+    assert rec.status == "wrong_result" and rec.check_passed is False and rec.params["q_bits"] == [41]
+    assert rec.params["name"] == "heir's N=8192,logQP=41"  # HEIR's set per workload: named by its size
+    refused = as_record(Row("dot_8", "heir", status="unsupported", error="HEIR's own line"), builtin("dot_8"), _ctx())
+    assert refused.status == "unsupported" and refused.error == "HEIR's own line" and refused.samples_ns == []
 
 
 # -- choose --compilers heir: the compiled rows beside the set choose verified for hand-written Lattigo
@@ -161,7 +196,7 @@ def test_the_sets_a_compiler_meets_are_the_verified_ones_of_its_library_smallest
 
 
 def test_without_heir_the_compiled_rows_beside_choose_are_one_line(tmp_path, monkeypatch):
-    from fhemark.compile.measure import beside_choose
+    from fhemark.compile.choose import beside_choose
     monkeypatch.setenv("FHEMARK_CACHE", str(tmp_path))
     said = []
     out = beside_choose(builtin("dot_8"), "heir", [], say=said.append)
@@ -175,11 +210,12 @@ ONE_LEVEL = {"N": 8192, "q_bits": [47, 37], "p_bits": [60], "scale_bits": 37}
 
 
 @needs_heir
-def test_dot_product_beside_choose_at_heirs_set_and_at_fhemarks_every_sample_checked(monkeypatch):
-    from fhemark.compile import measure
+def test_dot_product_beside_choose_at_heirs_set_and_at_fhemarks_every_sample_checked(monkeypatch, tmp_path):
+    from fhemark.compile import choose
     rows = []
-    monkeypatch.setattr(measure, "table", lambda rs: rows.extend(rs) or "")
-    measure.beside_choose(builtin("dot_8"), "heir", [ONE_LEVEL], samples=2, say=lambda line: None)
+    monkeypatch.setattr(choose, "table", lambda rs: rows.extend(rs) or "")
+    store = Store(tmp_path / "x.db")
+    choose.beside_choose(builtin("dot_8"), "heir", [ONE_LEVEL], samples=2, say=lambda line: None, store=store)
     own, given, longer = rows
     assert own.params_from == "heir" and not own.error and own.wrong == 0 and len(own.samples_ns) == 2
     # HEIR's layout spends more levels than the hand-written sum: its own message, then fhemark's ring,
@@ -188,15 +224,25 @@ def test_dot_product_beside_choose_at_heirs_set_and_at_fhemarks_every_sample_che
     assert longer.params_from == "fhemark:N=8192,logQP=144+2 levels" and not longer.error and longer.wrong == 0
     assert longer.scheme["N"] == 8192 and longer.scheme["scale_bits"] == 37
     assert len(longer.scheme["q"]) == own.scheme["levels"] + 1 and len(longer.samples_ns) == 2
+    # each row a record of the store, in one run: what ran, where its set came from, every sample checked
+    recs = {r.library_build["params_from"]: r for r in store.records()}
+    assert set(recs) == {own.params_from, given.params_from, longer.params_from}
+    assert len({r.run_id for r in recs.values()}) == 1
+    mine, short = recs["heir"], recs[given.params_from]
+    assert mine.library == "heir->lattigo" and mine.op == "dot_8" and mine.status == "ok" and mine.check_passed
+    assert mine.input_state == "cold" and len(mine.samples_ns) == 2 and mine.median_ns and mine.security_bits
+    assert mine.params["N"] == own.scheme["N"] and mine.sizes_bytes["relin_keys"] > 0
+    assert short.status == "invalid_params" and short.error == given.error and short.samples_ns == []
+    assert recs[longer.params_from].params["N"] == 8192 and recs[longer.params_from].params["scale_bits"] == 37
 
 
 @needs_heir
 def test_a_polynomial_beside_choose_at_both_sets(monkeypatch):
-    from fhemark.compile import measure
+    from fhemark.compile import choose
     rows = []
-    monkeypatch.setattr(measure, "table", lambda rs: rows.extend(rs) or "")
+    monkeypatch.setattr(choose, "table", lambda rs: rows.extend(rs) or "")
     spec = {"N": 8192, "q_bits": [50, 40, 40, 40], "p_bits": [48], "scale_bits": 40}
-    measure.beside_choose(builtin("poly_2"), "heir", [spec], samples=2, say=lambda line: None)
+    choose.beside_choose(builtin("poly_2"), "heir", [spec], samples=2, say=lambda line: None)
     assert [r.params_from for r in rows] == ["heir", "fhemark:N=8192,logQP=218"]
     for r in rows:
         assert not r.error and r.wrong == 0 and len(r.samples_ns) == 2 and r.precision_bits >= 20, r.error

@@ -176,7 +176,7 @@ def choose_cmd(file: Path = typer.Argument(..., help="your workload file (Python
         fail(UserError(f"--objective {objective}: unknown objective", "use latency or throughput"))
     if precision is not None and not 1 <= precision <= 50:
         fail(UserError(f"--precision {precision:g}: CKKS precision must be 1..50 bits", "e.g. --precision 20"))
-    from ..compile.measure import COMPILERS
+    from ..compile.choose import COMPILERS
     for comp in compilers or []:
         if comp not in COMPILERS:
             fail(UserError(f"--compilers {comp}: unknown compiler", f"use {', '.join(COMPILERS)}"))
@@ -224,10 +224,11 @@ def choose_cmd(file: Path = typer.Argument(..., help="your workload file (Python
     answers.write_snippets(answer, folder)
     print_answer(answer, console)
     from ..advise.candidates import verified_specs
-    from ..compile.measure import beside_choose
+    from ..compile.choose import beside_choose
     for comp in dict.fromkeys(compilers or []):
         console.print(beside_choose(w, comp, verified_specs(answer, COMPILERS[comp]),
-                                    say=lambda line: err_console.print(line, highlight=False, markup=False)),
+                                    say=lambda line: err_console.print(line, highlight=False, markup=False),
+                                    store=store, run_id=answer.run_id, security=(table, security)),
                       highlight=False, markup=False, soft_wrap=True)
     if json_out:
         write_out(json_out, export_mod.strict_json(answers.to_json(answer)), "--json")

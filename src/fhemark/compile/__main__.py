@@ -5,8 +5,8 @@ TARGET: a workload file, a suite YAML (its workload files and parameter sets; wi
 suite itself is run too, for the hand-written Lattigo rows), or a small built-in (dot_<n>,
 poly_<k>, sqplus1_<n>, affine_<n>). Without HEIR or Go: one line saying so, exit 0 (skipped).
 
-The records are printed as a table and, with --json FILE, written as JSON lines (phase 1: not yet
-in the SQLite store)."""
+The rows are printed as a table and, with --json FILE, written as JSON lines, one record each as
+the store holds it (store/record.py); `fhemark choose FILE --compilers heir` stores them."""
 
 from __future__ import annotations
 
@@ -14,15 +14,19 @@ import argparse
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from ..errors import UserError
+from ..locations import project_root
+from ..measure.metadata import environment
 from ..model.params import ParamSet, resolve
 from ..model.workload import Workload
 from ..model.workload_file import load
 from . import heir
 from .builtins import builtin
 from .measure import measure_rows, table
+from .records import Context, as_record
 
 
 def _targets(target: str, params: list[str]) -> tuple[list[tuple[Workload, list[ParamSet]]], Path | None]:
@@ -82,12 +86,16 @@ def main(argv: list[str] | None = None) -> int:
         if subprocess.run(cmd, check=False).returncode not in (0, 1):
             print("the hand-written rows did not run (the line above says why); the compiled rows follow", flush=True)
     say = lambda line: print(line, flush=True)  # noqa: E731 - interleaved with the suite's output
-    rows = [r for w, sets in jobs for r in measure_rows(w, sets, a.samples, a.warmup, a.compile_timeout, say)]
+    done = [(w, r) for w, sets in jobs for r in measure_rows(w, sets, a.samples, a.warmup, a.compile_timeout, say)]
+    rows = [r for _, r in done]
     print(table(rows))
     if a.json:
+        ctx = Context(f"compile-{time.strftime('%Y%m%dT%H%M%S')}", "python -m fhemark.compile",
+                      environment(1, project_root()))
         try:
             a.json.parent.mkdir(parents=True, exist_ok=True)
-            a.json.write_text("".join(json.dumps(r.record()) + "\n" for r in rows))
+            a.json.write_text("".join(json.dumps(as_record(r, w, ctx).model_dump(exclude_unset=True)) + "\n"
+                                      for w, r in done))
         except OSError as exc:
             print(f"error: cannot write {a.json}: {exc.strerror or exc}", file=sys.stderr)
             return 2

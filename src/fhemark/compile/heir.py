@@ -160,7 +160,8 @@ def _signature(source: str, name: str) -> tuple[list[str], list[str]] | None:
 
 
 def harness_body(c: Compiled, e: Emitted) -> str:
-    """The Go of one sample: encrypt and preprocess (untimed), the compiled call (timed), decrypt."""
+    """The Go of one sample of a batch: encrypt and preprocess now (untimed), and the sample's timed
+    call with its decryption as a closure the harness runs after every sample's operands are made."""
     f = c.func
     main = _signature(c.go_source, f)
     if main is None:
@@ -172,9 +173,9 @@ def harness_body(c: Compiled, e: Emitted) -> str:
     lines, names = [], []
     for i, (typ, arg) in enumerate(zip(args, e.args)):
         if typ == "[]*rlwe.Ciphertext":
-            lines.append(f"\t\ta{i} := {f}__encrypt__arg{i}(evaluator, param, encoder, encryptor, s.Args[{i}])")
+            lines.append(f"a{i} := {f}__encrypt__arg{i}(evaluator, param, encoder, encryptor, s.Args[{i}])")
         else:
-            lines.append(f"\t\ta{i} := s.Args[{i}]")
+            lines.append(f"a{i} := s.Args[{i}]")
         names.append(f"a{i}")
     outs = [f"r{j}" for j in range(len(results))]
     # HEIR's own wrapper splits the call: plaintext preprocessing (the constants' and plaintext inputs'
@@ -184,20 +185,22 @@ def harness_body(c: Compiled, e: Emitted) -> str:
                          c.go_source, re.M | re.S)
     if call_pre is not None:
         plain = [f"a{int(v.strip()[1:])}" for v in call_pre.group(1).split(",") if v.strip()]
-        lines.append(f"\t\tpre := {f}__preprocessing({', '.join(['param', 'encoder', *plain])})")
+        lines.append(f"pre := {f}__preprocessing({', '.join(['param', 'encoder', *plain])})")
         call = f"{f}__preprocessed({', '.join(['evaluator', 'param', 'encoder', *names, 'pre'])})"
     else:
         call = f"{f}({', '.join(['evaluator', 'param', 'encoder', *names])})"
-    lines += ["\t\tt0 := time.Now()", f"\t\t{', '.join(outs)} := {call}", "\t\tns := time.Since(t0).Nanoseconds()",
-              f"\t\tr := reply{{Ns: ns, Out: make([][]float64, {len(outs)})}}"]
+    inner = ["t0 := time.Now()", f"{', '.join(outs)} := {call}", "ns := time.Since(t0).Nanoseconds()",
+             f"r := reply{{Ns: ns, Out: make([][]float64, {len(outs)})}}"]
     for j in range(len(outs)):
         dec = _signature(c.go_source, f"{f}__decrypt__result{j}")
         if dec is None:
             raise HeirError(f"heir-translate emitted no decryption for result {j}")
         got = f"{f}__decrypt__result{j}(evaluator, param, encoder, decryptor, r{j})"
-        lines.append(f"\t\tr.Out[{j}] = widen({got})" if dec[1] == ["[]float32"] else
-                     f"\t\tr.Out[{j}] = []float64{{float64({got})}}")
-    return "\n".join(lines)
+        inner.append(f"r.Out[{j}] = widen({got})" if dec[1] == ["[]float32"] else
+                     f"r.Out[{j}] = []float64{{float64({got})}}")
+    body = [f"\t\t\t{ln}" for ln in lines] + ["\t\t\ttimed[k] = func() reply {"]
+    body += [f"\t\t\t\t{ln}" for ln in (*inner, "return r")] + ["\t\t\t}"]
+    return "\n".join(body)
 
 
 def build(c: Compiled, e: Emitted, timeout: float = BUILD_TIMEOUT_S) -> Path:

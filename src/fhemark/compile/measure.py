@@ -1,7 +1,9 @@
 """A compiled workload measured like a library: one harness process (keys made once, by the
 compiler's own configure), fresh inputs every sample, encryption and the compiler's plaintext
-preprocessing outside the timed region, every output decrypted and checked against the workload's
-own cleartext replay, one thread (GOMAXPROCS=1). Warm-ups are timed and checked, then dropped.
+preprocessing outside the timed region and before the batch's first timed call (cold inputs),
+every output decrypted and checked against the workload's own cleartext replay, one thread
+(GOMAXPROCS=1). Warm-ups are timed and checked, then dropped. compile/records.py makes each row a
+record of the store; compile/choose.py sets the rows beside choose's.
 
 The record names the parameters that ran (HEIR's choice, or fhemark's set given to HEIR), so a
 table can split the compiler's cost into its parameters and its code."""
@@ -20,10 +22,10 @@ from typing import Any
 import numpy as np
 
 from .. import stats
-from ..errors import UserError
 from ..measure import lease
-from ..model.params import ParamSet, resolve
-from ..model.security import estimates
+from ..measure.records import rlwe
+from ..model.params import ParamSet
+from ..model.security import Estimate
 from ..model.semantics import Plain
 from ..model.workload import Workload
 from . import heir
@@ -40,29 +42,23 @@ class Row:
 
     workload: str
     params_from: str                      # "heir" or "fhemark:<set>"
+    given: ParamSet | None = None         # fhemark's set given to HEIR (None: HEIR's own choice)
     library: str = LIBRARY
+    status: str = "ok"                    # a record's status (store/record.py Status)
     error: str = ""
     scheme: dict[str, Any] = field(default_factory=dict)
+    security: dict[str, Estimate] = field(default_factory=dict)  # both tables' and the estimator's
     samples_ns: list[int] = field(default_factory=list)
+    warmup_ns: list[int] = field(default_factory=list)
+    max_abs_error: float | None = None
     precision_bits: float | None = None   # the worst sample's, -log2(max |error|)
     checked: int = 0                       # samples decrypted and checked, warm-ups included
     wrong: int = 0                         # of those, samples whose outputs missed the workload's precision
-    eval_key_bytes: int | None = None
+    key_bytes: dict[str, int] = field(default_factory=dict)  # relin_keys, galois_keys: as drivers name them
     peak_rss_bytes: int | None = None
     compile_s: float | None = None
     build_s: float | None = None
-
-    def record(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"library": self.library, "workload": self.workload, "params_from": self.params_from,
-                               "compiler": {"name": "heir", "heir_py": heir.HEIR_PY_VERSION, "backend": "lattigo",
-                                            "lattigo": LATTIGO_VERSION, "threads": 1}}
-        if self.error:
-            return {**out, "error": self.error}
-        s = stats.summarize(self.samples_ns)
-        return {**out, "params": self.scheme, "samples_ns": self.samples_ns, "median_ns": s.median,
-                "ci95_ns": list(s.ci95) if s.ci95 else None, "precision_bits": self.precision_bits,
-                "checked": self.checked, "wrong": self.wrong, "eval_key_bytes": self.eval_key_bytes,
-                "peak_rss_bytes": self.peak_rss_bytes, "compile_s": self.compile_s, "build_s": self.build_s}
+    setup_s: float | None = None          # the harness's start: HEIR's configure, its keys made
 
 
 def _peak_rss(pid: int) -> int | None:
@@ -96,14 +92,24 @@ def _errors(e: Emitted, ref: Any, outs: list[list[float]]) -> float:
     return worst
 
 
+def _status(exc: Exception) -> str:
+    """The record's status for a row that did not run: HEIR's refusal, its bound, a set too short."""
+    msg = str(exc)
+    if "did not finish in" in msg:
+        return "timeout"
+    if "smaller than the max level" in msg:
+        return "invalid_params"
+    return "internal" if msg.startswith("go build") else "unsupported"
+
+
 def run_row(w: Workload, given: ParamSet | None = None, samples: int = 10, warmup: int = 1, seed: int = 1,
             compile_timeout: float = heir.COMPILE_TIMEOUT_S) -> Row:
     """Compile, build and measure one row; a failure to compile or build is the row's one-line error
     (heir.Unavailable is raised: the caller skips the row and says why)."""
-    row = Row(w.name, f"fhemark:{given.label()}" if given else "heir")
+    row = Row(w.name, f"fhemark:{given.label()}" if given else "heir", given=given)
+    t0 = time.monotonic()
     try:
         e = emit(w)
-        t0 = time.monotonic()
         compiled = heir.compile_ckks(e, heir.scheme_param(given) if given else None, compile_timeout)
         row.compile_s = round(time.monotonic() - t0, 2)
         t0 = time.monotonic()
@@ -112,42 +118,56 @@ def run_row(w: Workload, given: ParamSet | None = None, samples: int = 10, warmu
     except heir.Unavailable:
         raise
     except Exception as exc:  # noqa: BLE001 - mlir.Unsupported, heir.HeirError: the row's one line
-        row.error = str(exc)
+        row.error, row.status = str(exc), _status(exc)
+        # the time a refusal took is part of the answer (a bounded compile: its limit)
+        if row.compile_s is None:
+            row.compile_s = round(time.monotonic() - t0, 2)
+        else:
+            row.build_s = round(time.monotonic() - t0, 2)
         return row
     plain = Plain("ckks", _slots(e))
     rng = np.random.default_rng(seed)
     env = {**os.environ, "GOMAXPROCS": "1"}
+    t0 = time.monotonic()
     proc = subprocess.Popen([str(binary)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, env=env)
     try:
         hello = json.loads(_line(proc))
-        log_qp = round(hello["log_qp"], 2)
+        row.setup_s = round(time.monotonic() - t0, 3)
+        row.scheme = {**compiled.param.record(), "log_qp": round(hello["log_qp"], 2), "slots": hello["slots"]}
         # HEIR picks its own N and chain: whether that is the same security as fhemark's sets, by the same tables.
-        security = {t: {"bits": est.bits, "below_table": est.below_table, "estimated_bits": est.estimated_bits,
-                         "attack": est.attack} for t, est in estimates(1 << hello["logN"], log_qp, with_estimator=True).items()}
-        row.scheme = {**compiled.param.record(), "log_qp": log_qp, "security": security}
-        row.eval_key_bytes = hello["eval_key_bytes"] if hello["eval_key_bytes"] >= 0 else None
+        row.security = rlwe(1 << hello["logN"], row.scheme["log_qp"], {})
+        row.key_bytes = hello["key_bytes"] or {}
+        drawn = [w.draw(plain, rng) for _ in range(warmup + samples)]
+        try:
+            refs = [w.reference(plain, x, w.scalars(plain, rng) if w.scalars else {}) for x in drawn]
+        except Exception as exc:  # noqa: BLE001 - the workload's own replay: its message, one line
+            row.error, row.status = f"the cleartext replay failed: {exc}", "workload_error"
+            return row
+        # One batch: every sample's operands are made before the first timed call (cold inputs).
+        batch = [{"args": [x[a.name][: a.length].tolist() for a in e.args]} for x in drawn]
+        proc.stdin.write(json.dumps({"samples": batch}) + "\n")
+        proc.stdin.flush()
+        replies = json.loads(_line(proc))
         worst = 0.0
-        for i in range(warmup + samples):
-            inputs = w.draw(plain, rng)
-            try:
-                ref = w.reference(plain, inputs, w.scalars(plain, rng) if w.scalars else {})
-            except Exception as exc:  # noqa: BLE001 - the workload's own replay: its message, one line
-                row.error = f"the cleartext replay failed: {exc}"
-                return row
-            proc.stdin.write(json.dumps({"args": [inputs[a.name][: a.length].tolist() for a in e.args]}) + "\n")
-            proc.stdin.flush()
-            reply = json.loads(_line(proc))
+        for i, (ref, reply) in enumerate(zip(refs, replies, strict=True)):
             err = _errors(e, ref, reply["out"])
             row.checked += 1
-            if err > 2.0 ** -w.precision_bits:
-                row.wrong += 1
+            row.wrong += err > 2.0 ** -w.precision_bits
             if i >= warmup:
                 row.samples_ns.append(int(reply["ns"]))
                 worst = max(worst, err)
+            else:
+                row.warmup_ns.append(int(reply["ns"]))
+        row.max_abs_error = worst
         row.precision_bits = round(-math.log2(worst), 1) if worst > 0 else 64.0
         row.peak_rss_bytes = _peak_rss(proc.pid)
+        if row.wrong:
+            row.status = "wrong_result"
+            row.error = (f"{row.wrong} of {row.checked} samples missed the workload's {w.precision_bits:g} bits "
+                         f"(worst {row.precision_bits:g} bits)")
     except (OSError, ValueError, KeyError, subprocess.TimeoutExpired) as exc:
+        row.status = "crashed"
         row.error = f"the compiled program failed: {exc}; {proc.stderr.read()[-300:] if proc.poll() is not None else ''}".strip()
     finally:
         if proc.poll() is None:
@@ -198,9 +218,9 @@ def _with_heirs_levels(given: ParamSet | None, own: Row, row: Row) -> ParamSet |
                                     "name": f"{given.label()}+{more} levels"})
 
 
-def _security(p: dict) -> str:
-    est = p["security"]["hestd2018"]
-    return f"~{est['bits']} (below)" if est["below_table"] else f">={est['bits']}"
+def _security(r: Row) -> str:
+    est = r.security["hestd2018"]
+    return f"~{est.bits} (below)" if est.below_table else f">={est.bits}"
 
 
 def table(rows: list[Row]) -> str:
@@ -208,41 +228,18 @@ def table(rows: list[Row]) -> str:
     head = ("workload", "params from", "N", "log Q", "log P", "scale", "log QP", "security", "median ms", "95% CI ms",
             "prec bits", "checked", "eval keys MB", "peak MB")
     lines = [(f"{LIBRARY} (heir-py {heir.HEIR_PY_VERSION}, Lattigo {LATTIGO_VERSION}, 1 thread; encryption and "
-              "plaintext preprocessing untimed):",), head]
+              "plaintext preprocessing untimed, cold inputs):",), head]
     for r in rows:
-        if r.error:
+        if not r.samples_ns:
             lines.append((r.workload, r.params_from, f"failed: {r.error}"))
             continue
-        d, p = r.record(), r.scheme
-        ci = d["ci95_ns"]
+        s, p, keys = stats.summarize(r.samples_ns), r.scheme, sum(r.key_bytes.values())
+        ci = s.ci95
         lines.append((r.workload, r.params_from, str(p["N"]), "+".join(f"{b:g}" for b in p["log_q"]),
-                      "+".join(f"{b:g}" for b in p["log_p"]), f"2^{p['scale_bits']}", f"{p['log_qp']:g}", _security(p),
-                      f"{d['median_ns'] / 1e6:.2f}", f"{ci[0] / 1e6:.2f}-{ci[1] / 1e6:.2f}" if ci else "-",
-                      f"{d['precision_bits']:g}", f"{d['checked']}, {d['wrong']} wrong",
-                      f"{d['eval_key_bytes'] / 2**20:.1f}" if d["eval_key_bytes"] else "-",
-                      f"{d['peak_rss_bytes'] / 2**20:.0f}" if d["peak_rss_bytes"] else "-"))
+                      "+".join(f"{b:g}" for b in p["log_p"]), f"2^{p['scale_bits']}", f"{p['log_qp']:g}", _security(r),
+                      f"{s.median / 1e6:.2f}", f"{ci[0] / 1e6:.2f}-{ci[1] / 1e6:.2f}" if ci else "-",
+                      f"{r.precision_bits:g}", f"{r.checked}, {r.wrong} wrong",
+                      f"{keys / 2**20:.1f}" if keys else "-",
+                      f"{r.peak_rss_bytes / 2**20:.0f}" if r.peak_rss_bytes else "-"))
     widths = [max(len(x[i]) for x in lines if i < len(x) and len(x) > 3) for i in range(len(head))]
     return "\n".join("  ".join(c.ljust(widths[i]) if len(x) > 3 else c for i, c in enumerate(x)).rstrip() for x in lines)
-
-
-# A compiler's rows are set beside the hand-written library its code targets (`choose --compilers`).
-COMPILERS = {"heir": "lattigo"}
-
-
-def beside_choose(w: Workload, compiler: str, specs: list[dict], samples: int = 12, say=print) -> str:
-    """`fhemark choose FILE --compilers heir`: the compiled rows at HEIR's own parameters and at each
-    CKKS set choose verified for hand-written Lattigo (`specs`), as text; one line where HEIR or Go
-    is missing (the rows are skipped, the fix said)."""
-    sets = []
-    for spec in specs:
-        try:
-            sets.append(resolve(spec, "ckks", "the chosen set"))
-        except UserError as exc:  # a set HEIR cannot be given (e.g. OpenFHE's BV switching): said, skipped
-            say(f"{LIBRARY}: not at {spec.get('N')}: {exc.line()}")
-    try:
-        rows = measure_rows(w, sets, samples, say=say)
-    except heir.Unavailable as exc:
-        return str(exc)
-    hand = COMPILERS[compiler]
-    note = "" if sets else f"\n(no CKKS set was verified for hand-written {hand} here: HEIR's own parameters only)"
-    return table(rows) + note

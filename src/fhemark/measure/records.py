@@ -108,14 +108,20 @@ def _security(job: Job, eff: Effective | None, log_qp: float, suite: Suite) -> d
     if eff is not None:
         sec = security_of(job.params.kind, eff)
     else:
-        sec = _rlwe(job.params.N, log_qp, job.params.wire()) if not bits and job.params.preset is None else {}
-    table, est = deciding(sec, suite.security.table, suite.security.min_bits)
+        sec = rlwe(job.params.N, log_qp, job.params.wire()) if not bits and job.params.preset is None else {}
+    return verdict(sec, suite.security.table, suite.security.min_bits)
+
+
+def verdict(sec: dict[str, Estimate], table: str, min_bits: int) -> dict[str, Any]:
+    """A record's security fields from the tables' and the estimator's estimates (`sec`), judged in
+    `table` against `min_bits`: a runner's job's, or a compiler's set the runner did not build."""
+    table, est = deciding(sec, table, min_bits)
     sec = sec | ({table: est} if est is not None else {})
     return {
         "security_bits": est.bits if est is not None else None,
         "security_table": table,
         "security": {t: _security_entry(e) for t, e in sec.items()},
-        "insecure": est is not None and est.bits < suite.security.min_bits,
+        "insecure": est is not None and est.bits < min_bits,
     }
 
 
@@ -186,19 +192,19 @@ def _depth(shared: dict, job: Job, op: BenchOp, program: Program, out: DepthOutc
 def _stages(shared: dict, job: Job, op: BenchOp, program: Program, out: Outcome, deviations: Deviations) -> list[dict]:
     """A timed job's records: one, or one per stage of a pipeline and its total."""
     if op.stages is None:  # one timed region, or several that make one operation (their sum)
-        return [_timed({**shared, "deviations": deviations(program.timed)}, job.op, op.title,
+        return [timed({**shared, "deviations": deviations(program.timed)}, job.op, op.title,
                        [total(s) for s in out.samples], [total(s) for s in out.warmup], out)]
     recs = []
     for stage, regions in {**op.stages, "total": tuple(program.timed)}.items():
         regions = [x for x in regions if x in program.timed]  # e.g. no rescale outside CKKS
         # every region is in every sample (checked.check_reply): no missing time reads as zero
-        recs.append(_timed({**shared, "deviations": deviations(regions)}, f"{job.op}/{stage}",
+        recs.append(timed({**shared, "deviations": deviations(regions)}, f"{job.op}/{stage}",
                            f"{op.title}: {stage}", [sum(s[x] for x in regions) for s in out.samples],
                            [sum(s[x] for x in regions) for s in out.warmup], out))
     return recs
 
 
-def _timed(shared: dict, op: str, title: str, samples: list[float], warmup: list[float], out: Outcome) -> dict:
+def timed(shared: dict, op: str, title: str, samples: list[float], warmup: list[float], out: Outcome) -> dict:
     s = summarize(samples, out.process, out.round)
     slots = shared["slots"]
     return {**shared, "op": op, "title": title, "samples_ns": samples, "sample_process": out.process,
@@ -236,7 +242,7 @@ def security_of(kind: str, eff: Effective | None) -> dict[str, Estimate]:
     schemes: the estimator's verdict on the weakest of the LWE/GLWE problems the library's facts name
     (the same for both tables: none has a row for them), and the library's own stated target."""
     if kind == "rlwe":
-        return _rlwe(eff.N, eff.log_qp, eff.model_dump()) if eff else {}
+        return rlwe(eff.N, eff.log_qp, eff.model_dump()) if eff else {}
     if eff is None:
         return {}
     target = eff.security_bits_target
@@ -249,7 +255,7 @@ def security_of(kind: str, eff: Effective | None) -> dict[str, Estimate]:
     return out | judged
 
 
-def _rlwe(n: int, log_qp: float, facts: dict) -> dict[str, Estimate]:
+def rlwe(n: int, log_qp: float, facts: dict) -> dict[str, Estimate]:
     """Both tables' verdicts with the estimator's figure beside them (about 25 ms a new set, cached after);
     the tables' alone for a modulus too small to estimate, which a record must still be able to say.
     A sparse secret (`facts`: what the set asked or the driver reports) is in neither: the estimate's."""

@@ -13,7 +13,7 @@ from pathlib import Path
 from ..analyse.select import timed_seconds
 from ..errors import UserError
 from ..store.record import Record
-from . import html, interactive, markdown, overview, plots, scaling, studies, versions
+from . import compilers, html, interactive, markdown, overview, plots, scaling, studies, versions
 from .tables import Table, all_tables
 
 
@@ -102,7 +102,7 @@ def write(recs: list[Record], out: Path, heading: str, env: dict, runs: list[dic
     except OSError as exc:
         raise UserError(f"report folder {out}: cannot create it ({exc.strerror or exc})", "pass --report with another folder")
     try:
-        tables = versions.tables(recs) + all_tables(recs) + [t for t in (scaling.table(recs),
+        tables = versions.tables(recs) + compilers.tables(recs) + all_tables(recs) + [t for t in (scaling.table(recs),
                                                                           scaling.throughput_table(recs)) if t is not None]
         first = overview.build(recs)
         figures = plots.write(recs, stage / "plots", first)
