@@ -330,12 +330,26 @@ def coeffs_of(pt, n: int, t: int) -> np.ndarray:
 
 
 
+# SEAL's words when a product's or an encoding's scale has as many bits as the primes left at its level,
+# or more: the chain has too little room above the scale for the program (a parameter failure, which a
+# larger set mends), unlike "scale mismatch", an addition of two scales the program did not align (its bug).
+SCALE_OUT_OF_BOUNDS = "scale out of bounds"
+
+
 def handle_run(s: Setup, req: dict) -> dict:
     program, notes = req["program"], []
-    result, vals = run_samples(program, req["samples"],
-                               lambda st, attrs, env: prepare(s, st["op"], st.get("args", []), attrs, env, notes),
-                               array_out, dict(sk=s.sk, pk=s.pk, rlk=s.rlk, gk=s.gk), pool=req.get("pool"),
-                               kept=s.kept_pools)
+    try:
+        result, vals = run_samples(program, req["samples"],
+                                   lambda st, attrs, env: prepare(s, st["op"], st.get("args", []), attrs, env, notes),
+                                   array_out, dict(sk=s.sk, pk=s.pk, rlk=s.rlk, gk=s.gk), pool=req.get("pool"),
+                                   kept=s.kept_pools)
+    except ValueError as exc:
+        if SCALE_OUT_OF_BOUNDS not in str(exc):
+            raise
+        raise Failure("invalid_params", f"SEAL: {SCALE_OUT_OF_BOUNDS}: a product's or an encoding's scale needs as many "
+                      "bits as the primes left at its level, or more (the chain has too little room above the scale "
+                      "for this program): give larger primes (a larger first prime, more room above the scale) or "
+                      "more of them") from exc
     result.update(sizes_bytes={n: size_of(vals[n]) for n in program.get("sizes", [])},
                   levels={n: s.level(vals[n]) for n in program.get("levels", [])})
     if s.scheme != "ckks":

@@ -9,7 +9,8 @@ library runs it correctly at, proven by running it, then measured side by side a
    fresh driver processes (fresh keys), SEARCH_SAMPLES samples each; it passes only when every
    output of every sample checks (CKKS: with the precision asked plus CKKS_SEARCH_MARGIN; BFV/BGV:
    exact, with NOISE_SEARCH_MARGIN of noise budget left); then the worst input found in a budgeted search
-   (worst.py: the edges of the inputs' box, then a short search) must check too (`hardest`).
+   (worst.py: the edges of the inputs' box, then a short search) must check too, against the requirement
+   itself (`hardest`; the rule at CKKS_SEARCH_MARGIN: a margin is demanded once).
    The smallest passing set is kept.
 3. Measurement: every chosen set, and each scheme's largest chosen set on every library (so the
    user sees how much of a gap is the library and how much its parameter constraints), in one
@@ -34,7 +35,7 @@ from ..plan.suites import Case, Suite, add_workload
 from ..store.record import Record
 from ..store.sqlite import Store
 from . import measuring
-from .advisor import MARGIN_BITS, MAX_TRIES, Need, at_scale, candidates, first_trimmed, key_switching_instead
+from .advisor import MAX_TRIES, Need, at_scale, candidates, first_trimmed, key_switching_instead
 from .candidates import Answer, Candidate
 from .worst import Worst, probe
 
@@ -111,18 +112,29 @@ def search_space(w: Workload, req: Requirements, need: Need) -> list[dict]:
     return list(candidates(need))
 
 
-# The search asks CKKS for this much precision above the requirement: its few samples see less of
-# the spread than the measurement's many (statistics, SEAL: every search sample at >= 22 bits, then
-# one of ~40 measured at 20.8), and the measurement checks every sample against the requirement.
+# One rule, so that a run-to-run spread smaller than the margin cannot flip a set that holds its
+# requirement: a margin is demanded once, of the search's runs on drawn inputs (`repeats` fresh-key
+# processes, the least sample of all), and every check after them is judged against the requirement
+# itself: the worst input found (`hardest`, WORST_MARGIN = 0) and every sample of the measurement, which
+# reports the margin it found (`margin`). So the measurement cannot reject a set the search admitted unless
+# its keys read a margin lower, and no threshold sits above the requirement after the search (statistics,
+# OpenFHE: its worst input read 21.0008 bits in one run and 20.99 in the next against a required 20 + 1,
+# verified in one run and rejected in the next, holding 20 either way). A spread still moves a reading
+# that lies within it of the threshold it faces: the search's (the requirement + the margin), where the set
+# or its next larger one is admitted, both holding the requirement, and the rejection says it was the
+# margin (`verify`); and the worst input's, the requirement, which that input meets under some keys only.
+#
+# CKKS: the search's precision above the requirement. Its few samples see less of the spread than the
+# measurement's many (statistics, SEAL: every search sample at >= 22 bits, then one of ~40 measured at 20.8).
 CKKS_SEARCH_MARGIN = 2.0
-# The same for BFV/BGV's noise budget: the measurement reports the least of its samples, which read
-# up to 2 bits below the search's few (vote tally, OpenFHE BFV with BV at N = 4096, q 33+33: 2 bits
-# left in the search, 0 in the measurement), so a set chosen at the threshold would flip between runs.
+# BFV/BGV: the noise budget the search's samples must leave: the measurement's least reads up to 2 bits
+# below the search's few (vote tally, OpenFHE BFV with BV at N = 4096, q 33+33: 2 bits left in the search,
+# 0 in the measurement). Their worst input is judged exact (an integer is right or wrong).
 NOISE_SEARCH_MARGIN = 3.0
-# The worst input found must beat the requirement by this much: it is already the largest error of
-# worst.EDGES + worst.SEARCH evaluations aimed at the corners, so only its keys' share of the spread
-# is left to cover (the margin every verified set keeps, advisor.MARGIN_BITS).
-WORST_MARGIN = MARGIN_BITS
+# The worst input found must reach the requirement itself: the search's margin above already covers
+# its keys' share of the spread, and the input's share is what the worst input measures (a margin here
+# counted the spread twice and put a second threshold where a run could flip the verdict).
+WORST_MARGIN = 0.0
 SEARCH_SAMPLES = 2  # per fresh-key process
 NOT_PLANNED = "not planned"  # a set the plan refuses for the computation (its values do not fit it)
 
@@ -153,7 +165,10 @@ def verify(w: Workload, need: Need, library: str, spec: dict, repeats: int,
     if rec is None:
         return "not run (the library does not offer this scheme here)", None
     if rec.status != "ok":
-        return f"{rec.status}: {' '.join((rec.error or '').split())}", rec  # whole: it attributes the refusal
+        why = f"{rec.status}: {' '.join((rec.error or '').split())}"  # whole: it attributes the refusal
+        if need.precision and PRECISION_SHORT.search(why):  # the margin's threshold, not the requirement's
+            why += f" (the required {need.precision:g} + the search's margin of {CKKS_SEARCH_MARGIN:g})"
+        return why, rec
     noise = rec.noise_budget_bits
     if need.scheme in ("bfv", "bgv") and noise is not None and noise < NOISE_SEARCH_MARGIN:
         return f"{noise:g} bits of noise budget left, below the search's {NOISE_SEARCH_MARGIN:g}-bit margin", rec
@@ -162,7 +177,7 @@ def verify(w: Workload, need: Need, library: str, spec: dict, repeats: int,
 
 def hardest(w: Workload, need: Need, library: str, spec: dict) -> tuple[str, Worst | None]:
     """'' when the worst input found at `spec` (worst.py: the edges of the inputs' box, then a short
-    search) still checks (CKKS: the precision asked plus WORST_MARGIN; BFV/BGV: exact); else why not,
+    search) still checks (CKKS: the precision asked, WORST_MARGIN being none; BFV/BGV: exact); else why not,
     in checks.py's words where it is short of precision, so that the search's steering reads it."""
     if need.scheme in INT_SCHEMES:
         return "", None
@@ -180,8 +195,10 @@ def hardest(w: Workload, need: Need, library: str, spec: dict) -> tuple[str, Wor
 
 
 def margin(c: Candidate, precision: float) -> float | None:
-    """What the measurement left to spare: CKKS, precision bits above the requirement; BFV/BGV, noise
-    budget bits (None where the record has neither)."""
+    """What the measurement left to spare: CKKS, precision bits above the requirement (its least sample's);
+    BFV/BGV, noise budget bits: the least over the program's outputs (every one is named for it) of what
+    each run's last sample left (PROTOCOL.md: noise is reported for the last sample of a run). None where
+    the record has neither."""
     r = c.record
     if r is None:
         return None
@@ -280,10 +297,12 @@ def _search(w: Workload, need: Need, lib: str, space: list[dict], repeats: int, 
     a ring the library refuses as insecure is left for the next one, unless the refusal was the
     library's own key switching's (OpenFHE's HYBRID special primes: key_switching_instead), where the
     same chain is tried under its other key switching, and the ring's larger chains with it, or a CKKS
-    set's first prime is cut (advisor.first_trimmed) once in the ring; and a CKKS set short of precision
-    by d bits moves the scale up by at least d."""
+    set's first prime is cut (advisor.first_trimmed) once in the ring; a chain with primes the library
+    cannot make (PRIME_UNMADE) skips the ring's chains whose smallest prime is no larger; and a CKKS set
+    short of precision by d bits moves the scale up by at least d."""
     c = Candidate(lib, need.scheme, origin=origin)
     refused: set[int] = set()
+    unmade: dict[int, int] = {}  # ring -> the largest smallest prime of a chain whose primes the library could not make
     switched: set[int] = set()  # rings searched under the library's other key switching (key_switching_instead)
     cut: dict[int, dict] = {}  # CKKS ring -> the refused set with its first prime cut (advisor.first_trimmed)
     scale_floor = 0
@@ -294,6 +313,8 @@ def _search(w: Workload, need: Need, lib: str, space: list[dict], repeats: int, 
             break
         if spec.get("N") in refused or (spec.get("scale_bits") or 0) < scale_floor:
             continue
+        if spec.get("q_bits") and min(spec["q_bits"]) <= unmade.get(spec.get("N"), 0):
+            continue  # its smallest prime is no larger than one the library could not make in this ring
         if spec.get("N") in switched and not spec.get("key_switching"):
             continue  # the ring's chains are queued switched
         say("searching parameters", f"{lib} {need.scheme} {set_text(spec)}", 1)
@@ -307,6 +328,9 @@ def _search(w: Workload, need: Need, lib: str, space: list[dict], repeats: int, 
         c.tried.append(f"{set_text(spec)}: {why}")
         if why.startswith(NOT_PLANNED):
             continue  # a larger ring may hold what this one could not
+        if PRIME_UNMADE.search(why) and spec.get("q_bits"):  # whatever status the driver gave it: the set's primes
+            unmade[spec["N"]] = max(unmade.get(spec["N"], 0), min(spec["q_bits"]))
+            continue
         if rec is None or rec.status in STOP:
             break
         if rec.status == "insecure_params" and spec.get("N"):
@@ -333,6 +357,11 @@ def _search(w: Workload, need: Need, lib: str, space: list[dict], repeats: int, 
     return c
 
 
+# OpenFHE's words (its LastPrime/PreviousPrime, by version) when it finds no prime of a size asked that is 1
+# modulo what its scheme needs (BGV under FIXEDMANUAL: 2N times t, about 34 bits at N = 8192 with t of 20, so
+# the chain's primes of that size or little more run out): the chain's smallest prime is the cause, and the
+# ring's chains whose smallest prime is no larger are skipped, not tried one by one.
+PRIME_UNMADE = re.compile(r"LastPrime overflow|overflow shrinking candidate|Requested \d+ bits, but returned", re.I)
 # checks.py's words for a CKKS output short of its precision
 PRECISION_SHORT = re.compile(r"precision (-?[\d.]+) bits, below the required ([\d.]+)")
 

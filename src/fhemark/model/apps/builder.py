@@ -333,7 +333,7 @@ class Circuit:
         dec = [s for i, o in enumerate(outs)
                for s in (step(f"pz{i}", "decrypt", o), step(f"z{i}", "decode", f"pz{i}"))]
         return Program(self.steps + dec, list(self.timed), outputs=[f"z{i}" for i in range(len(outs))],
-                       noise=[outs[0]], sizes=[outs[0]], levels=[outs[0]])
+                       noise=list(outs), sizes=[outs[0]], levels=[outs[0]])  # noise: the least is the record's
 
     def reference(self, plain: Plain, inputs: dict[str, Any], *outs: str) -> np.ndarray | dict[str, np.ndarray]:
         """The outputs `program(*outs)` decrypts, computed on cleartext (`inputs`: the sample's
