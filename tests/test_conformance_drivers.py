@@ -45,16 +45,18 @@ def ops_of(library: str, scheme: str) -> set[str]:
     return set(snapshot(library)["schemes"][scheme]["ops"])
 
 
-def first_case(library: str, scheme: str) -> tuple[dict, bool]:
-    """The scheme's first conformance case in the file this driver takes, and whether it is the secure one."""
+def first_case(library: str, scheme: str, op: str | None = None) -> tuple[dict, bool]:
+    """The scheme's first conformance case (that runs `op`) in the file this driver takes, and whether it is the secure one."""
     secure = snapshot(library)["schemes"][scheme].get("insecure_params") is False
-    return next(c for c in (SECURE if secure else CASES)["cases"] if c["scheme"] == scheme), secure
+    return next(c for c in (SECURE if secure else CASES)["cases"] if c["scheme"] == scheme
+                and (op is None or any(st["op"] == op for st in c["program"]["steps"]))), secure
 
 
-def setup(driver_pool, library: str, scheme: str):
-    """The driver, its conformance setup for the scheme (id, result), and the scheme's plaintext model."""
+def setup(driver_pool, library: str, scheme: str, op: str | None = None):
+    """The driver, its conformance setup for the scheme (that of the cases running `op`: Concrete compiles
+    a setup's ops only) (id, result), and the scheme's plaintext model."""
     driver = driver_pool(library)
-    case, secure = first_case(library, scheme)
+    case, secure = first_case(library, scheme, op)
     setup_id, result = setup_of(driver, case, secure)
     eff = result["effective"]
     if scheme in RLWE:
@@ -647,7 +649,7 @@ def test_tfhe_rs_refuses_two_server_keys_in_one_region(driver_pool):
 
 
 def test_concrete_refuses_a_comparison_bit_as_an_integer(driver_pool):
-    driver, setup_id, _, plain = setup(driver_pool, "concrete", "tfhe_int")
+    driver, setup_id, _, plain = setup(driver_pool, "concrete", "tfhe_int", "int_lt")
     xy = inputs(plain, np.random.default_rng(8), "x", "y")
     steps = encrypted(plain, "x", "y") + [step("l", "int_lt", "cx", "cy"), step("cz", "int_add", "l", "cy")]
     refused("unsupported", run, driver, setup_id, program(steps), xy)
@@ -720,3 +722,43 @@ def test_openfhe_binfhe_lmkcdey_preset(driver_pool):
         result = driver.request("run", setup_id="lmkcdey", program=case["program"], samples=request_samples(case))
         for i, (want, got) in enumerate(zip(samples_of(case), result["samples"])):
             check_outputs(case, want["expected"], got["outputs"], f"{name} sample {i}: ")
+
+
+def test_openfhe_bgv_refuses_a_t_of_33_bits_on_a_chain_and_decrypts_the_sets_it_keeps(driver_pool):
+    """OpenFHE BGV keeps t in 32 bits when it picks its primes, so a larger t decrypts every slot
+    wrongly once a prime is dropped (Decrypt drops all but the first): a chain of two primes with a
+    33-bit t is refused in one line naming the limit and the fix; the largest 32-bit t the ring
+    batches, and the 33-bit t on one prime (nothing dropped), still decrypt right."""
+    driver = driver_pool("openfhe")
+    params = {"N": 2048, "q_bits": [60, 60], "p_bits": [60], "secret": "ternary", "sigma": 3.2}
+    t33, t32 = 4294991873, 4294955009  # primes = 1 mod 4096, of 33 and 32 bits
+    err = refused("invalid_params", driver.request, "setup", setup_id="t33", scheme="bgv",
+                  params={**params, "t": t33}, allow_insecure=True)
+    assert "t < 2^32" in str(err) and "BFV" in str(err) and "\n" not in str(err), err
+    for setup_id, changed in (("t32", {"t": t32}), ("t33-one-prime", {"t": t33, "q_bits": [60]})):
+        result = driver.request("setup", setup_id=setup_id, scheme="bgv", params={**params, **changed},
+                                allow_insecure=True)
+        plain = Plain("bgv", result["effective"]["slots"], result["effective"]["t"])
+        x = inputs(plain, np.random.default_rng(17), "x")
+        res = run(driver, setup_id, program(encrypted(plain, "x") + decrypted(plain, "cx"), [region("cx")], ["z"]), x)
+        assert_values(plain, out(res, "z"), x["x"], setup_id)
+
+
+def test_openfhe_ckks_rescale_divides_by_the_real_prime(driver_pool):
+    """OpenFHE CKKS under FIXEDMANUAL decodes as if a rescale divided by exactly 2^scale_bits, so every
+    value keeps the factor 2^scale_bits / q of the prime dropped (about 6 bits lost at N = 8192;
+    drivers/openfhe/README.md, CKKS precision). x^2 over [-64, 64], rescaled once: the least-squares
+    factor between output and reference is 1 within 2^-22 (FIXEDMANUAL: 2^-17.0 off at this set,
+    FLEXIBLEAUTO 2^-27 measured, the slots' noise averaging out), one level is spent, and the setup
+    names its scaling and OpenFHE's decode noise."""
+    driver, setup_id, result, plain = setup(driver_pool, "openfhe", "ckks")
+    assert result["effective"]["scaling"] == "FLEXIBLEAUTO", result["effective"]
+    assert any("decode noise" in n for n in result.get("notes", [])), result.get("notes")
+    x = np.random.default_rng(18).uniform(-64, 64, plain.slots)
+    steps = encrypted(plain, "x") + [step("cz", "mul_relin", "cx", "cx"), step("cr", "rescale", "cz")]
+    res = run(driver, setup_id, program(steps + decrypted(plain, "cr"), [region("cr")], ["z"], levels=["cx", "cr"]),
+              {"x": x})
+    assert res["levels"]["cr"] == res["levels"]["cx"] - 1, res["levels"]
+    want = x * x
+    factor = np.sum(out(res, "z") * want) / np.sum(want * want)
+    assert abs(factor - 1) < 2.0 ** -22, f"output = {factor!r} x reference: the rescale's prime taken as 2^scale_bits"

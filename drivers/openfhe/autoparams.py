@@ -4,7 +4,7 @@ size and a security level, under the HE standard's 2018 table. Read back with th
 readers of a context, as a setup reports them."""
 import openfhe as ofhe
 
-from contexts import make_context, p_primes, q_primes, scale_bits
+from contexts import CKKS_SCALING, make_context, p_primes, q_primes, scale_bits
 from jsonl_driver import Failure
 
 SCHEMES = ("ckks",)  # the schemes capabilities.json says it answers for
@@ -20,7 +20,7 @@ def _int(req, name, low):
 
 def auto_params(req):
     """A CKKS set of OpenFHE's choosing, with the driver's own scaling and key switching
-    (FIXEDMANUAL, HYBRID), so a setup of it builds the same chain."""
+    (contexts.CKKS_SCALING, HYBRID), so a setup of it builds the same chain."""
     if req.get("scheme") not in SCHEMES:
         raise Failure("unsupported", "OpenFHE driver: auto_params for %s only, not %r" % (", ".join(SCHEMES),
                                                                                            req.get("scheme")))
@@ -33,7 +33,7 @@ def auto_params(req):
     cp.SetScalingModSize(scale)
     if req.get("first_bits") is not None:
         cp.SetFirstModSize(_int(req, "first_bits", 1))
-    cp.SetScalingTechnique(ofhe.FIXEDMANUAL)
+    cp.SetScalingTechnique(CKKS_SCALING)
     cp.SetKeySwitchTechnique(ofhe.HYBRID)
     cp.SetSecurityLevel(_LEVELS[security])
     cc = make_context(cp)

@@ -20,8 +20,6 @@ ADAPTATIONS = [] if MODERN else [
     "openfhe-python < 1.6: evaluation-key maps read per secret-key tag (GetEvalMultKeyVector, "
     "GetEvalAutomorphismKeyMap); which automorphism keys exist is not readable, so rotation and EvalSum keys "
     "are made for every step asked (untimed); the EvalSum radix is not probed (the conservative path)",
-    "openfhe-python < 1.6: CKKS mod_switch is Compress(ct, towers-1), a new ciphertext also for "
-    "mod_switch_into (no LevelReduce / LevelReduceInPlace)",
     "openfhe-python < 1.6: ops whose calls the binding lacks are unsupported (BFV/BGV mul_scalar: "
     "EvalMultNoCheck; CKKS mul_scalar: EvalMultInPlace; key_switch: KeySwitch; tfhe_bool mux: CMUX)",
     "openfhe-python < 1.6: plaintext sizes not reported (no Plaintext.GetElementModulus); decode's timed call "

@@ -16,6 +16,19 @@ from jsonl_driver import Failure
 
 SCHEMES = ("bfv", "bgv", "ckks")
 SPARSE_WEIGHT = 192  # the h of OpenFHE's SPARSE_TERNARY keys (build_params)
+BGV_T_LIMIT = 2 ** 32  # BGV's plaintext modulus must stay below it (setup)
+# FLEXIBLEAUTO, not FIXEDMANUAL: FIXEDMANUAL takes every rescale as a division by exactly
+# 2^scale_bits (GetModReduceFactor returns 2^p), but the primes OpenFHE finds = 1 mod 2N lie up to
+# ~2N ln q away from 2^p, so each rescale leaves a relative error of |q_i/2^p - 1| (2^-26 at N = 8192,
+# 45 bits) that decoding never removes: 21.7 bits on examples/statistics.py at N = 8192, where
+# FLEXIBLEAUTO, which divides by the real prime, gets 27.8 (drivers/openfhe/README.md). FLEXIBLEAUTO
+# builds the same primes; its Rescale is a no-op (it rescales lazily), so the driver's `rescale` is
+# Compress(ct, towers - 1), the same exact rescale, made when the program asks for it.
+CKKS_SCALING = ofhe.FLEXIBLEAUTO
+DECODE_NOISE = ("CKKS decryption adds OpenFHE's decode noise (IND-CPA^D countermeasure in CKKSPackedEncoding::Decode: "
+                "Gaussian, sqrt(2) x the error estimated from the imaginary parts, at least sqrt(N)/8 per coefficient); "
+                "kept, as OpenFHE's default: it costs bits only where the computation's own error is smaller "
+                "(drivers/openfhe/README.md, CKKS precision)")
 
 # Process-wide, like OpenFHE's own static key maps: every secret key by tag (for noise budgets),
 # and the relinearization key each tag has in OpenFHE's EvalMult key map now.
@@ -124,6 +137,10 @@ class Setup:
         if self.plaintext_size(pt) is not None:  # None before openfhe-python 1.6 (compat.py)
             self.size_table["plaintext"] = self.plaintext_size(pt)
 
+    def towers(self, ct):
+        """The RNS primes a CKKS/BGV value still has (a bootstrapping preset keeps one below its levels)."""
+        return len(self.q_primes) - int(ct.GetLevel())
+
     def galois_indices(self, steps):
         """The automorphism index of each rotation step (modulo the row); step 0: 2N-1, the row
         swap (BFV/BGV) / conjugation (CKKS), as PROTOCOL.md spells it."""
@@ -201,13 +218,13 @@ def build_params(scheme, params, allow_insecure, depth_override=None):
             cp.SetFirstModSize(q_bits[0])
             cp.SetScalingModSize(q_bits[0])
     else:
-        cp.SetScalingTechnique(ofhe.FIXEDMANUAL)
+        cp.SetScalingTechnique(CKKS_SCALING)
         sb = params.get("scale_bits")
         sb = int(sb) if sb is not None else (upper[0])
         cp.SetScalingModSize(sb)
         cp.SetFirstModSize(q_bits[0])
         if len(q_bits) > 1 and any(b != sb for b in upper):
-            notes.append("OpenFHE CKKS (FIXEDMANUAL) uses primes of scale_bits=%d bits above level 0" % sb)
+            notes.append("OpenFHE CKKS uses primes of scale_bits=%d bits above level 0" % sb)
         cp.SetBatchSize(N // 2)
     dnum = key_switching(cp, params, q_bits, p_bits)
     secret = params.get("secret") or "ternary"
@@ -336,6 +353,14 @@ def setup(scheme, params, rotations, allow_insecure):
         # OpenFHE aborts the process (not an exception) on a t without 2N-th roots of unity.
         raise Failure("invalid_params", "OpenFHE driver: t must be a prime = 1 mod 2N (batching); "
                                         "coefficient encoding (batching: false) is not offered")
+    if scheme == "bgv" and int(params["t"]) >= BGV_T_LIMIT and len(params["q_bits"]) > 1:
+        # ParamsGenBGVRNSInternal (FIXEDMANUAL) keeps t in a uint32_t when it asks for primes = 1 mod
+        # 2N t, so above 32 bits they are 1 mod 2N (t mod 2^32) only, and every ModReduce (Decrypt's
+        # too, down to q0) multiplies the message by q^-1 mod t: wrong slots even for a fresh ciphertext.
+        # A one-prime chain never mod-reduces, and decrypts right.
+        raise Failure("invalid_params", "OpenFHE BGV with more than one prime needs t < 2^32 (its FIXEDMANUAL "
+                                        "prime search truncates t to 32 bits, so a %d-bit t decrypts wrongly): "
+                                        "use a t below 2^32, or BFV" % int(params["t"]).bit_length())
     if scheme == "bfv":
         cp, cc, primes, depth_used, notes = bfv_context(params, allow_insecure)
     else:
@@ -358,10 +383,12 @@ def setup(scheme, params, rotations, allow_insecure):
     if scheme == "bfv":
         s.eff["multiplication"] = str(cp.GetMultiplicationTechnique()).split(".")[-1]
     else:
-        s.eff["scaling"] = "FIXEDMANUAL"
+        s.eff["scaling"] = str(CKKS_SCALING if scheme == "ckks" else ofhe.FIXEDMANUAL).split(".")[-1]
     if gmap is not None:
         s.size_table.update(galois_keys=len(ofhe.Serialize(gmap, ofhe.BINARY)), galois_key_count=len(indices))
     s.setup_notes = notes + [
         "plaintext size is the in-memory size N x limbs x 8 bytes: OpenFHE cannot serialize plaintexts",
         "galois keys: the requested steps (step 0: the row-swap/conjugation automorphism 2N-1)"]
+    if scheme == "ckks":
+        s.setup_notes.append(DECODE_NOISE)
     return s

@@ -12,7 +12,7 @@ import os
 import sys
 from functools import partial
 
-DRIVER_VERSION = "0.9.0"
+DRIVER_VERSION = "0.10.0"  # 0.10.0: CKKS under FLEXIBLEAUTO (contexts.CKKS_SCALING)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path[:0] = [HERE, os.path.join(HERE, "..", "python_shared")]
@@ -109,11 +109,12 @@ COMMON_OPS = ["encode", "decode", "encrypt_pk", "encrypt_sk", "decrypt", "add", 
 # form, or where its in-place form cannot write back: EvalMultMutableInPlace and
 # EvalSquareInPlace rebind the C++ shared_ptr, which pybind11 does not hand back (BGV/CKKS: the
 # Python object keeps its old value; BFV: refused), and EvalMult(ct, pt), Compress and
-# EvalAutomorphism have no in-place binding.
+# EvalAutomorphism have no in-place binding (CKKS rescale and mod_switch are Compress under the
+# driver's FLEXIBLEAUTO, whose RescaleInPlace and LevelReduceInPlace do nothing: contexts.py).
 INTO = {
     "bfv": ["add", "sub", "add_plain", "relinearize", "key_switch"],
     "bgv": ["add", "sub", "add_plain", "relinearize", "key_switch", "mod_switch"],
-    "ckks": ["add", "sub", "add_plain", "relinearize", "key_switch", "mod_switch", "rescale", "mul_scalar"],
+    "ckks": ["add", "sub", "add_plain", "relinearize", "key_switch", "mul_scalar"],
 }
 OPS = {
     "bfv": COMMON_OPS + ["rotate_rows", "rotate_columns"],
@@ -343,7 +344,13 @@ class Program:
             return ct_call(cc.EvalMultNoCheck, None, args[0], int(sc) % s.t) + (out_towers,)
         if op == "rescale":
             need(1, 1)
-            return ct_call(cc.Rescale, cc.RescaleInPlace, args[0]) + (out_towers - 1,)
+            # FLEXIBLEAUTO's Rescale is a no-op; Compress down one tower to noise-scale degree 1 is
+            # its ModReduceInternal, dividing the scale by the real prime (contexts.CKKS_SCALING)
+            left = s.towers(args[0]) - 1
+            if left < 1:
+                raise Failure("internal", "rescale: no level left to drop")
+            self.note("rescale (CKKS): Compress(ct, towers-1), OpenFHE's exact rescale under FLEXIBLEAUTO")
+            return partial(cc.Compress, args[0], left, 1), None, left
         if op == "mod_switch":
             need(1, 1)
             left = out_towers - 1
@@ -352,13 +359,12 @@ class Program:
                 raise Failure("internal", "mod_switch: no level left to drop")
             if scheme == "bgv":
                 return ct_call(cc.ModReduce, cc.ModReduceInPlace, args[0]) + (left,)
-            if scheme == "ckks" and compat.MODERN:  # drop a prime, scale unchanged
-                self.note("mod_switch (CKKS): LevelReduce(ct, None, 1), drops the last prime, scale unchanged")
-                return ct_call(cc.LevelReduce, cc.LevelReduceInPlace, args[0], None, 1) + (left,)
-            # BFV, and CKKS before openfhe-python 1.6 (no LevelReduce): Compress drops the prime alike
-            self.note("mod_switch (CKKS): Compress(ct, towers-1), drops the last prime, scale unchanged "
-                      "(openfhe-python < 1.6 has no LevelReduce)" if scheme == "ckks" else
-                      "mod_switch (BFV): Compress(ct, towers-1), OpenFHE's BFV modulus switch")
+            if scheme == "ckks":  # at its own noise-scale degree: drops the prime, scale unchanged
+                left = s.towers(args[0]) - 1
+                self.note("mod_switch (CKKS): Compress(ct, towers-1, its noise-scale degree), drops the last "
+                          "prime, scale unchanged")
+                return partial(cc.Compress, args[0], left, int(args[0].GetNoiseScaleDeg())), None, left
+            self.note("mod_switch (BFV): Compress(ct, towers-1), OpenFHE's BFV modulus switch")
             return partial(cc.Compress, args[0], left), None, left
         if op in ("rotate_rows", "rotate"):
             need(1, 1)

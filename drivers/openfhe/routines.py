@@ -14,7 +14,7 @@ comes back is the call that the timed region brackets.
   (CKKS). Its keys are the automorphisms 5^(i s) of that fold: where the setup's Galois keys miss
   one, EvalSumKeyGen(sk) makes the whole set once for the setup.
 - inner_product: CryptoContext::EvalInnerProduct(ct1, ct2, n): EvalMult with the relinearization
-  key, then the same EvalSum. CKKS under the driver's FIXEDMANUAL scaling: the product is not
+  key, then the same EvalSum. CKKS (the driver's FLEXIBLEAUTO scaling): the product is not
   rescaled (noise-scale degree 2, level unchanged), as the protocol asks.
 - linear_transform: OpenFHE's Python binding has no general linear-transformation call, so the
   driver composes one from library calls: baby-step giant-step with hoisted baby steps
@@ -23,10 +23,10 @@ comes back is the call that the timed region brackets.
   above sqrt(max k + 1); diagonal k = g b + j is pre-rotated by -g b and encoded (at the input's
   level) untimed, every sample.
 - poly_eval (CKKS): CryptoContext::EvalPoly(ct, coeffs): EvalPolyLinear below degree 5,
-  Paterson-Stockmeyer (EvalPolyPS) from degree 5; it works under FIXEDMANUAL (its own
-  ModReduce calls) and consumes ceil(log2 d) + 1 levels linear (degree 3: 3 levels) and one more
-  than ceil(log2(d + 1)) with Paterson-Stockmeyer (degree 7: 4 levels). BFV/BGV: unsupported,
-  OpenFHE's polynomial evaluator is CKKS only.
+  Paterson-Stockmeyer (EvalPolyPS) from degree 5; FLEXIBLEAUTO leaves its last product
+  unrescaled, so the driver rescales it (Compress, in the region); it consumes ceil(log2 d) + 1
+  levels linear (degree 3: 3 levels) and one more than ceil(log2(d + 1)) with Paterson-Stockmeyer
+  (degree 7: 4 levels). BFV/BGV: unsupported, OpenFHE's polynomial evaluator is CKKS only.
 """
 from functools import partial
 
@@ -212,7 +212,7 @@ _PS_DEPTH = ((5, 3), (13, 4), (27, 5), (59, 6), (119, 7), (247, 8), (495, 9), (1
 
 
 def poly_levels(deg):
-    """Levels EvalPoly consumes under FIXEDMANUAL: EvalPolyLinear below degree 5 (the powers by a
+    """Levels EvalPoly consumes, its last rescale included: EvalPolyLinear below degree 5 (the powers by a
     binary tree, ceil(log2 d) levels, then one for the coefficient products), Paterson-Stockmeyer above."""
     if deg < 5:
         return (deg - 1).bit_length() + 1
@@ -243,7 +243,7 @@ def prepare(prog, op, attrs, args, names, towers):
         prog.install_relin(s.rlk)  # EvalInnerProduct relinearizes with the installed key of the tag
         ensure_sum_keys(prog, op, n)
         prog.note("inner_product: EvalInnerProduct(ct1, ct2, n): EvalMult (relinearized%s), then EvalSum"
-                  % (", not rescaled under FIXEDMANUAL" if s.scheme == "ckks" and not getattr(s, "boot", False)
+                  % (", not rescaled" if s.scheme == "ckks" and not getattr(s, "boot", False)
                      else ""))
         return partial(cc.EvalInnerProduct, a, b, n), None, towers
     if op == "linear_transform":
@@ -267,12 +267,19 @@ def prepare(prog, op, attrs, args, names, towers):
             return out
         need = poly_levels(deg)
         left = s.L - lvl_in
-        if not getattr(s, "boot", False) and need > left:  # FIXEDMANUAL: checked, not left to fail in the region
+        if not getattr(s, "boot", False) and need > left:  # checked, not left to fail in the region
             raise Failure("invalid_params", "poly_eval: OpenFHE's EvalPoly of degree %d consumes %d levels (%s), "
                                             "the input has %d left: the chain is too short for it"
                           % (deg, need, "EvalPolyLinear: ceil(log2 d) + 1" if deg < 5 else
                                         "Paterson-Stockmeyer, OpenFHE's depth table", left))
-        return partial(cc.EvalPoly, ct, coeffs), wrap, None
+        # FLEXIBLEAUTO leaves EvalPoly's last product unrescaled (noise-scale degree 2): rescale it in the
+        # region (EvalPoly under FIXEDMANUAL made that rescale itself), so the levels reported are left to use
+        def evaluated():
+            out = cc.EvalPoly(ct, coeffs)
+            if out.GetNoiseScaleDeg() < 2:
+                return out
+            return cc.Compress(out, s.towers(out) - 1, 1)
+        return evaluated, wrap, None
     raise Failure("unsupported", "op %r" % op)
 
 

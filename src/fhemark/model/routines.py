@@ -5,7 +5,7 @@ one level short is not a library that cannot run the program).
 
 The program counts a `poly_eval` at the power tree's ceil(log2(d + 1)) levels: Lattigo's evaluator
 (Paterson-Stockmeyer over the monomial basis, its scale management absorbing the constants) and
-TenSEAL's polyval spend that. OpenFHE's EvalPoly under FIXEDMANUAL spends more: EvalPolyLinear
+TenSEAL's polyval spend that. OpenFHE's EvalPoly (under FLEXIBLEAUTO, as under FIXEDMANUAL) spends more: EvalPolyLinear
 below degree 5 (the powers by a binary tree, then one level for the coefficient products),
 EvalPolyPS from degree 5, whose depth OpenFHE tabulates (src/pke/examples/FUNCTION_EVALUATION.md,
 "Polynomial degree - multiplicative depth"); the driver refuses a shorter chain with the same
@@ -40,7 +40,7 @@ def tree_levels(degree: int) -> int:
 
 
 def openfhe_poly_levels(degree: int) -> int:
-    """Levels OpenFHE's EvalPoly consumes for a polynomial of this degree (FIXEDMANUAL)."""
+    """Levels OpenFHE's EvalPoly consumes for a polynomial of this degree (the driver's FLEXIBLEAUTO; FIXEDMANUAL the same)."""
     if degree < 5:
         return (degree - 1).bit_length() + 1
     for top, lv in OPENFHE_PS_DEPTH:

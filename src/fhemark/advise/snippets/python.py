@@ -177,7 +177,8 @@ def build_openfhe(scheme: str, ps: ParamSet, insecure: bool) -> str:
                  f"parameters.SetPlaintextModulus({ps.t})  # {t_note(ps)}"]
     else:
         note = f" (q_bits {q} above level 0 become {ps.scale_bits}-bit)" if any(b != ps.scale_bits for b in q[1:]) else ""
-        chain = [depth, _FIXEDMANUAL.format(what="rescale"),
+        chain = [depth, "parameters.SetScalingTechnique(openfhe.FLEXIBLEAUTO)  # rescales by the real primes, itself "
+                 "(FIXEDMANUAL divides by exactly 2^scale: about 6 bits less, drivers/openfhe/README.md)",
                  f"parameters.SetFirstModSize({q[0]})",
                  f"parameters.SetScalingModSize({ps.scale_bits})  # the scale 2^{ps.scale_bits}; primes above level 0 are "
                  f"near it, some one bit above{note}",
@@ -187,7 +188,7 @@ def build_openfhe(scheme: str, ps: ParamSet, insecure: bool) -> str:
                  sigma=ps.sigma, level="HEStd_NotSet" if insecure else "HEStd_128_classic",
                  level_note=INSECURE_NOTE if insecure else "  # OpenFHE's 128-bit security check (HE standard tables)",
                  imports=imports(scheme == "ckks"),
-                 reported=('"scale_bits": math.log2(cc.GetScalingFactorReal(0))' if scheme == "ckks" else
+                 reported=('"scale_bits": round(math.log2(cc.GetScalingFactorReal(0)))' if scheme == "ckks" else
                            '"t": cc.GetPlaintextModulus()'))
 
 
