@@ -3,7 +3,9 @@ parameters and at fhemark's (each --params set, or a suite's), every sample chec
 
 TARGET: a workload file, a suite YAML (its workload files and parameter sets; with --hand, the
 suite itself is run too, for the hand-written Lattigo rows), or a small built-in (dot_<n>,
-poly_<k>, sqplus1_<n>, affine_<n>). Without HEIR or Go: one line saying so, exit 0 (skipped).
+poly_<k>, sqplus1_<n>, affine_<n>; integers: add_i<bits>, mul_i<bits>, max_i<bits>). An integer
+(tfhe_int) workload's row is heir->tfhe-rs (compile/tfhe_rs.py). Without HEIR or Go (cargo and the
+built TFHE-rs driver for integers): one line saying so, exit 0 (skipped).
 
 The rows are printed as a table and, with --json FILE, written as JSON lines, one record each as
 the store holds it (store/record.py); `fhemark choose FILE --compilers heir` stores them."""
@@ -23,7 +25,7 @@ from ..measure.metadata import environment
 from ..model.params import ParamSet, resolve
 from ..model.workload import Workload
 from ..model.workload_file import load
-from . import heir
+from . import heir, tfhe_rs
 from .builtins import builtin
 from .measure import measure_rows, table
 from .records import Context, as_record
@@ -48,14 +50,15 @@ def _targets(target: str, params: list[str]) -> tuple[list[tuple[Workload, list[
     w = builtin(target)
     if w is None:
         raise UserError(f"{target}: no such workload file, suite or built-in",
-                        "give a workload file, a suite YAML, or dot_<n>, poly_<k>, sqplus1_<n>, affine_<n>")
+                        "give a workload file, a suite YAML, or dot_<n>, poly_<k>, sqplus1_<n>, affine_<n>, "
+                        "add_i<bits>, mul_i<bits>, max_i<bits>")
     return [(w, given)], None
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m fhemark.compile", description=__doc__.split("\n")[0])
     sub = ap.add_subparsers(dest="compiler", required=True)
-    h = sub.add_parser("heir", help="HEIR -> Lattigo (CKKS)")
+    h = sub.add_parser("heir", help="HEIR -> Lattigo (CKKS), HEIR -> TFHE-rs (integer workloads)")
     h.add_argument("targets", nargs="+")
     h.add_argument("--params", action="append", default=[], help="fhemark's parameter set(s) for the second row")
     h.add_argument("--samples", type=int, default=12)
@@ -67,12 +70,15 @@ def main(argv: list[str] | None = None) -> int:
     a = ap.parse_args(argv)
     try:
         heir.tools()
-        heir.go()
         jobs, suite = [], None
         for t in a.targets:
             found, path = _targets(t, a.params)
             jobs += found
             suite = suite or path
+        if any(not tfhe_rs.handles(w) for w, _ in jobs):
+            heir.go()
+        if any(tfhe_rs.handles(w) for w, _ in jobs):
+            tfhe_rs.cargo()
     except heir.Unavailable as exc:
         print(exc)
         return 0
@@ -86,9 +92,13 @@ def main(argv: list[str] | None = None) -> int:
         if subprocess.run(cmd, check=False).returncode not in (0, 1):
             print("the hand-written rows did not run (the line above says why); the compiled rows follow", flush=True)
     say = lambda line: print(line, flush=True)  # noqa: E731 - interleaved with the suite's output
-    done = [(w, r) for w, sets in jobs for r in measure_rows(w, sets, a.samples, a.warmup, a.compile_timeout, say)]
+    done = [(w, r) for w, sets in jobs for r in
+            (tfhe_rs.measure_rows(w, a.samples, a.warmup, a.compile_timeout, say) if tfhe_rs.handles(w) else
+             measure_rows(w, sets, a.samples, a.warmup, a.compile_timeout, say))]
     rows = [r for _, r in done]
-    print(table(rows))
+    ints = [r for r in rows if r.library == tfhe_rs.LIBRARY]
+    print("\n\n".join(t for t in (table([r for r in rows if r not in ints]) if len(ints) < len(rows) else "",
+                                    tfhe_rs.table(ints) if ints else "") if t))
     if a.json:
         ctx = Context(f"compile-{time.strftime('%Y%m%dT%H%M%S')}", "python -m fhemark.compile",
                       environment(1, project_root()))

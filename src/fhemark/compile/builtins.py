@@ -21,13 +21,30 @@ def _affine(c):
     return c.add_plain(wx, c.plaintext_like("b", wx))
 
 
+_INT_OPS = {"add": lambda c, x, y: c.add(x, y), "mul": lambda c, x, y: c.mul(x, y),
+            "max": lambda c, x, y: c.compare("max", x, y)}
+
+
+def _integer(name: str) -> Workload | None:
+    """add_i<bits>, mul_i<bits>, max_i<bits>: two encrypted unsigned integers (mod 2^bits), HEIR's
+    TFHE-rs row's own (compile/tfhe_rs.py)."""
+    m = re.fullmatch(r"(add|mul|max)_i(8|16|32|64)", name)
+    if not m:
+        return None
+    op, bits = _INT_OPS[m.group(1)], int(m.group(2))
+    top = (1 << bits) - 1
+    return Workload(name, lambda c: op(c, c.encrypted("x"), c.encrypted("y")),
+                    {"x": Uniform(0, top), "y": Uniform(0, top)}, ("tfhe_int",),
+                    f"{m.group(1)} two encrypted {bits}-bit integers", bits=bits)
+
+
 def builtin(name: str) -> Workload | None:
     """dot_<n>: x . y; poly_<k>: a degree-k polynomial, coefficients fixed per run (the catalog's
     poly_<k> draws them per sample as plaintexts, which HEIR would take as arguments too);
     sqplus1_<n>: x*x + 1; affine_<n>: w*x + b with plaintext w, b (elementwise)."""
     m = re.fullmatch(r"(dot|poly|sqplus1|affine)_(\d+)", name)
     if not m:
-        return None
+        return _integer(name)
     kind, n = m.group(1), int(m.group(2))
     if not 1 <= n <= 1 << 15:
         return None

@@ -8,7 +8,7 @@ from ..errors import UserError
 from ..model.params import resolve
 from ..model.workload import Workload
 from ..store.sqlite import Store
-from . import heir
+from . import heir, tfhe_rs
 from .measure import LIBRARY, measure_rows, table
 from .records import context, store_rows
 
@@ -21,7 +21,16 @@ def beside_choose(w: Workload, compiler: str, specs: list[dict], samples: int = 
     """`fhemark choose FILE --compilers heir`: the compiled rows at HEIR's own parameters and at each
     CKKS set choose verified for hand-written Lattigo (`specs`), as text, each a record in `store`
     under choose's run (`run_id`; security: the table and bits choose judged by); one line where
-    HEIR or Go is missing (the rows are skipped, the fix said)."""
+    HEIR or Go is missing (the rows are skipped, the fix said). An integer workload's row is HEIR's
+    TFHE-rs code (compile/tfhe_rs.py), beside choose's hand TFHE-rs row."""
+    if tfhe_rs.handles(w):
+        try:
+            rows = tfhe_rs.measure_rows(w, samples, say=say)
+        except heir.Unavailable as exc:
+            return str(exc)
+        if store is not None:
+            store_rows(rows, w, store, context(store, run_id, w, *security))
+        return tfhe_rs.table(rows)
     sets = []
     for spec in specs:
         try:

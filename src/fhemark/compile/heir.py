@@ -64,9 +64,9 @@ def _first_error(stderr: str) -> str:
     return tail[0].strip() if tail else "no message"
 
 
-def _run(cmd: list[str], what: str, stdin: str, timeout: float) -> str:
+def _run(cmd: list[str], what: str, stdin: str, timeout: float, env: dict | None = None) -> str:
     try:
-        done = subprocess.run(cmd, input=stdin, capture_output=True, text=True, timeout=timeout)
+        done = subprocess.run(cmd, input=stdin, capture_output=True, text=True, timeout=timeout, env=env)
     except subprocess.TimeoutExpired:
         raise HeirError(f"{what} did not finish in {timeout:.0f} s (bounded; raise the limit with "
                        "python -m fhemark.compile heir --compile-timeout)")

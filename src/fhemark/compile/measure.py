@@ -127,13 +127,9 @@ def run_row(w: Workload, given: ParamSet | None = None, samples: int = 10, warmu
         return row
     plain = Plain("ckks", _slots(e))
     rng = np.random.default_rng(seed)
-    env = {**os.environ, "GOMAXPROCS": "1"}
-    t0 = time.monotonic()
-    proc = subprocess.Popen([str(binary)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, env=env)
+    proc, t0 = start(binary, {"GOMAXPROCS": "1"})
     try:
-        hello = json.loads(_line(proc))
-        row.setup_s = round(time.monotonic() - t0, 3)
+        hello = greeted(row, proc, t0)
         row.scheme = {**compiled.param.record(), "log_qp": round(hello["log_qp"], 2), "slots": hello["slots"]}
         # HEIR picks its own N and chain: whether that is the same security as fhemark's sets, by the same tables.
         row.security = rlwe(1 << hello["logN"], row.scheme["log_qp"], {})
@@ -167,16 +163,40 @@ def run_row(w: Workload, given: ParamSet | None = None, samples: int = 10, warmu
             row.error = (f"{row.wrong} of {row.checked} samples missed the workload's {w.precision_bits:g} bits "
                          f"(worst {row.precision_bits:g} bits)")
     except (OSError, ValueError, KeyError, subprocess.TimeoutExpired) as exc:
-        row.status = "crashed"
-        row.error = f"the compiled program failed: {exc}; {proc.stderr.read()[-300:] if proc.poll() is not None else ''}".strip()
+        crashed(row, proc, exc)
     finally:
-        if proc.poll() is None:
-            proc.stdin.close()
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+        close(proc)
     return row
+
+
+def start(binary: Path, env: dict[str, str]) -> tuple[subprocess.Popen, float]:
+    """A harness started with `env` added (its one thread), and when (its hello's wait is its setup)."""
+    t0 = time.monotonic()
+    return subprocess.Popen([str(binary)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, env={**os.environ, **env}), t0
+
+
+def greeted(row: Row, proc: subprocess.Popen, t0: float) -> dict:
+    """The harness's hello line (keys made, parameters stated); its wait is the row's setup time."""
+    hello = json.loads(_line(proc))
+    row.setup_s = round(time.monotonic() - t0, 3)
+    return hello
+
+
+def crashed(row: Row, proc: subprocess.Popen, exc: Exception) -> None:
+    """A harness that died or answered out of protocol: the row's status and its one line."""
+    row.status = "crashed"
+    row.error = f"the compiled program failed: {exc}; {proc.stderr.read()[-300:] if proc.poll() is not None else ''}".strip()
+
+
+def close(proc: subprocess.Popen) -> None:
+    """End a harness: its input closed (it exits), killed if it does not within 10 s."""
+    if proc.poll() is None:
+        proc.stdin.close()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
 
 
 def _line(proc: subprocess.Popen) -> str:

@@ -18,8 +18,8 @@ from ..measure.records import timed, verdict
 from ..model.workload import Workload
 from ..store.record import Record, checked
 from ..store.sqlite import Store
-from . import heir
-from .measure import LATTIGO_VERSION, LIBRARY, Row
+from . import heir, tfhe_rs
+from .measure import LATTIGO_VERSION, Row
 
 COLD_NOTE = ("cold inputs: every sample's operands encrypted and preprocessed before the first timed call "
              "of its batch (drivers/heir/harness.go.in)")
@@ -55,10 +55,10 @@ def params(row: Row) -> dict:
 def as_record(row: Row, w: Workload, ctx: Context) -> Record:
     """The row's record: measured (every sample checked; a wrong one makes it `wrong_result`), or the
     status and HEIR's (or the harness's) one line where it did not run."""
-    sp = row.scheme
-    key = hashlib.sha256("\0".join([LIBRARY, w.name, w.sha256, row.params_from]).encode()).hexdigest()[:16]
+    sp, lib = row.scheme, row.library
+    key = hashlib.sha256("\0".join([lib, w.name, w.sha256, row.params_from]).encode()).hexdigest()[:16]
     base = {
-        "library": LIBRARY, "library_version": heir.HEIR_PY_VERSION,
+        "library": lib, "library_version": heir.HEIR_PY_VERSION,
         "library_build": {"fhe_compiler": "heir", "heir_py": heir.HEIR_PY_VERSION, "backend": "lattigo",
                           "lattigo": LATTIGO_VERSION, "params_from": row.params_from,
                           "compile_s": row.compile_s, "build_s": row.build_s},
@@ -68,17 +68,20 @@ def as_record(row: Row, w: Workload, ctx: Context) -> Record:
         "slots": sp.get("slots"), "threads": 1, "threads_used": 1, "threads_honoured": True,  # GOMAXPROCS=1
         "workload": {"workload": w.name, "variant": "compiled", "instances": 1,
                      **({"file": w.source, "file_sha256": w.sha256} if w.source else {}), **w.facts},
-        "job_key": f"{LIBRARY}:{key}", "suite": ctx.suite, "run_id": ctx.run_id, "timestamp": time.time(),
+        "job_key": f"{lib}:{key}", "suite": ctx.suite, "run_id": ctx.run_id, "timestamp": time.time(),
         "env": ctx.env, **(verdict(row.security, ctx.table, ctx.min_bits) if row.security else {}),
         "sizes_bytes": dict(row.key_bytes), "setup_s": row.setup_s, "peak_rss_bytes": row.peak_rss_bytes,
         "status": row.status, "error": row.error or None,
     }
+    if lib == tfhe_rs.LIBRARY:  # an integer row: TFHE-rs's set and HEIR's bootstraps, no CKKS ring
+        base |= tfhe_rs.record_fields(row)
     if not row.samples_ns:
         return checked({**base, "check_passed": False if row.status == "wrong_result" else None})
     n = len(row.samples_ns)
+    cold = tfhe_rs.COLD_NOTE if lib == tfhe_rs.LIBRARY else COLD_NOTE
     measured = {**base, "check_passed": row.wrong == 0, "precision_bits": row.precision_bits,
                 "max_abs_error": row.max_abs_error, "input_state": "cold", "copies": 1, "iters": 1,
-                "notes": [COLD_NOTE, f"{row.checked} samples decrypted and checked, warm-ups included; "
+                "notes": [cold, f"{row.checked} samples decrypted and checked, warm-ups included; "
                                      f"{row.wrong} wrong"]}
     return checked(timed(measured, w.name, w.title or w.name, [float(x) for x in row.samples_ns],
                          [float(x) for x in row.warmup_ns], Outcome(process=[0] * n, round=[0] * n)))
