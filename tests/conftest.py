@@ -39,17 +39,30 @@ def pytest_configure(config):
     os.environ["FHEMARK_LEASE"] = os.path.join(tempfile.mkdtemp(prefix="fhemark-test-lease-"), worker)
 
 
-# Libraries whose setups take seconds to tens of seconds (key generation for programmable
-# bootstrapping): their tests share one worker, so each setup is built once per session, not once
-# per worker. Everything else is spread by xdist's load balancing.
-_HEAVY_SETUPS = ("concrete", "tfhe-rs", "tfhe_bool", "binfhe")
+# Setups that take seconds to tens of seconds (key generation for programmable bootstrapping;
+# TenSEAL's N = 16384 ring of its poly_eval cases, 13 s): each library's tests share one worker, so
+# each setup is built once per session, not once per worker. One group per library, not one for all:
+# with two workers one group of them all (half the suite's time) would set the wall time alone.
+# Everything else is spread by xdist's load balancing. (nodeid word, group), first match wins:
+# "tfhe_bool" names OpenFHE's binfhe cases as well as TFHE-rs', which "tfhe-rs" claims first.
+_HEAVY_SETUPS = (("concrete", "concrete"), ("tfhe-rs", "tfhe-rs"), ("tfhe_rs", "tfhe-rs"), ("tfhe_bool", "openfhe-binfhe"),
+                 ("binfhe", "openfhe-binfhe"), ("tenseal-ckks/poly_eval", "tenseal-n16384"))
 
 
-def pytest_collection_modifyitems(config, items):
-    for item in items:
-        heavy = next((lib for lib in _HEAVY_SETUPS if lib in item.nodeid), None)
-        if heavy:
-            item.add_marker(pytest.mark.xdist_group("heavy-setups"))
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """`--dist loadgroup` with the groups above read from the node ids. xdist's own xdist_group marks
+    do nothing under pytest 9 (xdist 3.8 renames item._nodeid, which pytest 9 no longer reads), so every
+    heavy setup was built on both workers."""
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class BySetup(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return next((f"heavy-{g}" for word, g in _HEAVY_SETUPS if word in nodeid), nodeid)
+
+    return BySetup(config, log)
 
 
 def pytest_terminal_summary(terminalreporter):

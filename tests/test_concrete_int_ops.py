@@ -12,7 +12,8 @@ from test_conformance_drivers import decrypted, encrypted, inputs, out, program,
 
 
 def test_concrete_composes_every_int_op_exactly(driver_pool):
-    driver, setup_id, result, plain = setup(driver_pool, "concrete", "tfhe_int")
+    # the setup of the 8-bit op cases (every function: they call them all), not the keygen case's
+    driver, setup_id, result, plain = setup(driver_pool, "concrete", "tfhe_int", "int_mul")
     top = int(plain.t) - 1
     x = np.array([0, top, top, 7, 200, 13], dtype=np.uint64)
     y = np.array([top, top, 0, 7, 100, 251], dtype=np.uint64)

@@ -10,6 +10,7 @@ import pytest
 from fhemark.drivers.protocol import Sample, Vector
 from fhemark.drivers.registry import manifests
 from fhemark.drivers.supervise import Driver
+from test_conformance import CASES, setup_of
 
 # library -> (threads it reports when given n, threads_honoured). SEAL has no threads; OpenFHE's
 # OpenMP, TenSEAL's context pool and Concrete's OpenMP loop parallelism take the count.
@@ -107,13 +108,13 @@ def test_concrete_driver_reports_cpu_time_and_threads(driver_at):
     driver = driver_at("concrete", 1)
     _caps(driver, "concrete", 1)
     _caps(driver_at("concrete", 2), "concrete", 2)  # capabilities only: a second compile and keygen is 10 s
-    _setup(driver, "threads-int8", scheme="tfhe_int", params={"preset": "default", "bits": 8}, rotations=[],
-           ops=["decrypt", "encrypt_sk", "int_lt"], allow_insecure=False)
+    # the 8-bit conformance setup (its cases run int_lt): one compile and keygen of 45 s a session, not two
+    setup_id, _ = setup_of(driver, next(c for c in CASES["cases"] if c["name"] == "tfhe_int/int_lt"), False)
     program = {"steps": [{"out": "cx", "op": "encrypt_sk", "args": ["x"]}, {"out": "cy", "op": "encrypt_sk", "args": ["y"]},
                          {"out": "cz", "op": "int_lt", "args": ["cx", "cy"]}, {"out": "z", "op": "decrypt", "args": ["cz"]}],
                "timed": [{"name": "lt", "steps": ["cz"]}], "outputs": ["z"]}
     x, y = np.array([3, 200], dtype=np.int64), np.array([7, 100], dtype=np.int64)
-    result = driver.request("run", setup_id="threads-int8", program=program,
+    result = driver.request("run", setup_id=setup_id, program=program,
                             samples=[Sample(inputs={"x": Vector.of(x), "y": Vector.of(y)})] * 2)
     for s in result["samples"]:
         assert Vector(**s["outputs"]["z"]).array().tolist() == [1, 0]
