@@ -177,8 +177,8 @@ def build_openfhe(scheme: str, ps: ParamSet, insecure: bool) -> str:
                  f"parameters.SetPlaintextModulus({ps.t})  # {t_note(ps)}"]
     else:
         note = f" (q_bits {q} above level 0 become {ps.scale_bits}-bit)" if any(b != ps.scale_bits for b in q[1:]) else ""
-        chain = [depth, "parameters.SetScalingTechnique(openfhe.FLEXIBLEAUTO)  # rescales by the real primes, itself "
-                 "(FIXEDMANUAL divides by exactly 2^scale: about 6 bits less, drivers/openfhe/README.md)",
+        chain = [depth, "parameters.SetScalingTechnique(openfhe.FLEXIBLEAUTO)  # divides by the real primes "
+                 "(FIXEDMANUAL: ~6 bits less)",
                  f"parameters.SetFirstModSize({q[0]})",
                  f"parameters.SetScalingModSize({ps.scale_bits})  # the scale 2^{ps.scale_bits}; primes above level 0 are "
                  f"near it, some one bit above{note}",
