@@ -102,13 +102,20 @@ def test_a_ckks_set_refused_as_insecure_is_tried_with_its_first_prime_cut_before
                                  Need("bfv", 1, None, 34, 4096)) is None  # BFV/BGV: key_switching_instead's
 
 
+def searched(monkeypatch, fake_verify, need: Need, library: str, space: list[dict]):
+    """choose's search of `space` where `fake_verify` answers for each set and every worst input passes."""
+    from fhemark.advise import choose as chooser
+    monkeypatch.setattr(chooser, "verify", fake_verify)
+    monkeypatch.setattr(chooser, "hardest", lambda *a: ("", None))
+    return chooser._search(None, need, library, space, 1, None, lambda *a: None)
+
+
 def test_the_search_keeps_a_ring_whose_cut_chain_the_library_accepts(monkeypatch):
     """A library refusing a CKKS set by its own count of log QP (OpenFHE on the MLP example: 47+37+37+37, P 60
     at N = 8192) is not a ring too small: the same scale with the first prime cut to 37 + 5 + 2 = 44 bits is
     run there, and chosen, before any set of N = 16384."""
     from made_records import record
 
-    from fhemark.advise import choose as chooser
     need = Need("ckks", 3, 12.0, None, 128, magnitude_bits=5)
     space = [{"N": n, "q_bits": [47, 37, 37, 37], "p_bits": [60], "scale_bits": 37} for n in (8192, 16384)]
     tried, largest_built = [], [45]  # the first prime OpenFHE builds at N = 8192 beside 37-bit primes
@@ -118,9 +125,7 @@ def test_the_search_keeps_a_ring_whose_cut_chain_the_library_accepts(monkeypatch
         if spec["N"] == 8192 and spec["q_bits"][0] > largest_built[0]:
             return "insecure_params: the specified ring dimension (8192) does not comply", record(status="insecure_params")
         return "", record(status="ok", precision_bits=15.0)
-    monkeypatch.setattr(chooser, "verify", fake_verify)
-    monkeypatch.setattr(chooser, "hardest", lambda *a: ("", None))
-    c = chooser._search(None, need, "openfhe", space, 1, None, lambda *a: None)
+    c = searched(monkeypatch, fake_verify, need, "openfhe", space)
     assert tried == [(8192, 47), (8192, 44)]
     assert c.verified and c.spec == {"N": 8192, "q_bits": [44, 37, 37, 37], "p_bits": [60], "scale_bits": 37}
     assert "insecure_params" in c.tried[0]  # the refusal stays in the answer's reasons
@@ -128,7 +133,7 @@ def test_the_search_keeps_a_ring_whose_cut_chain_the_library_accepts(monkeypatch
     tried.clear()
     largest_built[0] = 40
     larger = {"N": 8192, "q_bits": [51, 41, 41, 41], "p_bits": [60], "scale_bits": 41}
-    c = chooser._search(None, need, "openfhe", [space[0], larger, space[1]], 1, None, lambda *a: None)
+    c = searched(monkeypatch, fake_verify, need, "openfhe", [space[0], larger, space[1]])
     assert tried == [(8192, 47), (8192, 44), (16384, 47)] and c.spec == space[1]
 
 
@@ -138,7 +143,6 @@ def test_a_cut_chain_short_of_precision_leaves_the_next_ring_s_scales_alone(monk
     shortfall is its ring's: N = 16384 is searched from its first scale, not from the 2^39 that shortfall would ask."""
     from made_records import record
 
-    from fhemark.advise import choose as chooser
     need = Need("ckks", 3, 12.0, None, 128, magnitude_bits=5)
     space = [{"N": n, "q_bits": [s + 10, s, s, s], "p_bits": [60], "scale_bits": s} for n in (8192, 16384) for s in (37, 38, 42)]
     tried = []
@@ -150,9 +154,7 @@ def test_a_cut_chain_short_of_precision_leaves_the_next_ring_s_scales_alone(monk
         if spec["N"] == 8192:
             return "wrong_result: precision 12.3 bits, below the required 14 (max error 2e-4)", record(status="wrong_result")
         return "", record(status="ok", precision_bits=15.5)
-    monkeypatch.setattr(chooser, "verify", fake_verify)
-    monkeypatch.setattr(chooser, "hardest", lambda *a: ("", None))
-    c = chooser._search(None, need, "openfhe", space, 1, None, lambda *a: None)
+    c = searched(monkeypatch, fake_verify, need, "openfhe", space)
     assert tried == [(8192, 47, 37), (8192, 44, 37), (8192, 48, 38), (16384, 47, 37)]
     assert c.spec["N"] == 16384 and c.spec["scale_bits"] == 37
 
@@ -162,7 +164,6 @@ def test_a_shortfall_that_rounds_to_nothing_still_moves_the_scale(monkeypatch):
     exact-scale retry must move to 2^31, not run the same set again (it ran three times)."""
     from made_records import record
 
-    from fhemark.advise import choose as chooser
     need = Need("ckks", 3, 12.0, None, 128, magnitude_bits=5)
     space = [{"N": 8192, "q_bits": [40, 30, 30, 30], "p_bits": [60], "scale_bits": 30},
              {"N": 8192, "q_bits": [44, 34, 34, 34], "p_bits": [60], "scale_bits": 34}]
@@ -173,9 +174,7 @@ def test_a_shortfall_that_rounds_to_nothing_still_moves_the_scale(monkeypatch):
         if spec["scale_bits"] == 30:
             return "wrong_result: precision 14.0 bits, below the required 14 (max error 6.24e-05)", record(status="wrong_result")
         return "", record(status="ok", precision_bits=14.8)
-    monkeypatch.setattr(chooser, "verify", fake_verify)
-    monkeypatch.setattr(chooser, "hardest", lambda *a: ("", None))
-    c = chooser._search(None, need, "lattigo", space, 1, None, lambda *a: None)
+    c = searched(monkeypatch, fake_verify, need, "lattigo", space)
     assert tried == [30, 31] and c.spec["scale_bits"] == 31
 
 
@@ -274,7 +273,6 @@ def test_a_chain_with_primes_the_library_cannot_make_skips_the_ring_s_chains_tha
     prime is no larger, to the first with a larger one, not through each."""
     from made_records import record
 
-    from fhemark.advise import choose as chooser
     need = Need("bgv", 1, None, 20, 4096)
     chains = ([34, 33], [36, 33, 33], [44, 43], [60, 60])
     space = [{"N": 8192, "q_bits": q, "p_bits": [], "t_bits": 20, "key_switching": "bv", "digit_size": 20} for q in chains]
@@ -285,8 +283,6 @@ def test_a_chain_with_primes_the_library_cannot_make_skips_the_ring_s_chains_tha
         if min(spec["q_bits"]) < 40:
             return "invalid_params: OpenFHE refused the set: LastPrime overflow", record(status="invalid_params")
         return "", record(status="ok", noise_budget_bits=9.0)
-    monkeypatch.setattr(chooser, "verify", fake_verify)
-    monkeypatch.setattr(chooser, "hardest", lambda *a: ("", None))
-    c = chooser._search(None, need, "openfhe", space, 1, None, lambda *a: None)
+    c = searched(monkeypatch, fake_verify, need, "openfhe", space)
     assert tried == [[34, 33], [44, 43]] and c.verified and c.spec["q_bits"] == [44, 43]
     assert "LastPrime overflow" in c.tried[0]
