@@ -23,26 +23,21 @@ def beside_choose(w: Workload, compiler: str, specs: list[dict], samples: int = 
     under choose's run (`run_id`; security: the table and bits choose judged by); one line where
     HEIR or Go is missing (the rows are skipped, the fix said). An integer workload's row is HEIR's
     TFHE-rs code (compile/tfhe_rs.py), beside choose's hand TFHE-rs row."""
-    if tfhe_rs.handles(w):
-        try:
-            rows = tfhe_rs.measure_rows(w, samples, say=say)
-        except heir.Unavailable as exc:
-            return str(exc)
-        if store is not None:
-            store_rows(rows, w, store, context(store, run_id, w, *security))
-        return tfhe_rs.table(rows)
+    integer = tfhe_rs.handles(w)
     sets = []
-    for spec in specs:
+    for spec in [] if integer else specs:
         try:
             sets.append(resolve(spec, "ckks", "the chosen set"))
         except UserError as exc:  # a set HEIR cannot be given (e.g. OpenFHE's BV switching): said, skipped
             say(f"{LIBRARY}: not at {spec.get('N')}: {exc.line()}")
     try:
-        rows = measure_rows(w, sets, samples, say=say)
+        rows = tfhe_rs.measure_rows(w, samples, say=say) if integer else measure_rows(w, sets, samples, say=say)
     except heir.Unavailable as exc:
         return str(exc)
     if store is not None:
         store_rows(rows, w, store, context(store, run_id, w, *security))
+    if integer:
+        return tfhe_rs.table(rows)
     hand = COMPILERS[compiler]
     note = "" if sets else f"\n(no CKKS set was verified for hand-written {hand} here: HEIR's own parameters only)"
     return table(rows) + note

@@ -57,11 +57,11 @@ def as_record(row: Row, w: Workload, ctx: Context) -> Record:
     status and HEIR's (or the harness's) one line where it did not run."""
     sp, lib = row.scheme, row.library
     key = hashlib.sha256("\0".join([lib, w.name, w.sha256, row.params_from]).encode()).hexdigest()[:16]
+    build = {"fhe_compiler": "heir", "heir_py": heir.HEIR_PY_VERSION, "params_from": row.params_from,
+             "compile_s": row.compile_s, "build_s": row.build_s}
     base = {
         "library": lib, "library_version": heir.HEIR_PY_VERSION,
-        "library_build": {"fhe_compiler": "heir", "heir_py": heir.HEIR_PY_VERSION, "backend": "lattigo",
-                          "lattigo": LATTIGO_VERSION, "params_from": row.params_from,
-                          "compile_s": row.compile_s, "build_s": row.build_s},
+        "library_build": build | {"backend": "lattigo", "lattigo": LATTIGO_VERSION},
         "scheme": "ckks", "op": w.name, "title": w.title or w.name, "params": params(row),
         "effective_params": {k: sp[k] for k in ("N", "q", "p", "log_q", "log_p", "log_qp", "scale_bits", "levels",
                                                  "slots") if k in sp} or None,
@@ -74,7 +74,8 @@ def as_record(row: Row, w: Workload, ctx: Context) -> Record:
         "status": row.status, "error": row.error or None,
     }
     if lib == tfhe_rs.LIBRARY:  # an integer row: TFHE-rs's set and HEIR's bootstraps, no CKKS ring
-        base |= tfhe_rs.record_fields(row)
+        own = tfhe_rs.record_fields(row)
+        base |= own | {"library_build": build | own["library_build"]}
     if not row.samples_ns:
         return checked({**base, "check_passed": False if row.status == "wrong_result" else None})
     n = len(row.samples_ns)

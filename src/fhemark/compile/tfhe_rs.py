@@ -240,11 +240,10 @@ def measure_rows(w: Workload, samples: int = 12, warmup: int = 1, compile_timeou
 
 
 def record_fields(row: Row) -> dict:
-    """What a heir->tfhe-rs record says that a heir->lattigo one says otherwise (compile/records.py)."""
+    """What a heir->tfhe-rs record says that a heir->lattigo one says otherwise (compile/records.py);
+    `library_build`: the backend's facts, beside the compile's that every compiled record carries."""
     sp = row.scheme
-    return {"library_build": {"fhe_compiler": "heir", "heir_py": heir.HEIR_PY_VERSION, "backend": "tfhe-rs",
-                              "tfhe": TFHE_VERSION, "params_from": row.params_from, "compile_s": row.compile_s,
-                              "build_s": row.build_s, "pbs_per_call": sp.get("pbs")},
+    return {"library_build": {"backend": "tfhe-rs", "tfhe": TFHE_VERSION, "pbs_per_call": sp.get("pbs")},
             "scheme": "tfhe_int", "params": {"preset": PARAMS, "name": PARAMS, "bits": sp.get("bits")},
             "effective_params": {k: v for k, v in sp.items() if k not in ("bits", "pbs")} or None,
             "slots": None}
