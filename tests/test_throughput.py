@@ -90,3 +90,19 @@ def test_policy_fields_added_later_keep_the_keys_of_jobs_that_do_not_use_them():
            for mode in ("latency", "throughput")}
     plain = build(Suite(name="k", cases=[case]), ["seal"], allow_insecure=True).jobs[0].key
     assert key["latency"] == plain != key["throughput"]
+
+
+def test_throughput_processes_spread_over_the_cores_while_latency_drivers_share_one(monkeypatch, tmp_path):
+    """The runner pins every driver to the measuring core (measure/affinity.py); a throughput job
+    frees its process first, so that its k processes are not held to one core."""
+    registry(monkeypatch)
+    monkeypatch.setattr(throughput, "host_cores", lambda: 2)
+    monkeypatch.setattr(run_mod, "measuring_cpus", lambda threads: frozenset({0}))
+    seen, real = [], throughput.saturate
+
+    def spy(job, op, prep, out, drv, *rest):
+        seen.append(drv.cpus)
+        return real(job, op, prep, out, drv, *rest)
+    monkeypatch.setattr(throughput, "saturate", spy)
+    assert records(tmp_path, ["add"])["add"].status == "ok"
+    assert seen == [None]

@@ -73,6 +73,8 @@ class Driver:
         self._next_id = 0
         self._lines: queue.Queue = queue.Queue()
         self._stderr: deque[str] = deque(maxlen=20)
+        self.cpus: frozenset[int] | None = None  # the cores it is pinned to (pin), None: the OS chooses
+        self._settled = False  # every thread of the process carries self.cpus, start-up threads included
 
     # -- process lifecycle -------------------------------------------------
     def start(self) -> None:
@@ -93,6 +95,9 @@ class Driver:
         except OSError as exc:
             raise DriverError("crashed", f"cannot start the {self.manifest.library} driver: {exc}")
         self.setups, self.pools = set(), set()
+        self._settled = False
+        if self.cpus is not None:
+            self._apply_pin(settles=False)
         self._lines = queue.Queue()
         self._stderr.clear()
         threading.Thread(target=self._pump, args=(self.proc.stdout, self._lines), daemon=True).start()
@@ -141,6 +146,28 @@ class Driver:
                 pass
         self.kill()
 
+    # -- CPU affinity ----------------------------------------------------------
+    def pin(self, cpus: frozenset[int] | None) -> None:
+        """Run the process's threads on `cpus` from now on (None: on every core this process may use)."""
+        if cpus != self.cpus:
+            self.cpus = cpus
+            if self.alive:
+                self._apply_pin(settles=self._settled)
+
+    def _apply_pin(self, settles: bool) -> None:
+        """Every thread the process has now. A runtime (Go's) starts threads of its own at start-up,
+        before its first reply: request() applies it again after that reply (`settles`), and threads
+        started later inherit it from their pinned parents."""
+        if self.proc is None or not hasattr(os, "sched_setaffinity"):
+            return
+        cpus = self.cpus if self.cpus is not None else os.sched_getaffinity(0)
+        try:
+            for tid in os.listdir(f"/proc/{self.proc.pid}/task"):
+                os.sched_setaffinity(int(tid), cpus)
+        except (OSError, ValueError):  # a thread ended meanwhile, or no /proc: the next reply tries again
+            return
+        self._settled = settles
+
     # -- memory --------------------------------------------------------------
     def reset_peak(self) -> None:
         """Reset the kernel's peak-RSS counter so the next reading covers one job."""
@@ -174,6 +201,8 @@ class Driver:
             if line is None:
                 raise self._crashed()
             if line:
+                if self.cpus is not None and not self._settled:
+                    self._apply_pin(settles=True)
                 return self._reply(kind, line)
             if self.cancel is not None and self.cancel.is_set():
                 self.kill()  # the job in flight is lost; the ones already stored are not

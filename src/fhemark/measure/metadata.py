@@ -9,6 +9,7 @@ import subprocess
 from pathlib import Path
 
 from .. import __version__
+from .affinity import describe
 
 _FLAGS_OF_INTEREST = ("avx2", "avx512f", "avx512dq", "avx512ifma", "avx512vbmi", "bmi2", "adx", "aes", "sha_ni")
 
@@ -61,6 +62,7 @@ def environment(threads: int, root: Path | None) -> dict:
         "cpu": _cpu(),
         "memory_bytes": total_kb * 1024 if total_kb else None,
         "threads": threads,
+        "driver_cpus": describe(threads),
         "os": platform.system(),
         "kernel": platform.release(),
         "distribution": (_read("/etc/os-release") or "").split("PRETTY_NAME=")[-1].split("\n")[0].strip('"') or None,

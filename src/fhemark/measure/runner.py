@@ -23,6 +23,7 @@ from ..model.security import deciding
 from ..plan.jobs import Group, Job, Plan
 from ..store.record import Record
 from ..store.sqlite import Store
+from .affinity import measuring_cpus
 from .depth import Depth
 from .host import Activity, merged
 from .mode import Mode, Slice
@@ -49,7 +50,9 @@ class Runner:
         (FHEMARK_THREADS, OMP_NUM_THREADS, ...), set before the library starts."""
         if (library, threads) not in self.drivers:
             self.drivers[(library, threads)] = Driver(manifests()[library], threads, self.cancel)
-        return self.drivers[(library, threads)]
+        drv = self.drivers[(library, threads)]
+        drv.pin(measuring_cpus(threads))  # every library on one core (affinity.py); throughput unpins its own
+        return drv
 
     def extra_driver(self, library: str, threads: int, prep: Prepared) -> Driver:
         """Another process of a library, with its own keys for `prep`'s setup (throughput mode's k);

@@ -91,6 +91,7 @@ class Throughput(Mode):
     outcome = ThroughputOutcome
 
     def slice(self, sl: Slice) -> None:
+        sl.drv.pin(None)  # k processes spread over the cores: none of them held to the latency drivers' core
         saturate(self.job, self.op, sl.prep, self.out, sl.drv, sl.spare, sl.own)
 
 

@@ -20,7 +20,8 @@ from .tables import Table, all_tables
 def measured_on(env: dict) -> str:
     cpu = env.get("cpu", {})
     return (f"Measured on {cpu.get('model', '?')} ({cpu.get('logical_cores', '?')} logical cores), "
-            f"{env.get('threads', 1)} thread(s), {env.get('distribution') or env.get('os')}, "
+            f"{env.get('threads', 1)} thread(s), {env['driver_cpus'] + ', ' if env.get('driver_cpus') else ''}"
+            f"{env.get('distribution') or env.get('os')}, "
             f"fhemark {env.get('fhemark_version')} ({env.get('git_revision') or 'no git revision'}).")
 
 
