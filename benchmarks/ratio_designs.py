@@ -29,6 +29,7 @@ import yaml
 
 from fhemark.analyse import ratios
 from fhemark.drivers.registry import manifests
+from fhemark.measure.affinity import describe
 from fhemark.plan.jobs import build
 from fhemark.plan.suites import load
 from fhemark.stats import floor_ratio, hull, median_ci, run_interval
@@ -124,7 +125,7 @@ def main() -> None:
     runs = [one_run(suite_file, work / f"run{i}.db") for i in range(args.runs)]
     if not any(runs[0].values()):
         sys.exit("ratio_designs: the run produced no timed result")
-    report: dict = {"suite": args.suite, "runs": args.runs}
+    report: dict = {"suite": args.suite, "runs": args.runs, "driver_cpus": describe(1)}  # FHEMARK_PIN_CPU
     for d in DESIGNS:
         found = [judged(run[d], d) for run in runs]
         report[d] = summary(found[0])

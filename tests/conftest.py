@@ -34,9 +34,12 @@ def driver_pool():
 def pytest_configure(config):
     """Tests measure only to check results, never to judge a time, so each test process gets a
     host lease of its own: the two workers of `pytest -n 2` (and a benchmark a developer left
-    running) do not wait for one another, and no test reads a lease another process holds."""
+    running) do not wait for one another, and no test reads a lease another process holds. For the
+    same reason drivers are not pinned to the measuring core (measure/affinity.py): two workers'
+    drivers on one core would take turns on it while the other idles (tests/test_affinity.py pins)."""
     worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
     os.environ["FHEMARK_LEASE"] = os.path.join(tempfile.mkdtemp(prefix="fhemark-test-lease-"), worker)
+    os.environ["FHEMARK_PIN_CPU"] = "off"
 
 
 # Setups that take seconds to tens of seconds (key generation for programmable bootstrapping;

@@ -24,6 +24,14 @@ HERE = Path(__file__).parent
 STARTS_A_THREAD = ("import runpy, sys, threading, time; threading.Thread(target=time.sleep, args=(600,), daemon=True).start(); "
                    f"sys.argv = ['fake_driver.py']; runpy.run_path({str(HERE / 'fake_driver.py')!r}, run_name='__main__')")
 THREADED = Manifest("fake", HERE, (sys.executable, "-c", STARTS_A_THREAD), "nothing")
+
+
+@pytest.fixture(autouse=True)
+def default_pinning(monkeypatch):
+    """conftest turns pinning off for the test session; here it is what is tested."""
+    monkeypatch.delenv(affinity.PIN_ENV, raising=False)
+
+
 two_cores = pytest.mark.skipif(not hasattr(os, "sched_setaffinity") or len(affinity.allowed()) < 2,
                                reason="pinning needs two cores this process may use")
 

@@ -1,6 +1,9 @@
-import numpy as np
+import math
 
-from fhemark.stats import MIN_CI_SAMPLES, median_ci, summarize, tukey_labels
+import numpy as np
+import pytest
+
+from fhemark.stats import MIN_CI_SAMPLES, RUN_SD, floor_ratio, median_ci, summarize, tukey_labels
 
 
 def test_summary_of_known_samples():
@@ -142,3 +145,12 @@ def test_no_run_interval_from_fewer_than_six_slices():
     three = summarize([100.0, 101.0, 130.0, 131.0, 100.5, 130.5], rounds=[0, 0, 1, 1, 2, 2])
     assert "prediction" not in three.ci_method  # three slices: the order-statistic interval alone
     assert t975(5) == 2.571 and t975(16) == t975(15) > t975(20)  # between table rows: the wider one
+
+
+def test_another_runs_ratio_keeps_the_run_to_run_spread_even_where_samples_agree_exactly():
+    """Samples with no spread still leave another run's ratio its RUN_SD (fresh keys, memory layout):
+    the interval never shrinks to a point; two runs compared have no such term (compare's own)."""
+    a, b = [2e6] * 18, [1e6] * 18
+    lo, hi = floor_ratio(a, b).ci95
+    assert math.log(hi / lo) / 2 == pytest.approx(1.96 * RUN_SD)
+    assert floor_ratio(a, b, another_run=False).ci95 == pytest.approx((2.0, 2.0))

@@ -156,8 +156,15 @@ def summarize(samples_ns: list[float] | np.ndarray, process: list[int] | None = 
 # (N = 8192 mul_relin: 10 ms and 17-18 ms in adjacent 20 ms turns), while inside a level samples
 # spread by about 5%; 10% is two of those spreads.
 FLOOR_BAND = 1.1
+# What another run's ratio varies by beyond the samples (fresh keys, memory layout, the core's
+# fast level that day), added in quadrature: the run-to-run standard deviation of a floor ratio,
+# 2.2% in median over three runs of a 7-op suite (docs/methodology.md). With drivers pinned to one
+# core the bootstrap alone reads 3-4% on the quick suite's 18 samples, and another run's ratio fell
+# inside 88% of those intervals; with this term 91% (quick suite, two runs, 191 ratios, 2026-11-28).
+RUN_SD = 0.02
 FLOOR_METHOD = (f"floor: the median of the samples within {FLOOR_BAND}x of the fastest (the host's fastest state); "
-                "95% prediction interval for another run's ratio from a bootstrap of each side's samples")
+                "95% prediction interval for another run's ratio from a bootstrap of each side's samples, "
+                f"with {RUN_SD:.0%} of run-to-run spread beside")
 FLOOR_RESAMPLES = 1000
 # The bootstrap of an estimator anchored on a minimum reads its spread short (the bootstrap of
 # extremes is not consistent): widened by this, another run's ratio fell inside the interval 95% of
@@ -200,8 +207,8 @@ def floor_ratio(a: list[float] | np.ndarray, b: list[float] | np.ndarray, anothe
     spread of the ratio over bootstrap resamples of each side's samples (the host's state flips
     from one sample to the next, so samples, not slices, are the units), FLOOR_WIDEN wider for what
     the bootstrap misses. `another_run`: where another run's ratio of the two falls (libraries of
-    one run: sqrt 2 wider, since that run varies too); otherwise the ratio's own interval and its
-    p value (two runs compared: each side is one run). `widen`: a further factor on the spread, for
+    one run: sqrt 2 wider, since that run varies too, and RUN_SD beside); otherwise the ratio's own
+    interval and its p value (two runs compared: each side is one run). `widen`: a further factor on the spread, for
     what the caller knows varies beside the samples (compare: a host shift read from other libraries)."""
     return cost_ratio([(1.0, a)], [(1.0, b)], another_run, widen)
 
@@ -217,7 +224,9 @@ def cost_ratio(a: Parts, b: Parts, another_run: bool = True, widen: float = 1.0)
         return FloorRatio(ratio, None, n)
     rng = np.random.default_rng(0)  # the same data gives the same interval in every report
     logs = np.log(sum(w * _floors(rng, x) for w, x in a) / sum(w * _floors(rng, x) for w, x in b))
-    sd = widen * FLOOR_WIDEN * float(logs.std(ddof=1)) * (math.sqrt(2) if another_run else 1.0)
+    sd = widen * FLOOR_WIDEN * float(logs.std(ddof=1))
+    if another_run:
+        sd = math.hypot(sd * math.sqrt(2), RUN_SD)
     half = 1.96 * sd
     p = math.erfc(abs(math.log(ratio)) / sd / math.sqrt(2)) if sd > 0 else (1.0 if ratio == 1 else 0.0)
     return FloorRatio(ratio, (ratio * math.exp(-half), ratio * math.exp(half)), n, p)
