@@ -286,3 +286,24 @@ def test_a_chain_with_primes_the_library_cannot_make_skips_the_ring_s_chains_tha
     c = searched(monkeypatch, fake_verify, need, "openfhe", space)
     assert tried == [[34, 33], [44, 43]] and c.verified and c.spec["q_bits"] == [44, 43]
     assert "LastPrime overflow" in c.tried[0]
+
+
+def test_a_t_the_library_cannot_hold_on_a_chain_ends_the_search_of_chains_at_once(monkeypatch):
+    """OpenFHE BGV refuses a t of 33 bits or more on any chain of two primes or more (its prime search holds t
+    in 32 bits): the search's t is the same in every set, so one refusal skips every such chain, in every ring;
+    a one-prime set is still tried."""
+    from made_records import record
+
+    need = Need("bgv", 0, None, 36, 4096)
+    space = [{"N": n, "q_bits": q, "p_bits": [], "t_bits": 36} for n in (8192, 16384) for q in ([60, 60], [60, 60, 60])]
+    space.append({"N": 16384, "q_bits": [60], "p_bits": [], "t_bits": 36})
+    tried = []
+
+    def fake_verify(w, need, lib, spec, repeats, db):
+        tried.append((spec["N"], len(spec["q_bits"])))
+        if len(spec["q_bits"]) > 1:
+            return ("invalid_params: OpenFHE BGV with more than one prime needs t < 2^32 (...): use a t below 2^32, "
+                    "or BFV", record(status="invalid_params"))
+        return "", record(status="ok", noise_budget_bits=9.0)
+    c = searched(monkeypatch, fake_verify, need, "openfhe", space)
+    assert tried == [(8192, 2), (16384, 1)] and c.verified and c.spec["q_bits"] == [60]

@@ -298,7 +298,8 @@ def _search(w: Workload, need: Need, lib: str, space: list[dict], repeats: int, 
     library's own key switching's (OpenFHE's HYBRID special primes: key_switching_instead), where the
     same chain is tried under its other key switching, and the ring's larger chains with it, or a CKKS
     set's first prime is cut (advisor.first_trimmed) once in the ring; a chain with primes the library
-    cannot make (PRIME_UNMADE) skips the ring's chains whose smallest prime is no larger; and a CKKS set
+    cannot make (PRIME_UNMADE) skips the ring's chains whose smallest prime is no larger; a t the library
+    cannot hold on a chain (T_TOO_WIDE) skips every chain of two primes or more; and a CKKS set
     short of precision by d bits moves the scale up by at least d."""
     c = Candidate(lib, need.scheme, origin=origin)
     refused: set[int] = set()
@@ -331,6 +332,9 @@ def _search(w: Workload, need: Need, lib: str, space: list[dict], repeats: int, 
         if PRIME_UNMADE.search(why) and spec.get("q_bits"):  # whatever status the driver gave it: the set's primes
             unmade[spec["N"]] = max(unmade.get(spec["N"], 0), min(spec["q_bits"]))
             continue
+        if T_TOO_WIDE.search(why):  # the same t in every set searched: every chain of two primes or more is refused
+            queue = [x for x in queue if len(x.get("q_bits") or []) < 2]
+            continue
         if rec is None or rec.status in STOP:
             break
         if rec.status == "insecure_params" and spec.get("N"):
@@ -361,6 +365,9 @@ def _search(w: Workload, need: Need, lib: str, space: list[dict], repeats: int, 
 # modulo what its scheme needs (BGV under FIXEDMANUAL: 2N times t, about 34 bits at N = 8192 with t of 20, so
 # the chain's primes of that size or little more run out): the chain's smallest prime is the cause, and the
 # ring's chains whose smallest prime is no larger are skipped, not tried one by one.
+# OpenFHE BGV holds t in 32 bits where it makes its chain's primes (drivers/openfhe/contexts.py): a t of
+# 33 bits or more is refused on any chain of two primes or more, whatever the ring.
+T_TOO_WIDE = re.compile(r"with more than one prime needs t < 2\^32")
 PRIME_UNMADE = re.compile(r"LastPrime overflow|overflow shrinking candidate|Requested \d+ bits, but returned", re.I)
 # checks.py's words for a CKKS output short of its precision
 PRECISION_SHORT = re.compile(r"precision (-?[\d.]+) bits, below the required ([\d.]+)")
