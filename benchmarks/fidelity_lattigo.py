@@ -353,7 +353,7 @@ def measure_scheme(scheme: str, ms: list[Match], bench: dict[str, GoBench], args
         return {op: list(r.get("samples_ns") or []) for op, r in recs.items() if r.get("status") == "ok"}
 
     rounds = fidelity_run.interleave(args.rounds, {"reference": reference, "fhemark": fhemark},
-                                     seed=args.seed + ["ckks", "bgv", "bfv"].index(scheme))
+                                     seed=args.seed + ["ckks", "bgv", "bfv"].index(scheme), threads=args.threads)
     for i, rnd in enumerate(rounds):  # the readings' details (iterations, memory) stay in the JSON, beside the ns/op
         rnd["go_detail"] = {m.go_name: {x: go_runs[i][m.go_name][x] for x in ("full_name", "iterations", "bytes_per_op",
                                                                              "allocs_per_op")} for m in ms}

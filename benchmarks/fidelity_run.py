@@ -7,11 +7,15 @@ non-zero exit)."""
 
 from __future__ import annotations
 
+import os
 import statistics
 import sys
 import time
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterator
+
+from fhemark.measure.affinity import measuring_cpus
 
 
 class Failure(Exception):
@@ -85,18 +89,42 @@ def orders(rounds: int, seed: int = 0) -> list[tuple[str, str]]:
     return [("reference", "fhemark") if rng.random() < 0.5 else ("fhemark", "reference") for _ in range(rounds)]
 
 
-def interleave(rounds: int, sides: dict[str, Callable[[int], Readings]], seed: int = 0) -> list[dict]:
+def interleave(rounds: int, sides: dict[str, Callable[[int], Readings]], seed: int = 0, threads: int = 1) -> list[dict]:
     """Run the two sides ('reference', 'fhemark') alternately, `rounds` times, each round in its own
-    random order; sides[name](round) returns that round's readings. One dict a round: its order and
-    both sides' readings."""
+    random order, the reference on the core fhemark's drivers of `threads` threads measure on;
+    sides[name](round) returns that round's readings. One dict a round: its order and both sides'
+    readings."""
     if rounds < 4:  # one round: 4 of 20 SEAL floor ratios within 5% where 8 rounds gave 39 of 42
         print(f"note: {rounds} round(s): each side's floor rests on that few stretches of the host, and the floor "
               "intervals (which resample readings, not rounds) read narrower than they are; use 6 or more", flush=True)
     out = []
     for i, order in enumerate(orders(rounds, seed)):
         print(f" round {i + 1} of {rounds}: {' then '.join(order)}", flush=True)
-        out.append({"order": list(order), **{name: sides[name](i) for name in order}})
+        round_: dict = {"order": list(order)}
+        for name in order:
+            if name == "reference":
+                with on_the_measuring_core(threads):
+                    round_[name] = sides[name](i)
+            else:
+                round_[name] = sides[name](i)
+        out.append(round_)
     return out
+
+
+@contextmanager
+def on_the_measuring_core(threads: int = 1) -> Iterator[None]:
+    """The library's own loop on the core fhemark's drivers measure on (fhemark.measure.affinity),
+    this process and what it starts (Lattigo's `go test` binary inherits it): one side pinned and
+    the other free would compare two cores' states, not two loops."""
+    cpus = measuring_cpus(threads)
+    before = os.sched_getaffinity(0) if cpus is not None else None
+    if cpus is not None:
+        os.sched_setaffinity(0, cpus)
+    try:
+        yield
+    finally:
+        if before is not None:
+            os.sched_setaffinity(0, before)
 
 
 def pool(rounds: list[dict], side: str, key: str) -> list[list[float]]:

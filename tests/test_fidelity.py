@@ -1,6 +1,7 @@
 """The fidelity benchmarks' pure parts, on injected readings: Go's output parsed, rounds pooled, the
 floor ratio and what goes beside it, the rows and the safety checks. Nothing is run or timed."""
 import importlib.util
+import os
 import sys
 
 import pytest
@@ -79,6 +80,24 @@ def test_interleave_alternates_the_sides_in_each_rounds_order(capsys):
     assert [r["order"] for r in rounds] == [list(o) for o in run.orders(5, seed=1)]
     assert run.pool(rounds, "fhemark", "op") == [[0.0], [1.0], [2.0], [3.0], [4.0]]
     assert run.pool(rounds, "reference", "missing") == [[]] * 5
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity") or len(os.sched_getaffinity(0)) < 2, reason="needs two cores")
+def test_the_reference_loop_runs_on_the_core_fhemarks_drivers_measure_on(monkeypatch):
+    """fhemark's drivers are pinned to one core (measure/affinity.py): the library's own loop runs there
+    too, and this process gets its cores back after."""
+    before = os.sched_getaffinity(0)
+    core = max(before)
+    monkeypatch.setattr(run, "measuring_cpus", lambda threads: frozenset({core}))
+    seen = {}
+
+    def side(name):
+        def f(i):
+            seen[name] = os.sched_getaffinity(0)
+            return {}
+        return f
+    run.interleave(1, {"reference": side("reference"), "fhemark": side("fhemark")})
+    assert seen == {"reference": {core}, "fhemark": before} and os.sched_getaffinity(0) == before
 
 
 def _levels(fast: float, fast_n: int, slow_n: int) -> list[float]:
