@@ -750,10 +750,11 @@ def test_openfhe_ckks_rescale_divides_by_the_real_prime(driver_pool):
     drivers/openfhe/README.md, CKKS precision). x^2 over [-64, 64], rescaled once: the least-squares
     factor between output and reference is 1 within 2^-22 (FIXEDMANUAL: 2^-17.0 off at this set,
     FLEXIBLEAUTO 2^-27 measured, the slots' noise averaging out), one level is spent, and the setup
-    names its scaling and OpenFHE's decode noise."""
+    names its scaling, OpenFHE's decode noise and its public-key encryption's fresh noise."""
     driver, setup_id, result, plain = setup(driver_pool, "openfhe", "ckks")
     assert result["effective"]["scaling"] == "FLEXIBLEAUTO", result["effective"]
     assert any("decode noise" in n for n in result.get("notes", [])), result.get("notes")
+    assert any(n.startswith("CKKS encrypt_pk") for n in result.get("notes", [])), result.get("notes")
     x = np.random.default_rng(18).uniform(-64, 64, plain.slots)
     steps = encrypted(plain, "x") + [step("cz", "mul_relin", "cx", "cx"), step("cr", "rescale", "cz")]
     res = run(driver, setup_id, program(steps + decrypted(plain, "cr"), [region("cr")], ["z"], levels=["cx", "cr"]),
