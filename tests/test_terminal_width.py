@@ -178,3 +178,22 @@ def test_a_time_or_rate_rounded_up_to_the_next_unit_is_written_in_it():
     from fhemark.report.formats import fmt_rate, fmt_time
     assert fmt_time(999.5e3) == "1 ms" and fmt_time(999.4e3) == "999 µs" and fmt_time(999.6e6) == "1 s"
     assert fmt_rate(999.7) == "1k/s" and fmt_rate(999.7e3) == "1M/s" and fmt_rate(12.34) == "12.3/s"
+
+
+@pytest.mark.parametrize("width", [80, 100])
+def test_what_the_program_needs_reads_at_80_columns(width):
+    """The requirements `choose` prints first: at a narrow terminal each scheme's figures whole, none cut
+    to '…', every rotation and step count on screen."""
+    from fhemark.report.choice import print_requirements
+    console = Console(width=width, record=True, file=io.StringIO())
+    print_requirements(STATS.name, for_all(STATS), console)
+    lines = console.export_text().splitlines()
+    assert_whole(lines, width, ["2048", "24 add", "depth 2", "9.22e+05", "CKKS needs:"])
+
+
+def test_output_to_a_file_is_wide_unless_columns_says_how_wide(monkeypatch):
+    from fhemark.cli.application import _width
+    monkeypatch.delenv("COLUMNS", raising=False)
+    assert _width(False) == 200 and _width(True) is None  # a terminal: rich asks it
+    monkeypatch.setenv("COLUMNS", "80")
+    assert _width(False) is None  # rich reads COLUMNS itself

@@ -23,18 +23,29 @@ def _or_dash(v: object) -> str:
     return "-" if v is None else str(v)
 
 
+WIDE = 120  # from here on every column of the requirements table has room for its heading's words
+
+
 def print_requirements(name: str, reqs: dict[str, Requirements], console: Console) -> None:
-    t = Table(title=f"what {name} needs, read from its program (nothing run)", title_justify="left")
-    for col in ("scheme", "depth", "levels", "mult. in sequence", "rotations", "values", "plaintext bits / largest value",
-                "timed steps"):
-        t.add_column(col)
+    title = f"what {name} needs, read from its program (nothing run)"
+    cols = ("depth", "levels", "mult. in sequence", "rotations", "values", "plaintext bits / largest value", "timed steps")
+    rows: list[Facts] = []
     for s, r in reqs.items():
         bits = f"t {r.plain_bits} bits (largest |value| {r.largest_value})" if r.plain_bits else \
             f"largest |value| {r.largest_value:.3g} (2^{r.magnitude_bits})" if r.largest_value is not None else "-"
-        t.add_row(s.upper(), str(r.depth), str(r.levels), str(r.multiplications),
-                  ", ".join(map(str, r.rotations)) or "none", str(r.slots or "all slots"), bits,
-                  ", ".join(f"{n} {op}" for op, n in sorted(r.counts.items())))
-    console.print(t)
+        values = (str(r.depth), str(r.levels), str(r.multiplications), ", ".join(map(str, r.rotations)) or "none",
+                  str(r.slots or "all slots"), bits, ", ".join(f"{n} {op}" for op, n in sorted(r.counts.items())))
+        rows.append((s.upper(), "needs", list(zip(cols, values))))
+    t = Table(title=title, title_justify="left")
+    for col in ("scheme", *cols):
+        t.add_column(col)
+    for key, _, facts in rows:
+        t.add_row(key, *(v for _, v in facts))
+    if fits(t, console) or console.width >= WIDE:  # wide, the table wraps a long cell at its spaces
+        console.print(t)
+    else:  # a narrow terminal: per scheme, its figures packed onto lines, none cut to '…'
+        console.print(Text(title, style="table.title"))
+        print_details(rows, console)
     for s, r in reqs.items():
         for note in r.notes:
             console.print(f"{s.upper()}: {escape(note)}", highlight=False)
