@@ -190,10 +190,3 @@ def test_what_the_program_needs_reads_at_80_columns(width):
     lines = console.export_text().splitlines()
     assert_whole(lines, width, ["2048", "24 add", "depth 2", "9.22e+05", "CKKS needs:"])
 
-
-def test_output_to_a_file_is_wide_unless_columns_says_how_wide(monkeypatch):
-    from fhemark.cli.application import _width
-    monkeypatch.delenv("COLUMNS", raising=False)
-    assert _width(False) == 200 and _width(True) is None  # a terminal: rich asks it
-    monkeypatch.setenv("COLUMNS", "80")
-    assert _width(False) is None  # rich reads COLUMNS itself

@@ -98,14 +98,9 @@ def _version(value: bool) -> None:
 def _main(version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
                                        help="print fhemark's version and exit")) -> None:
     """Benchmark FHE libraries and schemes on this machine, with checked results."""
-# Wide enough for the result table when output goes to a file or a CI log, unless COLUMNS says
-# how wide (a pager, `watch`, a log read in a narrow window): rich reads it itself.
-def _width(tty: bool) -> int | None:
-    return None if tty or os.environ.get("COLUMNS", "").isdigit() else 200
-
-
-console = Console(width=_width(sys.stdout.isatty()))
-err_console = Console(stderr=True, width=_width(sys.stderr.isatty()))
+# Wide enough for the result table when output goes to a file or a CI log.
+console = Console(width=None if sys.stdout.isatty() else 200)
+err_console = Console(stderr=True, width=None if sys.stderr.isatty() else 200)
 
 
 # What every --run option accepts (Store.resolve_run).
