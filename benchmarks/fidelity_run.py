@@ -11,7 +11,7 @@ import os
 import statistics
 import sys
 import time
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Callable, Iterator
 
@@ -102,10 +102,7 @@ def interleave(rounds: int, sides: dict[str, Callable[[int], Readings]], seed: i
         print(f" round {i + 1} of {rounds}: {' then '.join(order)}", flush=True)
         round_: dict = {"order": list(order)}
         for name in order:
-            if name == "reference":
-                with on_the_measuring_core(threads):
-                    round_[name] = sides[name](i)
-            else:
+            with on_the_measuring_core(threads) if name == "reference" else nullcontext():
                 round_[name] = sides[name](i)
         out.append(round_)
     return out
@@ -117,14 +114,15 @@ def on_the_measuring_core(threads: int = 1) -> Iterator[None]:
     this process and what it starts (Lattigo's `go test` binary inherits it): one side pinned and
     the other free would compare two cores' states, not two loops."""
     cpus = measuring_cpus(threads)
-    before = os.sched_getaffinity(0) if cpus is not None else None
-    if cpus is not None:
-        os.sched_setaffinity(0, cpus)
+    if cpus is None:  # not pinned: neither are fhemark's drivers
+        yield
+        return
+    before = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, cpus)
     try:
         yield
     finally:
-        if before is not None:
-            os.sched_setaffinity(0, before)
+        os.sched_setaffinity(0, before)
 
 
 def pool(rounds: list[dict], side: str, key: str) -> list[list[float]]:

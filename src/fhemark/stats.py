@@ -208,8 +208,9 @@ def floor_ratio(a: list[float] | np.ndarray, b: list[float] | np.ndarray, anothe
     from one sample to the next, so samples, not slices, are the units), FLOOR_WIDEN wider for what
     the bootstrap misses. `another_run`: where another run's ratio of the two falls (libraries of
     one run: sqrt 2 wider, since that run varies too, and RUN_SD beside); otherwise the ratio's own
-    interval and its p value (two runs compared: each side is one run). `widen`: a further factor on the spread, for
-    what the caller knows varies beside the samples (compare: a host shift read from other libraries)."""
+    interval and its p value (two runs compared: each side is one run). `widen`: a further factor on
+    the spread, for what the caller knows varies beside the samples (compare: a host shift read from
+    other libraries)."""
     return cost_ratio([(1.0, a)], [(1.0, b)], another_run, widen)
 
 

@@ -365,10 +365,10 @@ def _search(w: Workload, need: Need, lib: str, space: list[dict], repeats: int, 
 # modulo what its scheme needs (BGV under FIXEDMANUAL: 2N times t, about 34 bits at N = 8192 with t of 20, so
 # the chain's primes of that size or little more run out): the chain's smallest prime is the cause, and the
 # ring's chains whose smallest prime is no larger are skipped, not tried one by one.
+PRIME_UNMADE = re.compile(r"LastPrime overflow|overflow shrinking candidate|Requested \d+ bits, but returned", re.I)
 # OpenFHE BGV holds t in 32 bits where it makes its chain's primes (drivers/openfhe/contexts.py): a t of
 # 33 bits or more is refused on any chain of two primes or more, whatever the ring.
 T_TOO_WIDE = re.compile(r"with more than one prime needs t < 2\^32")
-PRIME_UNMADE = re.compile(r"LastPrime overflow|overflow shrinking candidate|Requested \d+ bits, but returned", re.I)
 # checks.py's words for a CKKS output short of its precision
 PRECISION_SHORT = re.compile(r"precision (-?[\d.]+) bits, below the required ([\d.]+)")
 
