@@ -6,6 +6,7 @@ import pytest
 
 from fhemark.drivers.registry import manifests
 from fhemark.drivers.supervise import Driver
+from fhemark.measure import affinity
 
 
 @pytest.fixture(scope="session")
@@ -24,6 +25,7 @@ def driver_pool():
             pytest.skip(f"{library} driver not built here: {m.why_unavailable()}")
         if library not in pool:
             pool[library] = Driver(m)
+            pool[library].pin(affinity.measuring_cpus(1))  # as a run pins its drivers (pytest_configure)
         return pool[library]
 
     yield get
@@ -34,12 +36,16 @@ def driver_pool():
 def pytest_configure(config):
     """Tests measure only to check results, never to judge a time, so each test process gets a
     host lease of its own: the two workers of `pytest -n 2` (and a benchmark a developer left
-    running) do not wait for one another, and no test reads a lease another process holds. For the
-    same reason drivers are not pinned to the measuring core (measure/affinity.py): two workers'
-    drivers on one core would take turns on it while the other idles (tests/test_affinity.py pins)."""
+    running) do not wait for one another, and no test reads a lease another process holds.
+    Drivers are pinned as in every real run (measure/affinity.py), each worker's to a core of its
+    own (worker i: the i-th core this process may use, FHEMARK_PIN_CPU), so that the pinned path is
+    the one the tests run while two workers' drivers do not take turns on one core; a lone session
+    (no xdist) pins to the last core, as a run does."""
     worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
     os.environ["FHEMARK_LEASE"] = os.path.join(tempfile.mkdtemp(prefix="fhemark-test-lease-"), worker)
-    os.environ["FHEMARK_PIN_CPU"] = "off"
+    if worker.startswith("gw"):
+        cores = affinity.allowed()
+        os.environ[affinity.PIN_ENV] = str(cores[int(worker[2:]) % len(cores)])
 
 
 # Setups that take seconds to tens of seconds (key generation for programmable bootstrapping;

@@ -28,7 +28,7 @@ THREADED = Manifest("fake", HERE, (sys.executable, "-c", STARTS_A_THREAD), "noth
 
 @pytest.fixture(autouse=True)
 def default_pinning(monkeypatch):
-    """conftest turns pinning off for the test session; here it is what is tested."""
+    """conftest pins each worker to a core of its own; here the default choice is what is tested."""
     monkeypatch.delenv(affinity.PIN_ENV, raising=False)
 
 
@@ -54,7 +54,7 @@ def test_the_measuring_core_is_the_last_unless_the_user_names_one_or_turns_it_of
     monkeypatch.setattr(affinity, "allowed", lambda: cores)
     got = affinity.measuring_cpus(threads)
     assert got == (frozenset(want) if want is not None else None)
-    assert ("not pinned" in affinity.describe(threads)) == (want is None)
+    assert ("not pinned" in affinity.describe([threads])) == (want is None)
 
 
 @two_cores

@@ -66,3 +66,24 @@ def test_parallelism_marks():
     assert parallelism_mark(record(threads=1, parallelism=1.0)) == ""
     assert parallelism_mark(record(threads=1, parallelism=3.5)) == ">t"
     assert parallelism_mark(record(threads=2, parallelism=None)) == ""
+
+
+def test_a_thread_axis_runs_pinned_as_the_shipped_threads_suite_writes_it(tmp_path):
+    """`threads: all` (suites/threads.yaml) and a list reach the run's environment as an axis, not a
+    count: each count's pinning is recorded, and the run completes on the pinned path (conftest pins
+    every worker's drivers, as a real run does). Both ended in an internal error when the axis was
+    compared with the number of cores."""
+    from fhemark.measure.metadata import environment
+
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1
+    for axis in ("all", [1, "max"]):
+        words = environment(axis, None)["driver_cpus"]
+        assert words.count("thread(s):") == len(thread_counts(axis)) or cores == 1, words
+    suite = tmp_path / "s.yaml"
+    suite.write_text("name: s\nthreads: all\npolicy: {min_samples: 2, max_samples: 2}\ncases:\n"
+                     f"  - {{libraries: [seal], schemes: [bfv], params: [{SMALL}], ops: [add]}}\n")
+    db = tmp_path / "t.db"
+    r = CliRunner().invoke(cli_mod.app, ["run", "--suite", str(suite), "--allow-insecure", "--db", str(db),
+                                         "--report", str(tmp_path / "rep")])
+    assert r.exit_code == 0, r.output
+    assert sorted(x.threads for x in Store(db).records()) == thread_counts("all")

@@ -40,9 +40,13 @@ def measuring_cpus(threads: int) -> frozenset[int] | None:
     return frozenset(cores[-threads:])
 
 
-def describe(threads: int) -> str:
-    """The run environment's word on pinning, as a reader of a record needs it."""
-    cpus = measuring_cpus(threads)
-    if cpus is None:
-        return "not pinned (left to the OS scheduler)"
-    return f"latency drivers pinned to core {', '.join(map(str, sorted(cpus)))} of {len(allowed())}"
+def describe(counts: list[int]) -> str:
+    """The run environment's word on pinning, as a reader of a record needs it: per thread count of
+    the run (a suite's axis, `threads: all` or a list, gives several), where its latency drivers ran."""
+    words = []
+    for threads in counts:
+        cpus = measuring_cpus(threads)
+        where = ("not pinned (left to the OS scheduler)" if cpus is None else
+                 f"latency drivers pinned to core {', '.join(map(str, sorted(cpus)))} of {len(allowed())}")
+        words.append(where if len(counts) == 1 else f"{threads} thread(s): {where}")
+    return "; ".join(words)

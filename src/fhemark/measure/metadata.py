@@ -9,6 +9,7 @@ import subprocess
 from pathlib import Path
 
 from .. import __version__
+from ..plan.suites import Threads, thread_counts
 from .affinity import describe
 
 _FLAGS_OF_INTEREST = ("avx2", "avx512f", "avx512dq", "avx512ifma", "avx512vbmi", "bmi2", "adx", "aes", "sha_ni")
@@ -51,7 +52,8 @@ def git_revision(root: Path | None) -> str | None:
     return out.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
 
 
-def environment(threads: int, root: Path | None) -> dict:
+def environment(threads: Threads, root: Path | None) -> dict:
+    """`threads`: the run's thread axis as the suite writes it (a count, `max`, `all` or a list)."""
     load = os.getloadavg() if hasattr(os, "getloadavg") else None
     mem = _read("/proc/meminfo") or ""
     total_kb = next((int(line.split()[1]) for line in mem.splitlines() if line.startswith("MemTotal")), None)
@@ -62,7 +64,7 @@ def environment(threads: int, root: Path | None) -> dict:
         "cpu": _cpu(),
         "memory_bytes": total_kb * 1024 if total_kb else None,
         "threads": threads,
-        "driver_cpus": describe(threads),
+        "driver_cpus": describe(thread_counts(threads)),
         "os": platform.system(),
         "kernel": platform.release(),
         "distribution": (_read("/etc/os-release") or "").split("PRETTY_NAME=")[-1].split("\n")[0].strip('"') or None,
