@@ -27,12 +27,27 @@ def test_candidates_are_secure_fit_the_slots_and_come_smallest_first():
 
 
 def test_an_impossible_requirement_is_one_line_naming_what_and_why():
-    with pytest.raises(UserError, match=r"impossible: CKKS depth 60 .* allows 881 bits at 128-bit security"):
-        check_possible(Need("ckks", 60, 20.0, None, 1))
-    proc = subprocess.run([sys.executable, "-m", "fhemark.cli", "params", "--scheme", "ckks", "--depth", "60",
+    with pytest.raises(UserError, match=r"impossible: CKKS depth 120 .*\(N = 131072\) allows 3523 bits at 128-bit security"):
+        check_possible(Need("ckks", 120, 20.0, None, 1))
+    proc = subprocess.run([sys.executable, "-m", "fhemark.cli", "params", "--scheme", "ckks", "--depth", "120",
                            "--precision", "20"], capture_output=True, text=True)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
     assert proc.stderr.count("\n") == 1 and "impossible" in proc.stderr and "bootstrapping" in proc.stderr
+
+
+def test_a_deep_program_is_searched_in_the_rings_each_library_declares():
+    """Depth 40 at 20 bits needs about 1,460 bits of log QP: no ring of SEAL's or TenSEAL's (to 2^15, 881
+    bits) holds it, Lattigo's and OpenFHE's 2^16 (1,747) does, and the search starts there for them."""
+    need = Need("ckks", 40, 20.0, None, 1)
+    check_possible(need)  # some library here builds a ring that holds it
+    for lib in ("lattigo", "openfhe"):
+        first = next(candidates(need.for_library(lib)))
+        assert first["N"] == 65536 and len(first["q_bits"]) == 41, first
+        assert 131072 in need.for_library(lib).rings
+    for lib in ("seal", "tenseal"):
+        mine = need.for_library(lib)
+        assert max(mine.rings) == 32768 and next(candidates(mine), None) is None
+        assert "largest ring " + lib + " builds (N = 32768) allows 881 bits" in advisor.short_of(mine, lib + " builds")
 
 
 def test_a_candidate_that_fails_measurement_is_rejected_and_a_larger_one_accepted(driver_pool, monkeypatch):

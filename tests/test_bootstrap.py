@@ -30,3 +30,22 @@ def test_lattigo_bootstrap_small_ring(tmp_path):
     assert rec.precision_bits > 15 and rec.precision_bits_before > 15
     assert rec.setup_s > 0 and rec.peak_rss_bytes > 10**8
     assert rec.levels["cz"] > 0  # bootstrapping raised the level
+    eff = rec.effective_params  # judged where its bootstrapping keys live, with the secret as drawn
+    assert eff["key_log_qp"] > eff["log_qp"] and eff["secret"] == "sparse_ternary" and eff["hamming_weight"] == 192
+    assert f"log QP {eff['key_log_qp']:g}" in rec.security["hestd2018"]["note"]
+
+
+def test_a_bootstrapping_set_is_judged_at_its_keys_modulus_with_its_sparse_secret():
+    """Lattigo's N16QP1546H192H32 as its driver reports it at N = 2^16: the ciphertexts' residual
+    modulus (log QP 725) with a dense secret would read 256 bits; its bootstrapping keys live at log QP
+    1546 under a secret of Hamming weight 192, which is what an attacker faces (Lattigo documents 128)."""
+    from fhemark.drivers.protocol import Effective
+    from fhemark.measure.records import security_of
+
+    eff = Effective(N=65536, q_bits=[60] + [40] * 9, p_bits=[61] * 5, log_q=420.0, log_qp=725.0,
+                    preset="lattigo_bootstrap_default", secret="sparse_ternary", hamming_weight=192, key_log_qp=1546.0)
+    sec = security_of("rlwe", eff)["hestd2018"]
+    assert sec.bits == 128 and 130 < sec.estimated_bits < 160, sec.describe()
+    assert "log QP 1546" in sec.note and "h=192" in sec.note
+    dense_residual = security_of("rlwe", eff.model_copy(update={"key_log_qp": None, "secret": None}))["hestd2018"]
+    assert dense_residual.bits == 256  # what the record said when judged on the residual modulus alone

@@ -20,9 +20,10 @@ const (
 )
 
 type bootContext struct {
-	eval  *bootstrapping.Evaluator
-	keys  *bootstrapping.EvaluationKeys
-	facts map[string]any
+	params ckks.Parameters // the bootstrapping keys' parameters (their ring, modulus and secret)
+	eval   *bootstrapping.Evaluator
+	keys   *bootstrapping.EvaluationKeys
+	facts  map[string]any
 }
 
 func newBootstrapContext(req *request) (c *fheContext, err error) {
@@ -84,21 +85,22 @@ func newBootstrapContext(req *request) (c *fheContext, err error) {
 		return nil, newErr(errInternal, "lattigo bootstrapping evaluator: %v", eerr)
 	}
 	bp := btpParams.BootstrappingParameters
-	c.boot = &bootContext{eval: ev, keys: evk, facts: map[string]any{
-		"preset":                  bootstrapPreset,
-		"lattigo_parameters":      "bootstrapping.N16QP1546H192H32",
-		"insecure":                insecure,
-		"secret_hamming_weight":   params.XsHammingWeight(),
-		"ephemeral_secret_weight": btpParams.EphemeralSecretWeight,
-		"bootstrapping_log_n":     bp.LogN(),
-		"bootstrapping_q_bits":    primeBits(bp.Q()),
-		"bootstrapping_p_bits":    primeBits(bp.P()),
-		"bootstrapping_log_qp":    round3(bp.LogQP()),
-		"depth":                   btpParams.Depth(),
-		"output_level":            ev.OutputLevel(),
-		"min_input_level":         ev.MinimumInputLevel(),
-		"log_message_ratio":       btpParams.Mod1ParametersLiteral.LogMessageRatio,
-		"keys_bytes":              evk.BinarySize(),
+	c.boot = &bootContext{params: bp, eval: ev, keys: evk, facts: map[string]any{
+		"preset":                              bootstrapPreset,
+		"lattigo_parameters":                  "bootstrapping.N16QP1546H192H32",
+		"insecure":                            insecure,
+		"secret_hamming_weight":               params.XsHammingWeight(),
+		"bootstrapping_secret_hamming_weight": bp.XsHammingWeight(),
+		"ephemeral_secret_weight":             btpParams.EphemeralSecretWeight,
+		"bootstrapping_log_n":                 bp.LogN(),
+		"bootstrapping_q_bits":                primeBits(bp.Q()),
+		"bootstrapping_p_bits":                primeBits(bp.P()),
+		"bootstrapping_log_qp":                round3(bp.LogQP()),
+		"depth":                               btpParams.Depth(),
+		"output_level":                        ev.OutputLevel(),
+		"min_input_level":                     ev.MinimumInputLevel(),
+		"log_message_ratio":                   btpParams.Mod1ParametersLiteral.LogMessageRatio,
+		"keys_bytes":                          evk.BinarySize(),
 	}}
 	return c, nil
 }

@@ -439,7 +439,13 @@ func (c *fheContext) setupResult() map[string]any {
 	if c.boot != nil {
 		eff := res["effective"].(map[string]any)
 		eff["bootstrap"] = c.boot.facts
-		eff["secret"] = fmt.Sprintf("ternary_h%d", c.params.XsHammingWeight()) // sparse ternary secret of the preset
+		// The secret as drawn (the preset's sparse ternary one) and the largest modulus any key uses (the
+		// bootstrapping keys live at the bootstrapping parameters' QP, above the residual Q·P): the set's
+		// security is judged there (fhemark's security_of), not at the residual modulus.
+		bp := c.boot.params
+		eff["secret"] = "sparse_ternary"
+		eff["hamming_weight"] = bp.XsHammingWeight()
+		eff["key_log_qp"] = round3(bp.LogQP())
 	}
 	return res
 }

@@ -23,16 +23,19 @@ Rules of thumb (the starting points; measurement decides):
 - A CKKS set a library refuses as insecure by its own account of log QP (OpenFHE's adds bits the
   search's does not) is tried with its first prime cut to the least that holds the result (`first_trimmed`)
   before the ring is left.
-- Ring sizes from the smallest whose slots hold the values; the security bound of the chosen table
-  caps the chain (log QP) for each N.
+- Ring sizes from the smallest whose slots hold the values, among those the library declares it builds
+  (drivers/limits.py: its capabilities' limits; Lattigo and OpenFHE to 2^17, SEAL and TenSEAL to 2^15);
+  the security bound of the chosen table caps the chain (log QP) for each N.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable, Iterator
 
+from ..drivers.limits import ring_limits
+from ..drivers.registry import manifests
 from ..errors import UserError
 from ..model.security import bound, estimates
 from ..plan.suites import Suite
@@ -40,7 +43,6 @@ from ..store.record import Record
 from ..store.sqlite import Store
 from . import measuring
 
-RINGS = (4096, 8192, 16384, 32768)  # every RLWE library here builds these (SEAL stops at 2^15)
 SPECIAL_BITS = 60
 MAX_PRIME = 60
 CKKS_LOSS_BITS = 14   # precision ~ scale - this
@@ -63,6 +65,19 @@ class Need:
     security: int = 128
     table: str = "hestd2018"
     magnitude_bits: int = 0          # CKKS: bits of the largest |value| (0: values within [-1, 1])
+    # The ring sizes searched: those the library declares it builds (`for_library`); a question asked of
+    # no library in particular (the default), every ring some library here declares (`every_ring`).
+    rings: tuple[int, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not self.rings:
+            object.__setattr__(self, "rings", every_ring(self.scheme))
+
+    def for_library(self, library: str) -> Need:
+        """The same requirement searched in the rings `library` declares for its scheme (a driver that
+        declares none, as the tests' fakes: every ring, as for no library in particular)."""
+        lim = ring_limits(library, self.scheme)
+        return replace(self, rings=lim.rings() if lim else ())
 
     def describe(self) -> str:
         what = f"{self.precision:g}-bit precision" if self.scheme == "ckks" else f"{self.plain_bits}-bit plaintexts"
@@ -70,6 +85,11 @@ class Need:
             what += f" on values up to 2^{self.magnitude_bits}"
         return (f"{self.scheme.upper()} depth {self.depth} with {what}, {self.slots} slots, "
                 f"{self.security}-bit security ({self.table})")
+
+
+def every_ring(scheme: str) -> tuple[int, ...]:
+    """Every ring some library here declares it builds for `scheme`, smallest first."""
+    return tuple(sorted({n for m in manifests().values() if (lim := ring_limits(m.base, scheme)) for n in lim.rings()}))
 
 
 def _split(total: int) -> list[int]:
@@ -100,7 +120,7 @@ def ckks_chain(need: Need, scale: int) -> list[int]:
 
 def _rings(need: Need) -> list[int]:
     per_ring = (lambda n: n // 2) if need.scheme == "ckks" else (lambda n: n)
-    return [n for n in RINGS if per_ring(n) >= need.slots]
+    return [n for n in need.rings if per_ring(n) >= need.slots]
 
 
 def candidates(need: Need) -> Iterator[dict]:
@@ -188,15 +208,21 @@ def check_possible(need: Need) -> None:
         raise UserError(f"plain bits {need.plain_bits}: a batching plaintext modulus has 14..59 bits here",
                         "give --plain-bits, e.g. 20")
     if not _rings(need):
-        raise UserError(f"{need.slots} slots: no ring here holds them ({need.scheme.upper()} on N = {RINGS[-1]} has "
-                        f"{RINGS[-1] // (2 if need.scheme == 'ckks' else 1)})", "pack fewer values per ciphertext")
+        top = max(need.rings)
+        raise UserError(f"{need.slots} slots: no ring here holds them ({need.scheme.upper()} on N = {top} has "
+                        f"{top // (2 if need.scheme == 'ckks' else 1)})", "pack fewer values per ciphertext")
     if next(candidates(need), None) is None:
-        n = _rings(need)[-1]
-        smallest = sum(ckks_chain(need, first_scale(need))) if need.scheme == "ckks" else _first_int_chain(need, n)
-        raise UserError(f"impossible: {need.describe()} needs log QP of about {smallest + SPECIAL_BITS} bits, and the "
-                        f"largest ring every library here builds (N = {n}) allows {_bound(n, need)} bits at "
-                        f"{need.security}-bit security under {need.table}",
+        raise UserError(f"impossible: {short_of(need, 'any library here builds')}",
                         "lower the depth (or use bootstrapping), the precision or plaintext bits, or the security level")
+
+
+def short_of(need: Need, whose: str) -> str:
+    """Why no ring of `need.rings` holds the requirement, with the figures: the log QP it needs and what
+    the largest ring (`whose` largest) allows."""
+    n = max(need.rings)
+    smallest = sum(ckks_chain(need, first_scale(need))) if need.scheme == "ckks" else _first_int_chain(need, n)
+    return (f"{need.describe()} needs log QP of about {smallest + SPECIAL_BITS} bits, and the largest ring {whose} "
+            f"(N = {n}) allows {_bound(n, need)} bits at {need.security}-bit security under {need.table}")
 
 
 @dataclass
@@ -240,8 +266,10 @@ def advise(need: Need, libraries: list[str], repeats: int = 3, db: Store | None 
     check_possible(need)
     out = []
     for lib in libraries:
-        prop = Proposal(lib)
-        for spec in list(candidates(need))[:MAX_TRIES]:
+        prop, mine = Proposal(lib), need.for_library(lib)
+        if next(candidates(mine), None) is None:
+            prop.rejected.append(f"not searched: {short_of(mine, lib + ' builds')}")
+        for spec in list(candidates(mine))[:MAX_TRIES]:
             progress(f"{lib}: trying N = {spec['N']}, q = {spec['q_bits']}")
             why, recs = _verify(need, lib, spec, repeats, db)
             if why:

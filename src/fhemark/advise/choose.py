@@ -35,7 +35,7 @@ from ..plan.suites import Case, Suite, add_workload
 from ..store.record import Record
 from ..store.sqlite import Store
 from . import measuring
-from .advisor import MAX_TRIES, Need, at_scale, candidates, first_trimmed, key_switching_instead
+from .advisor import MAX_TRIES, Need, at_scale, candidates, first_trimmed, key_switching_instead, short_of
 from .candidates import Answer, Candidate
 from .worst import Worst, probe
 
@@ -252,15 +252,15 @@ def _on(v: Workload, lib: str, scheme: str, prec: float, security: int, table: s
     EvalPoly more than the tree's), and where the library lacks a routine the program calls, fhemark's
     program of primitives in its place (ways.py); then the library's own choice of parameters."""
     req = derive(v, scheme)
-    need = _need(v, req, prec, security, table)
+    need = _need(v, req, prec, security, table).for_library(lib)
     if scheme == "ckks":
         need = replace(need, depth=max(need.depth, routines.levels(v.program(scheme), lib)))
     space = search_space(v, req, need)
     by = ways.routine(v, scheme)
     origin = "search" if by in (None, "library") else f"{lib}-{by.split('+')[0]}"
     if not space:
-        return [Candidate(lib, scheme, origin=origin, tried=[f"no ring here holds {need.describe()}"], workload=v,
-                          routine=by, levels_needed=need.depth)]
+        return [Candidate(lib, scheme, origin=origin, tried=[f"no ring {lib} builds holds it: {short_of(need, lib + ' builds')}"],
+                          workload=v, routine=by, levels_needed=need.depth)]
     c = _search(v, need, lib, space, repeats, db, say, origin=origin)
     if not c.verified and v.native and c.tried and ": unsupported: " in c.tried[-1] and by and "library" in by:
         say("searching parameters", f"{lib} {scheme}: fhemark's routines in place of the library's")

@@ -268,7 +268,8 @@ def capability_snapshot(caps: dict) -> dict:
     one home, the driver's own capabilities.json (static_facts), which its reply must serve."""
     return {"protocol": caps["protocol"], "library": caps["library"],
             "schemes": {name: {"ops": sorted(sc["ops"]),
-                               **({"insecure_params": False} if sc.get("limits", {}).get("insecure") is False else {})}
+                               **({"insecure_params": False} if sc.get("limits", {}).get("insecure") is False else {}),
+                               **({"limits": sc["limits"]} if sc.get("limits") else {})}  # what a search reads (limits.py)
                         for name, sc in sorted(caps["schemes"].items())}}
 
 

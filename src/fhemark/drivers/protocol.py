@@ -230,6 +230,9 @@ class _Built(BaseModel):
     preset: str | None = None
     p_fail: float | None = None
     security_bits_target: int | None = None
+    # The largest log QP any of the setup's keys uses, where a key lives above the ciphertexts' Q·P
+    # (Lattigo's bootstrapping keys: log QP 1546 beside a residual 725): the set's security is judged there.
+    key_log_qp: float | None = None
 
 
 class SetupFacts(_Built):

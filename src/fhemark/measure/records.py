@@ -6,7 +6,7 @@ each made a Record (store/record.py) here, where it is laid out.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Callable
 
 import numpy as np
@@ -242,7 +242,7 @@ def security_of(kind: str, eff: Effective | None) -> dict[str, Estimate]:
     schemes: the estimator's verdict on the weakest of the LWE/GLWE problems the library's facts name
     (the same for both tables: none has a row for them), and the library's own stated target."""
     if kind == "rlwe":
-        return rlwe(eff.N, eff.log_qp, eff.model_dump()) if eff else {}
+        return rlwe(eff.N, judged_log_qp(eff), eff.model_dump(), keys=judged_log_qp(eff) > eff.log_qp) if eff else {}
     if eff is None:
         return {}
     target = eff.security_bits_target
@@ -255,10 +255,25 @@ def security_of(kind: str, eff: Effective | None) -> dict[str, Estimate]:
     return out | judged
 
 
-def rlwe(n: int, log_qp: float, facts: dict) -> dict[str, Estimate]:
+def judged_log_qp(eff: Effective) -> float:
+    """The modulus a set's security is judged at: the largest any of its keys uses (`key_log_qp`,
+    bootstrapping keys above the ciphertexts' Q·P), else Q·P."""
+    return max(eff.log_qp, eff.key_log_qp or 0.0)
+
+
+def rlwe(n: int, log_qp: float, facts: dict, keys: bool = False) -> dict[str, Estimate]:
     """Both tables' verdicts with the estimator's figure beside them (about 25 ms a new set, cached after);
     the tables' alone for a modulus too small to estimate, which a record must still be able to say.
-    A sparse secret (`facts`: what the set asked or the driver reports) is in neither: the estimate's."""
+    A sparse secret (`facts`: what the set asked or the driver reports) is in neither: the estimate's.
+    `keys`: `log_qp` is a key's modulus above the ciphertexts' (judged_log_qp), and each verdict says so."""
+    out = _rlwe(n, log_qp, facts)
+    if not keys:
+        return out
+    said = f"judged at log QP {log_qp:g}, the largest modulus a key of the set uses (its bootstrapping keys)"
+    return {t: replace(e, note=f"{said}; {e.note}" if e.note else said) for t, e in out.items()}
+
+
+def _rlwe(n: int, log_qp: float, facts: dict) -> dict[str, Estimate]:
     try:
         secret = ring_secret(facts, n)
         if secret.kind != "ternary":

@@ -28,7 +28,7 @@ from .depth import Depth
 from .host import Activity, merged
 from .mode import Mode, Slice
 from .prepared import Prepared
-from .records import RecordContext, failed, layout, plain_of, security_of
+from .records import RecordContext, failed, judged_log_qp, layout, plain_of, security_of
 from .latency import Latency
 from .throughput import Throughput
 
@@ -172,7 +172,7 @@ class Runner:
         if est is None:  # nothing judges the set (no table, no dimensions, no stated level): recorded as unknown
             return
         if est.bits < sec.min_bits and not self.plan.allow_insecure:
-            built = (f"log QP = {eff.log_qp:.1f} at N = {eff.N}" if g.params.kind == "rlwe" else
+            built = (f"log QP = {judged_log_qp(eff):.1f} at N = {eff.N}" if g.params.kind == "rlwe" else
                      f"{eff.preset or g.params.label()}")
             stated = verdicts.get("library")
             claim = f" (the library states {stated.bits})" if stated is not None and table != "library" else ""

@@ -1,0 +1,51 @@
+"""What each library builds, as its driver declares it: the `limits` of its capabilities reply, read
+from the checked-in snapshot (protocol/capabilities/<library>.json, which a conformance test holds to
+the live reply) so that a search knows a library's rings before it starts the driver. The search has
+no ring list of its own: a library that builds N = 2^16 is searched there, one that stops at 2^15
+(SEAL, TenSEAL) is not."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from functools import lru_cache
+
+from ..locations import project_root
+
+# The security tables' largest ring (data/he-security-tables.tsv): no set above it can be judged by them.
+TABLE_LOG_N_MAX = 17
+# The smallest ring the search offers a computation: below it the tables allow no chain worth a multiplication.
+SEARCH_LOG_N_MIN = 12
+
+
+@dataclass(frozen=True)
+class RingLimits:
+    library: str
+    scheme: str
+    log_n_min: int
+    log_n_max: int
+    max_prime_bits: int = 60
+
+    def rings(self) -> tuple[int, ...]:
+        """The ring sizes a search offers this library, smallest first: those it builds that the tables judge."""
+        lo, hi = max(self.log_n_min, SEARCH_LOG_N_MIN), min(self.log_n_max, TABLE_LOG_N_MAX)
+        return tuple(1 << k for k in range(lo, hi + 1))
+
+
+@lru_cache(maxsize=None)
+def declared(library: str) -> dict[str, dict]:
+    """Per scheme, the `limits` the library's driver declares (empty where it declares none or has no snapshot)."""
+    path = project_root() / "protocol" / "capabilities" / f"{library.partition('@')[0]}.json"
+    if not path.is_file():
+        return {}
+    schemes = json.loads(path.read_text()).get("schemes") or {}
+    return {name: dict(sc.get("limits") or {}) for name, sc in schemes.items()}
+
+
+def ring_limits(library: str, scheme: str) -> RingLimits | None:
+    """The rings `library` declares for `scheme`; None where it declares none (a bit scheme, or no snapshot)."""
+    lim = declared(library).get(scheme) or {}
+    if "log_n_max" not in lim:
+        return None
+    return RingLimits(library, scheme, int(lim.get("log_n_min", 1)), int(lim["log_n_max"]),
+                      int(lim.get("max_prime_bits", 60)))
