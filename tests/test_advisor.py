@@ -121,7 +121,7 @@ def searched(monkeypatch, fake_verify, need: Need, library: str, space: list[dic
     """choose's search of `space` where `fake_verify` answers for each set and every worst input passes."""
     from fhemark.advise import choose as chooser
     monkeypatch.setattr(chooser, "verify", fake_verify)
-    monkeypatch.setattr(chooser, "hardest", lambda *a: ("", None))
+    monkeypatch.setattr(chooser, "hardest", lambda *a: ("", None, None))
     return chooser._search(None, need, library, space, 1, None, lambda *a: None)
 
 
@@ -167,7 +167,8 @@ def test_a_cut_chain_short_of_precision_leaves_the_next_ring_s_scales_alone(monk
         if spec["N"] == 8192 and spec["q_bits"][0] > 45:
             return "insecure_params: the specified ring dimension (8192) does not comply", record(status="insecure_params")
         if spec["N"] == 8192:
-            return "wrong_result: precision 12.3 bits, below the required 14 (max error 2e-4)", record(status="wrong_result")
+            return "wrong_result: precision 12.3 bits, below the required 14 (max error 2e-4)", \
+                record(status="wrong_result", refusal={"kind": "precision_short", "got": 12.3, "need": 14.0})
         return "", record(status="ok", precision_bits=15.5)
     c = searched(monkeypatch, fake_verify, need, "openfhe", space)
     assert tried == [(8192, 47, 37), (8192, 44, 37), (8192, 48, 38), (16384, 47, 37)]
@@ -187,7 +188,8 @@ def test_a_shortfall_that_rounds_to_nothing_still_moves_the_scale(monkeypatch):
     def fake_verify(w, need, lib, spec, repeats, db):
         tried.append(spec["scale_bits"])
         if spec["scale_bits"] == 30:
-            return "wrong_result: precision 14.0 bits, below the required 14 (max error 6.24e-05)", record(status="wrong_result")
+            return "wrong_result: precision 14.0 bits, below the required 14 (max error 6.24e-05)", \
+                record(status="wrong_result", refusal={"kind": "precision_short", "got": 13.96, "need": 14.0})
         return "", record(status="ok", precision_bits=14.8)
     c = searched(monkeypatch, fake_verify, need, "lattigo", space)
     assert tried == [30, 31] and c.spec["scale_bits"] == 31
@@ -212,7 +214,8 @@ def _spread_world(monkeypatch, drawn: float, worst: float, offsets: dict[str, fl
         return [record(library=case.libraries[0], scheme="ckks", op=case.ops[0], params=case.params[0],
                        status="ok" if ok else "wrong_result", precision_bits=bits if ok else None,
                        median_ns=1000.0 if ok else None,
-                       error=None if ok else f"precision {bits:.1f} bits, below the required {asked:g} (max error 1e-6)")]
+                       error=None if ok else f"precision {bits:.1f} bits, below the required {asked:g} (max error 1e-6)",
+                       refusal=None if ok else {"kind": "precision_short", "got": bits, "need": asked})]
 
     def probe(w, scheme, library, spec, security, table):
         bits = worst + offsets["worst"]
@@ -296,7 +299,8 @@ def test_a_chain_with_primes_the_library_cannot_make_skips_the_ring_s_chains_tha
     def fake_verify(w, need, lib, spec, repeats, db):
         tried.append(spec["q_bits"])
         if min(spec["q_bits"]) < 40:
-            return "invalid_params: OpenFHE refused the set: LastPrime overflow", record(status="invalid_params")
+            return "invalid_params: OpenFHE refused the set: LastPrime overflow", \
+                record(status="invalid_params", refusal={"kind": "prime_unavailable"})
         return "", record(status="ok", noise_budget_bits=9.0)
     c = searched(monkeypatch, fake_verify, need, "openfhe", space)
     assert tried == [[34, 33], [44, 43]] and c.verified and c.spec["q_bits"] == [44, 43]
@@ -317,8 +321,9 @@ def test_a_t_the_library_cannot_hold_on_a_chain_ends_the_search_of_chains_at_onc
     def fake_verify(w, need, lib, spec, repeats, db):
         tried.append((spec["N"], len(spec["q_bits"])))
         if len(spec["q_bits"]) > 1:
-            return ("invalid_params: OpenFHE BGV with more than one prime needs t < 2^32 (...): use a t below 2^32, "
-                    "or BFV", record(status="invalid_params"))
+            return ("invalid_params: refused (the search reads the refusal's kind and numbers, not these words)",
+                    record(status="invalid_params", refusal={"kind": "t_too_wide", "t_bits": 36,
+                                                                       "largest_t_bits": 32, "chain_primes_from": 2}))
         return "", record(status="ok", noise_budget_bits=9.0)
     c = searched(monkeypatch, fake_verify, need, "openfhe", space)
     assert tried == [(8192, 2), (16384, 1)] and c.verified and c.spec["q_bits"] == [60]

@@ -735,6 +735,8 @@ def test_openfhe_bgv_refuses_a_t_of_33_bits_on_a_chain_and_decrypts_the_sets_it_
     err = refused("invalid_params", driver.request, "setup", setup_id="t33", scheme="bgv",
                   params={**params, "t": t33}, allow_insecure=True)
     assert "t < 2^32" in str(err) and "BFV" in str(err) and "\n" not in str(err), err
+    # what choose's search reads (PROTOCOL.md "Refusals"), not the words above
+    assert err.refusal == {"kind": "t_too_wide", "t_bits": 33, "largest_t_bits": 32, "chain_primes_from": 2}, err.refusal
     for setup_id, changed in (("t32", {"t": t32}), ("t33-one-prime", {"t": t33, "q_bits": [60]})):
         result = driver.request("setup", setup_id=setup_id, scheme="bgv", params={**params, **changed},
                                 allow_insecure=True)

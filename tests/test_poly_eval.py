@@ -113,7 +113,7 @@ def test_the_search_gives_openfhe_its_fifth_level_and_seal_fhemarks_routine(tmp_
             return "unsupported: SEAL driver has no 'poly_eval'", record(status="unsupported")
         return "", record(status="ok", precision_bits=30.0)
     monkeypatch.setattr(chooser, "verify", fake_verify)
-    monkeypatch.setattr(chooser, "hardest", lambda *a: ("", None))
+    monkeypatch.setattr(chooser, "hardest", lambda *a: ("", None, None))
     ofhe = chooser._on(w, "openfhe", "ckks", 20.0, 128, "hestd2018", 1, None, lambda *a, **k: None, None)
     seal = chooser._on(w, "seal", "ckks", 20.0, 128, "hestd2018", 1, None, lambda *a, **k: None, None)
     assert asked[0] == ("openfhe", "p15_t", 5) and ofhe[0].levels_needed == 5 and ofhe[0].routine == "library"

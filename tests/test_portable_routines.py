@@ -159,7 +159,7 @@ def test_choose_runs_fhemarks_routines_where_the_library_answers_unsupported(tmp
             return "unsupported: seal has no inner_sum, linear_transform for ckks", record(status="unsupported")
         return "", record(status="ok", precision_bits=30.0)
     monkeypatch.setattr(chooser, "verify", fake_verify)
-    monkeypatch.setattr(chooser, "hardest", lambda *a: ("", None))
+    monkeypatch.setattr(chooser, "hardest", lambda *a: ("", None, None))
     say = lambda *a, **k: None  # noqa: E731
     (own,) = chooser._on(w, "openfhe", "ckks", 20.0, 128, "hestd2018", 1, None, say, None)
     (seal,) = chooser._on(w, "seal", "ckks", 20.0, 128, "hestd2018", 1, None, say, None)

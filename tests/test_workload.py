@@ -249,7 +249,7 @@ def test_a_scalar_after_a_product_decrypts_right_on_every_library(tmp_path):
 
 def test_the_search_is_steered_by_what_failures_measured(tmp_path, monkeypatch):
     """A ring the library refuses as insecure is left; a CKKS set short of precision by d bits
-    moves the scale up by d (checks.py's words, parsed back): the sets in between are not run."""
+    moves the scale up by d (its refusal's numbers): the sets in between are not run."""
     from fhemark.advise import choose as chooser
     from fhemark.advise.advisor import Need
     space = [{"N": n, "q_bits": [s + 10, s], "p_bits": [60], "scale_bits": s} for n in (8192, 16384) for s in (30, 34, 38, 42)]
@@ -258,12 +258,13 @@ def test_the_search_is_steered_by_what_failures_measured(tmp_path, monkeypatch):
     def fake_verify(w, need, lib, spec, repeats, db):
         tried.append((spec["N"], spec["scale_bits"]))
         if spec["N"] == 8192 and spec["scale_bits"] == 30:
-            return "wrong_result: precision 13.0 bits, below the required 22 (max error 1e-4)", record(status="wrong_result")
+            return "wrong_result: precision 13.0 bits, below the required 22 (max error 1e-4)", \
+                record(status="wrong_result", refusal={"kind": "precision_short", "got": 13.0, "need": 22.0})
         if spec["N"] == 8192:
             return "insecure_params: the ring is too small for this library", record(status="insecure_params")
         return "", record(status="ok", precision_bits=23.0)
     monkeypatch.setattr(chooser, "verify", fake_verify)
-    monkeypatch.setattr(chooser, "hardest", lambda *a: ("", None))  # the worst input passes: what verify says decides
+    monkeypatch.setattr(chooser, "hardest", lambda *a: ("", None, None))  # the worst input passes: what verify says decides
     c = chooser._search(None, Need("ckks", 1, 20.0), "lib", space, 1, tmp_path / "v.db", lambda *a: None)
     # 30 is 9 bits short: the floor becomes 39, which the space's 4-bit steps skip over, so 39 itself is
     # tried next in the same ring (34 and 38 are not run); refused as insecure, then with its first prime cut

@@ -102,7 +102,7 @@ def test_choose_rejects_a_set_that_uniform_draws_alone_accept(tmp_path):
     larger = [{"N": 8192, "q_bits": [60, s], "p_bits": [60], "scale_bits": s} for s in (42, 44)]
     why, rec = chooser.verify(w, need, "seal", small, 1, None)
     assert why == "" and rec.precision_bits >= need.precision + chooser.CKKS_SEARCH_MARGIN, why
-    why, found = chooser.hardest(w, need, "seal", small)
+    why, found, _ = chooser.hardest(w, need, "seal", small)
     assert "below the required" in why and "worst input found" in why, why
     assert found.evaluations == EDGES + SEARCH and found.precision_bits < rec.precision_bits
     assert found.relative_bits > found.precision_bits  # the output is far above 1

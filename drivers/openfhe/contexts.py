@@ -41,12 +41,23 @@ SECRET_KEYS = {}
 RELIN_INSTALLED = {}
 
 
+# OpenFHE's words (its LastPrime/PreviousPrime, by version) when it finds no prime of a size asked that is 1
+# modulo what its scheme needs (BGV under FIXEDMANUAL: 2N times t, about 34 bits at N = 8192 with t of 20, so
+# the chain's primes of that size or little more run out): refused as prime_unavailable, with the bits where
+# OpenFHE says them, so that a search skips the ring's chains whose smallest prime is no larger.
+PRIME_UNMADE = re.compile(r"LastPrime overflow|overflow shrinking candidate|Requested (\d+) bits, but returned", re.I)
+
+
 def openfhe_error(e, default="invalid_params"):
     msg = one_line(e)
     low = msg.lower()
     if ("he standard" in low or "security requirement" in low
             or "does not comply" in low or "security level" in low):
         return Failure("insecure_params", "OpenFHE: " + msg)
+    unmade = PRIME_UNMADE.search(msg)
+    if unmade:
+        bits = {"bits": int(unmade.group(1))} if unmade.group(1) else {}
+        return Failure(default, "OpenFHE: " + msg, {"kind": "prime_unavailable", **bits})
     return Failure(default, "OpenFHE: " + msg)
 
 
@@ -365,7 +376,9 @@ def setup(scheme, params, rotations, allow_insecure):
         # A one-prime chain never mod-reduces, and decrypts right.
         raise Failure("invalid_params", "OpenFHE BGV with more than one prime needs t < 2^32 (its FIXEDMANUAL "
                                         "prime search truncates t to 32 bits, so a %d-bit t decrypts wrongly): "
-                                        "use a t below 2^32, or BFV" % int(params["t"]).bit_length())
+                                        "use a t below 2^32, or BFV" % int(params["t"]).bit_length(),
+                      {"kind": "t_too_wide", "t_bits": int(params["t"]).bit_length(), "largest_t_bits": 32,
+                       "chain_primes_from": 2})
     if scheme == "bfv":
         cp, cc, primes, depth_used, notes = bfv_context(params, allow_insecure)
     else:

@@ -24,9 +24,12 @@ _DT = {"i64": "<i8", "f64": "<f8", "u64": "<u8"}
 
 
 class Failure(Exception):
-    def __init__(self, kind: str, message: str):
+    """`refusal`: the refusal's kind and numbers, as a search reads them (PROTOCOL.md "Refusals")."""
+
+    def __init__(self, kind: str, message: str, refusal: dict | None = None):
         super().__init__(message)
         self.kind = kind
+        self.refusal = refusal
 
 
 def vec_in(v: dict) -> np.ndarray:
@@ -254,7 +257,8 @@ def serve(capabilities: Callable[[], dict], setup: Callable, handle_run: Callabl
                 raise Failure("unsupported", f"unknown request type '{kind}'")  # as the Go and Rust drivers say
             reply = {"v": PROTOCOL, "id": rid, "ok": True, "result": result}
         except Failure as exc:
-            reply = {"v": PROTOCOL, "id": rid, "ok": False, "error": {"kind": exc.kind, "message": _line(exc)}}
+            reply = {"v": PROTOCOL, "id": rid, "ok": False, "error": {"kind": exc.kind, "message": _line(exc),
+                                                                      **({"refusal": exc.refusal} if exc.refusal else {})}}
         except Exception as exc:  # never die on a bad request
             traceback.print_exc(file=sys.stderr)
             msg = unexpected(exc) if unexpected else f"{type(exc).__name__}: {exc}"

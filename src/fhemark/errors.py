@@ -39,10 +39,11 @@ ERROR_KINDS = DRIVER_KINDS + SUPERVISOR_KINDS
 class DriverError(Exception):
     """A job-level failure; recorded with its kind, the run goes on."""
 
-    def __init__(self, kind: str, message: str):
+    def __init__(self, kind: str, message: str, refusal: dict | None = None):
         assert kind in ERROR_KINDS, kind
         self.kind = kind
         self.message = message
+        self.refusal = refusal  # what a search reads: {"kind": ..., its numbers} (PROTOCOL.md "Refusals")
         super().__init__(f"{kind}: {message}")
 
 

@@ -79,6 +79,10 @@ class Need:
         lim = ring_limits(library, self.scheme)
         return replace(self, rings=lim.rings() if lim else ())
 
+    def for_libraries(self, libraries: list[str]) -> Need:
+        """Searched in every ring one of `libraries` declares (none given: as for no library in particular)."""
+        return replace(self, rings=tuple(sorted({n for lib in libraries for n in self.for_library(lib).rings})))
+
     def describe(self) -> str:
         what = f"{self.precision:g}-bit precision" if self.scheme == "ckks" else f"{self.plain_bits}-bit plaintexts"
         if self.magnitude_bits:
@@ -217,9 +221,12 @@ def check_possible(need: Need) -> None:
 
 
 def short_of(need: Need, whose: str) -> str:
-    """Why no ring of `need.rings` holds the requirement, with the figures: the log QP it needs and what
-    the largest ring (`whose` largest) allows."""
+    """Why no ring of `need.rings` holds the requirement, with the figures: the values it packs and the
+    slots of the largest ring, or the log QP it needs and what the largest ring (`whose` largest) allows."""
     n = max(need.rings)
+    if not _rings(need):
+        return (f"{need.slots} values per ciphertext, and the largest ring {whose} (N = {n}) has "
+                f"{n // (2 if need.scheme == 'ckks' else 1)} {need.scheme.upper()} slots")
     smallest = sum(ckks_chain(need, first_scale(need))) if need.scheme == "ckks" else _first_int_chain(need, n)
     return (f"{need.describe()} needs log QP of about {smallest + SPECIAL_BITS} bits, and the largest ring {whose} "
             f"(N = {n}) allows {_bound(n, need)} bits at {need.security}-bit security under {need.table}")

@@ -22,7 +22,6 @@ library runs it correctly at, proven by running it, then measured side by side a
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import replace
 from typing import Callable
 
@@ -166,7 +165,7 @@ def verify(w: Workload, need: Need, library: str, spec: dict, repeats: int,
         return "not run (the library does not offer this scheme here)", None
     if rec.status != "ok":
         why = f"{rec.status}: {' '.join((rec.error or '').split())}"  # whole: it attributes the refusal
-        if need.precision and PRECISION_SHORT.search(why):  # the margin's threshold, not the requirement's
+        if need.precision and refusal_of(rec) == "precision_short":  # the margin's threshold, not the requirement's
             why += f" (the required {need.precision:g} + the search's margin of {CKKS_SEARCH_MARGIN:g})"
         return why, rec
     noise = rec.noise_budget_bits
@@ -175,23 +174,29 @@ def verify(w: Workload, need: Need, library: str, spec: dict, repeats: int,
     return "", rec
 
 
-def hardest(w: Workload, need: Need, library: str, spec: dict) -> tuple[str, Worst | None]:
+def hardest(w: Workload, need: Need, library: str, spec: dict) -> tuple[str, Worst | None, dict | None]:
     """'' when the worst input found at `spec` (worst.py: the edges of the inputs' box, then a short
     search) still checks (CKKS: the precision asked, WORST_MARGIN being none; BFV/BGV: exact); else why not,
-    in checks.py's words where it is short of precision, so that the search's steering reads it."""
+    with the refusal the search's steering reads where it is short of precision (as a record's would be)."""
     if need.scheme in INT_SCHEMES:
-        return "", None
+        return "", None, None
     found = probe(w, need.scheme, library, spec, need.security, need.table)
     if isinstance(found, str):
-        return f"the worst input search failed: {found}", None
+        return f"the worst input search failed: {found}", None, None
     if found.error.wrong:
-        return f"wrong_result: {found.describe()}", found
+        return f"wrong_result: {found.describe()}", found, None
     want = (need.precision or 0.0) + WORST_MARGIN
     if need.scheme == "ckks" and found.precision_bits < want:
         return (f"precision {found.precision_bits:.1f} bits, below the required {want:g} at the worst input found "
                 f"of {found.evaluations} ({found.how}; {found.relative_bits:.1f} bits relative, max error "
-                f"{found.error.abs_error:.3g} in {found.error.output})"), found
-    return "", found
+                f"{found.error.abs_error:.3g} in {found.error.output})"), found, \
+            {"kind": "precision_short", "got": found.precision_bits, "need": want}
+    return "", found, None
+
+
+def refusal_of(rec: Record | None) -> str | None:
+    """The kind of a record's refusal (PROTOCOL.md "Refusals"), None where it has none."""
+    return (rec.refusal or {}).get("kind") if rec is not None else None
 
 
 def margin(c: Candidate, precision: float) -> float | None:
@@ -225,11 +230,12 @@ def choose(w: Workload, libraries: dict[str, tuple[str, ...]], precision: float 
     prec = float(precision if precision is not None else w.precision_bits)
     ans = Answer(w, reqs, prec, security, table, [], threads=threads, objective=objective)
     for scheme, req in reqs.items():
-        need = _need(w, req, prec, security, table)
+        asked = [lib for lib, schemes in libraries.items() if scheme in schemes]
+        need = _need(w, req, prec, security, table).for_libraries(asked)
         space = search_space(w, req, need)
         if not space:
-            ans.impossible[scheme] = (f"{w.name} on {scheme.upper()} needs {need.describe()}, and no ring here holds "
-                                      f"it at {security}-bit security ({table})")
+            whose = f"{' or '.join(asked)} builds" if asked else "any library here builds"
+            ans.impossible[scheme] = f"{w.name} on {scheme.upper()}: {short_of(need, whose)}"
             continue
         for lib, schemes in libraries.items():
             if scheme not in schemes:
@@ -286,7 +292,7 @@ def _pinned(w: Workload, lib: str, scheme: str, spec: dict, origin: str, prec: f
     why, _ = verify(w, need, lib, spec, repeats, db)
     worst = None
     if not why:
-        why, worst = hardest(w, need, lib, spec)
+        why, worst, _ = hardest(w, need, lib, spec)
     return Candidate(lib, scheme, spec, origin, verified=not why, tried=[f"{set_text(spec)}: {why}"] if why else [],
                      worst=worst, workload=w, levels_needed=need.depth, pinned=True)
 
@@ -297,10 +303,11 @@ def _search(w: Workload, need: Need, lib: str, space: list[dict], repeats: int, 
     a ring the library refuses as insecure is left for the next one, unless the refusal was the
     library's own key switching's (OpenFHE's HYBRID special primes: key_switching_instead), where the
     same chain is tried under its other key switching, and the ring's larger chains with it, or a CKKS
-    set's first prime is cut (advisor.first_trimmed) once in the ring; a chain with primes the library
-    cannot make (PRIME_UNMADE) skips the ring's chains whose smallest prime is no larger; a t the library
-    cannot hold on a chain (T_TOO_WIDE) skips every chain of two primes or more; and a CKKS set
-    short of precision by d bits moves the scale up by at least d."""
+    set's first prime is cut (advisor.first_trimmed) once in the ring. The rest is read from the
+    refusal's kind and numbers (PROTOCOL.md "Refusals"), never from its words: a chain with primes the
+    library cannot make (prime_unavailable) skips the ring's chains whose smallest prime is no larger; a t
+    the library cannot hold on a chain (t_too_wide) skips every chain of `chain_primes_from` primes or more;
+    and a CKKS set short of precision (precision_short) by d bits moves the scale up by at least d."""
     c = Candidate(lib, need.scheme, origin=origin)
     refused: set[int] = set()
     unmade: dict[int, int] = {}  # ring -> the largest smallest prime of a chain whose primes the library could not make
@@ -320,20 +327,23 @@ def _search(w: Workload, need: Need, lib: str, space: list[dict], repeats: int, 
             continue  # the ring's chains are queued switched
         say("searching parameters", f"{lib} {need.scheme} {set_text(spec)}", 1)
         why, rec = verify(w, need, lib, spec, repeats, db)
+        refusal = rec.refusal if rec is not None and rec.status != "ok" else None
         if not why:
             say("searching parameters", f"{lib} {need.scheme} {set_text(spec)}: the worst input")
-            why, c.worst = hardest(w, need, lib, spec)
+            why, c.worst, refusal = hardest(w, need, lib, spec)
         if not why:
             c.spec, c.verified = spec, True
             break
         c.tried.append(f"{set_text(spec)}: {why}")
+        kind = (refusal or {}).get("kind")
         if why.startswith(NOT_PLANNED):
             continue  # a larger ring may hold what this one could not
-        if PRIME_UNMADE.search(why) and spec.get("q_bits"):  # whatever status the driver gave it: the set's primes
+        if kind == "prime_unavailable" and spec.get("q_bits"):  # whatever status the driver gave it: the set's primes
             unmade[spec["N"]] = max(unmade.get(spec["N"], 0), min(spec["q_bits"]))
             continue
-        if T_TOO_WIDE.search(why):  # the same t in every set searched: every chain of two primes or more is refused
-            queue = [x for x in queue if len(x.get("q_bits") or []) < 2]
+        if kind == "t_too_wide":  # the same t in every set searched: every chain that long is refused
+            longest = int(refusal.get("chain_primes_from", 2))
+            queue = [x for x in queue if len(x.get("q_bits") or []) < longest]
             continue
         if rec is None or rec.status in STOP:
             break
@@ -347,30 +357,17 @@ def _search(w: Workload, need: Need, lib: str, space: list[dict], repeats: int, 
                 queue.insert(0, trimmed)  # the library's own count of log QP, not the ring's: the cut chain first
             else:
                 refused.add(spec["N"])
-        short = PRECISION_SHORT.search(why)
         # A cut chain's shortfall stays in its ring (the library built that scale there only cut), not a floor for
         # the next ring: OpenFHE on the MLP example, 12.3 bits at 2^37 at N = 8192, 15.5 at 2^38 at N = 16384.
-        if short and spec.get("scale_bits") and cut.get(spec.get("N")) != spec:
-            # at least a bit: a shortfall printed as "14.0 bits, below the required 14" would retry the same set
-            scale_floor = spec["scale_bits"] + max(1, math.ceil(float(short.group(2)) - float(short.group(1))))
+        if kind == "precision_short" and spec.get("scale_bits") and cut.get(spec.get("N")) != spec:
+            # at least a bit: a shortfall of "14.0 bits, below the required 14" would retry the same set
+            scale_floor = spec["scale_bits"] + max(1, math.ceil(float(refusal["need"]) - float(refusal["got"])))
             # The space steps the scale by 4 bits and may step over the scale the shortfall asks for
             # (34 short by 9: 43, between 42 and 46), which this ring may hold where 46 is refused.
             exact = at_scale(need, spec["N"], scale_floor) if not spec.get("key_switching") else None
             if exact and all(x.get("N") != spec["N"] or x.get("scale_bits") != scale_floor for x in queue):
                 queue.insert(0, exact)
     return c
-
-
-# OpenFHE's words (its LastPrime/PreviousPrime, by version) when it finds no prime of a size asked that is 1
-# modulo what its scheme needs (BGV under FIXEDMANUAL: 2N times t, about 34 bits at N = 8192 with t of 20, so
-# the chain's primes of that size or little more run out): the chain's smallest prime is the cause, and the
-# ring's chains whose smallest prime is no larger are skipped, not tried one by one.
-PRIME_UNMADE = re.compile(r"LastPrime overflow|overflow shrinking candidate|Requested \d+ bits, but returned", re.I)
-# OpenFHE BGV holds t in 32 bits where it makes its chain's primes (drivers/openfhe/contexts.py): a t of
-# 33 bits or more is refused on any chain of two primes or more, whatever the ring.
-T_TOO_WIDE = re.compile(r"with more than one prime needs t < 2\^32")
-# checks.py's words for a CKKS output short of its precision
-PRECISION_SHORT = re.compile(r"precision (-?[\d.]+) bits, below the required ([\d.]+)")
 
 
 def plaintext_text(spec: dict) -> str:

@@ -321,10 +321,19 @@ class RunResult(BaseModel):
     notes: list[str] = []
 
 
+class Refusal(BaseModel):
+    """Why a library refused a set, as a search reads it (PROTOCOL.md "Refusals"): a kind and its
+    numbers, beside the sentence a person reads, so that no search matches a library's words."""
+
+    model_config = ConfigDict(extra="allow")
+    kind: Literal["prime_unavailable", "t_too_wide", "precision_short"]
+
+
 class ErrorValue(BaseModel):
     kind: Literal["unsupported", "invalid_params", "insecure_params", "wrong_result",
                   "timeout", "crashed", "out_of_memory", "internal", "workload_error"]
     message: str
+    refusal: Refusal | None = None
 
 
 class Reply(BaseModel):

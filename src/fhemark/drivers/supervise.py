@@ -260,7 +260,8 @@ class Driver:
                                           f"(driver restarted)")
         if not reply.ok:
             err = reply.error
-            raise DriverError(err.kind if err else "internal", err.message if err else "error without detail")
+            raise DriverError(err.kind if err else "internal", err.message if err else "error without detail",
+                              err.refusal.model_dump() if err and err.refusal else None)
         result = reply.result or {}
         if kind in RESULTS:
             try:

@@ -131,7 +131,9 @@ def check_copy(job: Job, op: BenchOp, plain: Plain, vecs: dict, scalars: dict, o
             out.precision.append(c.precision_bits)
             out.max_error = max(out.max_error, c.max_abs_error or 0.0)
         if not c.passed:
-            raise DriverError("wrong_result", c.message + ("" if name == "z" else f" (output {name})"))
+            short = None if c.precision_bits is None or not math.isfinite(c.max_abs_error or 0.0) else \
+                {"kind": "precision_short", "got": round(c.precision_bits, 3), "need": job.policy.min_precision_bits}
+            raise DriverError("wrong_result", c.message + ("" if name == "z" else f" (output {name})"), short)
     if "z0" in outputs and "z0" not in expected:  # e.g. bootstrapping: how precise the input was
         before = check(plain, expected["z"], outputs["z0"].array(), 0.0)
         if before.precision_bits is not None:

@@ -134,7 +134,7 @@ def _security_entry(e: Estimate) -> dict[str, Any]:
 
 def _failure(base: dict, job: Job, op: BenchOp, prep: Prepared | DriverError, err: DriverError) -> dict:
     """The one record of a job that failed: its kind and message, and nothing measured."""
-    return {**base, "op": job.op, "title": op.title, "status": err.kind, "error": err.message,
+    return {**base, "op": job.op, "title": op.title, "status": err.kind, "error": err.message, "refusal": err.refusal,
             "check_passed": False if err.kind == "wrong_result" else None, "samples_ns": [],
             "median_ns": None, "ci95_ns": None, "noise_budget_bits": None, "precision_bits": None,
             "sizes_bytes": dict(prep.sizes) if isinstance(prep, Prepared) else {}, "peak_rss_bytes": None,

@@ -58,6 +58,7 @@ class Record(BaseModel):
     # the outcome
     status: Status
     error: str | None = None
+    refusal: dict[str, Any] | None = None  # a failure's kind and numbers as a search reads them (PROTOCOL.md "Refusals")
     check_passed: bool | None = None
     samples_ns: list[float] = []
     sample_process: list[int] = []
