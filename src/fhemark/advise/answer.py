@@ -60,6 +60,7 @@ def to_json(ans: Answer) -> dict:
                 "op": (c.workload or ans.workload).name, "routine": c.routine,
                 "median_ns": r.median_ns if r else None, "ci95_ns": r.ci95_ns if r else None,
                 "peak_rss_bytes": r.peak_rss_bytes if r else None,
+                "predicted_peak_bytes": c.predicted.bytes if c.predicted else None,  # before it was built (memory.py)
                 "eval_key_bytes": eval_key_bytes(r) if r else None,
                 "client_bytes": client_bytes(ans.workload, r) if r else None,
                 "margin": margin(c, ans.precision), "p_fail_log2": r.p_fail_log2 if r else None,

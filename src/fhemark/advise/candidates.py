@@ -12,6 +12,7 @@ from ..model.requirements import Requirements
 from ..model.workload import Workload
 from ..stats import FloorRatio
 from ..store.record import Record
+from .memory import Prediction
 from .recommend import amortised
 from .worst import Worst
 
@@ -34,6 +35,7 @@ class Candidate:
     routine: str | None = None           # its routines by: library | fhemark | horner, or a mix (None: none)
     levels_needed: int | None = None     # CKKS: with the library's routines' own levels (routines.py)
     pinned: bool = False                 # a set given (--at, expert.py), checked and measured, never searched from
+    predicted: Prediction | None = None  # its peak memory as predicted before it was built (memory.py)
 
     @property
     def label(self) -> str:

@@ -33,7 +33,7 @@ from ..model.workload import INT_SCHEMES, Workload, WorkloadRef
 from ..plan.suites import Case, Suite, add_workload
 from ..store.record import Record
 from ..store.sqlite import Store
-from . import measuring
+from . import measuring, memory
 from .advisor import MAX_TRIES, Need, at_scale, candidates, first_trimmed, key_switching_instead, short_of
 from .candidates import Answer, Candidate
 from .worst import Worst, probe
@@ -309,6 +309,7 @@ def _search(w: Workload, need: Need, lib: str, space: list[dict], repeats: int, 
     the library cannot hold on a chain (t_too_wide) skips every chain of `chain_primes_from` primes or more;
     and a CKKS set short of precision (precision_short) by d bits moves the scale up by at least d."""
     c = Candidate(lib, need.scheme, origin=origin)
+    shape = _shape(w, need.scheme)
     refused: set[int] = set()
     unmade: dict[int, int] = {}  # ring -> the largest smallest prime of a chain whose primes the library could not make
     switched: set[int] = set()  # rings searched under the library's other key switching (key_switching_instead)
@@ -325,6 +326,10 @@ def _search(w: Workload, need: Need, lib: str, space: list[dict], repeats: int, 
             continue  # its smallest prime is no larger than one the library could not make in this ring
         if spec.get("N") in switched and not spec.get("key_switching"):
             continue  # the ring's chains are queued switched
+        pred = memory.predict(lib, spec, *shape)
+        if too_large := memory.too_large(pred, memory.available()):
+            c.tried.append(f"{set_text(spec)}: {too_large}")
+            break  # the sets after it are larger: the same ring's longer chains, then larger rings
         say("searching parameters", f"{lib} {need.scheme} {set_text(spec)}", 1)
         why, rec = verify(w, need, lib, spec, repeats, db)
         refusal = rec.refusal if rec is not None and rec.status != "ok" else None
@@ -332,7 +337,7 @@ def _search(w: Workload, need: Need, lib: str, space: list[dict], repeats: int, 
             say("searching parameters", f"{lib} {need.scheme} {set_text(spec)}: the worst input")
             why, c.worst, refusal = hardest(w, need, lib, spec)
         if not why:
-            c.spec, c.verified = spec, True
+            c.spec, c.verified, c.predicted = spec, True, pred
             break
         c.tried.append(f"{set_text(spec)}: {why}")
         kind = (refusal or {}).get("kind")
@@ -368,6 +373,16 @@ def _search(w: Workload, need: Need, lib: str, space: list[dict], repeats: int, 
             if exact and all(x.get("N") != spec["N"] or x.get("scale_bits") != scale_floor for x in queue):
                 queue.insert(0, exact)
     return c
+
+
+def _shape(w: Workload | None, scheme: str) -> tuple[int, int]:
+    """What a set's memory depends on beside its sizes (memory.predict): the program's distinct rotation
+    keys and the ciphertexts it makes."""
+    if w is None:
+        return 0, 0
+    prog = w.program(scheme)
+    made = sum(1 for st in prog.steps if st["op"] not in ("encode", "decode", "decrypt"))
+    return len(derive(w, scheme).rotations), made
 
 
 def plaintext_text(spec: dict) -> str:

@@ -116,8 +116,10 @@ def _speed_header(ans: Answer) -> str:
 
 
 def _sizes(ans: Answer, c: Candidate) -> tuple[str, str, str]:
+    """Peak memory measured, with what was predicted before the set was built (advise/memory.py) beside it."""
     r = c.record
-    return fmt_bytes(r.peak_rss_bytes), fmt_bytes(eval_key_bytes(r)), fmt_bytes(client_bytes(ans.workload, r))
+    peak = fmt_bytes(r.peak_rss_bytes) + (f" (predicted {fmt_bytes(c.predicted.bytes)})" if c.predicted else "")
+    return peak, fmt_bytes(eval_key_bytes(r)), fmt_bytes(client_bytes(ans.workload, r))
 
 
 def _levels(ans: Answer, c: Candidate) -> str:

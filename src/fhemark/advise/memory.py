@@ -1,0 +1,95 @@
+"""A candidate set's peak memory, predicted before it is built, and checked against this machine's.
+
+A deep program's set at N = 2^16 or 2^17 can need more memory than the machine has (OpenFHE's
+bootstrapping preset about 21 GB); built, it ends in an out-of-memory kill after minutes of key
+generation. So the search predicts each set's peak from its sizes and excludes, with both figures,
+one that would not fit. The prediction:
+
+    peak = base + keys + values + working * ciphertext(Q·P)
+
+- keys: the public key and the relinearisation key, plus one Galois key per rotation the program
+  needs; a key-switching key holds dnum = ceil(L / K) digits of 2 polynomials over Q·P (HYBRID, the
+  search's sets), the public key 2 polynomials over Q·P;
+- values: every ciphertext the program makes, at the top level (the drivers keep a run's values until
+  it ends): 2 polynomials over Q;
+- working: the library's own working set, in ciphertexts over Q·P, and base, its process at rest: both
+  declared by its driver (capabilities.json `memory`, from measured peaks, see each driver's README).
+
+The margin (MARGIN) covers what the model leaves out; the closing note of each deep answer compares
+the prediction with the measured peak (the answer's peak memory column shows both)."""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from functools import lru_cache
+
+from ..locations import project_root
+
+# A set is built only where its predicted peak is at most this share of the memory available now.
+MARGIN = 0.8
+WORD = 8  # bytes per RNS coefficient
+
+
+@dataclass(frozen=True)
+class Prediction:
+    bytes: int
+    keys: int
+    values: int
+    working: int
+    base: int
+
+    def describe(self) -> str:
+        return (f"predicted peak {gb(self.bytes)} (keys {gb(self.keys)}, the program's values {gb(self.values)}, "
+                f"the library's working set {gb(self.working + self.base)})")
+
+
+def gb(n: float) -> str:
+    return f"{n / 2**30:.1f} GB"
+
+
+@lru_cache(maxsize=None)
+def declared(library: str) -> dict | None:
+    """The `memory` facts a library's driver declares (its capabilities snapshot); None where it declares none."""
+    path = project_root() / "protocol" / "capabilities" / f"{library.partition('@')[0]}.json"
+    if not path.is_file():
+        return None
+    return json.loads(path.read_text()).get("memory")
+
+
+def predict(library: str, spec: dict, rotations: int, ciphertexts: int) -> Prediction | None:
+    """The peak of a process running a program of `ciphertexts` ciphertext values and `rotations` distinct
+    rotation keys at an RLWE set `spec`; None for a library that declares no memory facts, or a preset."""
+    facts = declared(library)
+    if facts is None or not spec.get("q_bits"):
+        return None
+    n, q, p = spec["N"], len(spec["q_bits"]), len(spec.get("p_bits") or [])
+    ct_qp = 2 * n * (q + p) * WORD
+    dnum = math.ceil(q / p) if p else q  # BV (no P): one digit per prime, over Q alone
+    key = dnum * (2 * n * (q + p) * WORD if p else 2 * n * q * WORD)
+    keys = ct_qp + key * (1 + rotations)
+    values = ciphertexts * 2 * n * q * WORD
+    working = int(facts["working_qp_ciphertexts"] * ct_qp)
+    base = int(facts["base_bytes"])
+    return Prediction(base + keys + values + working, keys, values, working, base)
+
+
+def available() -> int | None:
+    """The memory available now (MemAvailable), None where the OS does not say."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        return None
+    return None
+
+
+def too_large(pred: Prediction | None, have: int | None) -> str:
+    """'' where the set fits this machine (or nothing can say); else why not, with the figures."""
+    if pred is None or have is None or pred.bytes <= MARGIN * have:
+        return ""
+    return (f"not built: {pred.describe()}, over {MARGIN:.0%} of the {gb(have)} this machine has available "
+            f"(a larger machine, or fewer levels: bootstrapping)")
