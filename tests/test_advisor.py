@@ -217,7 +217,7 @@ def _spread_world(monkeypatch, drawn: float, worst: float, offsets: dict[str, fl
                        error=None if ok else f"precision {bits:.1f} bits, below the required {asked:g} (max error 1e-6)",
                        refusal=None if ok else {"kind": "precision_short", "got": bits, "need": asked})]
 
-    def probe(w, scheme, library, spec, security, table):
+    def probe(w, scheme, library, spec, security, table, *budget):
         bits = worst + offsets["worst"]
         return Worst(32, Error(2.0 ** -bits, 2.0 ** -bits, "z"), "edge: x = 1 in every slot", {}, {})
     monkeypatch.setattr(chooser.measuring, "run_suite", run_suite)
@@ -327,3 +327,24 @@ def test_a_t_the_library_cannot_hold_on_a_chain_ends_the_search_of_chains_at_onc
         return "", record(status="ok", noise_budget_bits=9.0)
     c = searched(monkeypatch, fake_verify, need, "openfhe", space)
     assert tried == [(8192, 2), (16384, 1)] and c.verified and c.spec["q_bits"] == [60]
+
+
+def test_a_deep_set_s_verification_budgets_are_cut_to_a_time_and_say_by_how_much():
+    """At 35 s an evaluation (depth 40 at N = 2^16) the worst-input search's 32 evaluations would take 19
+    minutes a set and the measurement's 6 samples after 6 warm-ups 7: each is bounded by its budget, and what
+    was cut is said; a shallow set keeps the defaults."""
+    from fhemark.advise import choose as chooser
+    from fhemark.advise.candidates import Answer, Candidate
+    from fhemark.model.workload import Uniform, Workload
+
+    assert chooser.worst_budget(0.01) == ((chooser.EDGES, chooser.SEARCH), "")
+    (edges, search), cut = chooser.worst_budget(35.0)
+    assert (edges + search) * 35.0 <= chooser.WORST_BUDGET_S and edges + search >= 2 * chooser.ROUND
+    assert f"{edges + search} evaluations of the default 32" in cut and "35.0 s" in cut, cut
+    w = Workload("deep_t", lambda c: c.encrypted("x"), {"x": Uniform(-1, 1, length=4)}, schemes=("ckks",))
+    ans = Answer(w, {}, 20.0, 128, "hestd2018", [Candidate("lattigo", "ckks", verified=True, eval_s=0.02)])
+    assert chooser.measure_policy(ans) == ({**chooser.measuring.MEASURE, "mode": "latency"}, "")
+    ans.chosen.append(Candidate("openfhe", "ckks", verified=True, eval_s=35.0))
+    policy, cut = chooser.measure_policy(ans)
+    assert policy["min_samples"] == chooser.DEEP_MEASURE["min_samples"] and policy["warmup"] == 0
+    assert "the slowest evaluation takes 35.0 s" in cut, cut

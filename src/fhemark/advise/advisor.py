@@ -50,6 +50,7 @@ INT_MUL_EXTRA = 2     # bits per multiplication beyond log2(t) + log2(N)
 INT_FRESH = 12        # a fresh ciphertext's noise, in bits above log2(t)
 INT_STEP = 20         # a rejected BFV/BGV chain grows by this many bits
 MAX_TRIES = 8         # candidates per library before giving up
+DIGITS = 8            # a chain longer than this switches keys in about this many digits (`special`)
 # A set passes with at least this much to spare (CKKS precision above the requirement, BFV/BGV noise
 # budget left): a set that passes by a tenth of a bit fails on the next run's keys.
 MARGIN_BITS = 1.0
@@ -68,6 +69,7 @@ class Need:
     # The ring sizes searched: those the library declares it builds (`for_library`); a question asked of
     # no library in particular (the default), every ring some library here declares (`every_ring`).
     rings: tuple[int, ...] = ()
+    special_most: int | None = None  # the most special primes the library takes (its limits; None: any)
 
     def __post_init__(self) -> None:
         if not self.rings:
@@ -77,7 +79,7 @@ class Need:
         """The same requirement searched in the rings `library` declares for its scheme (a driver that
         declares none, as the tests' fakes: every ring, as for no library in particular)."""
         lim = ring_limits(library, self.scheme)
-        return replace(self, rings=lim.rings() if lim else ())
+        return replace(self, rings=lim.rings() if lim else (), special_most=lim.special_primes if lim else None)
 
     def for_libraries(self, libraries: list[str]) -> Need:
         """Searched in every ring one of `libraries` declares (none given: as for no library in particular)."""
@@ -138,7 +140,7 @@ def candidates(need: Need) -> Iterator[dict]:
                 scale += 4
         else:
             total = _first_int_chain(need, n)
-            while (p := special(_split(total), limit)) is not None:
+            while (p := special(_split(total), limit, need.special_most)) is not None:
                 yield {"N": n, "q_bits": _split(total), "p_bits": p, "t_bits": need.plain_bits}
                 total += INT_STEP
 
@@ -149,15 +151,26 @@ def at_scale(need: Need, n: int, scale: int) -> dict | None:
     if scale > MAX_PRIME - 2 or scale + need.magnitude_bits + 2 > MAX_PRIME:
         return None
     q = ckks_chain(need, scale)
-    p = special(q, _bound(n, need))
+    p = special(q, _bound(n, need), need.special_most)
     return None if p is None else {"N": n, "q_bits": q, "p_bits": p, "scale_bits": scale}
 
 
-def special(q: list[int], limit: int) -> list[int] | None:
-    """The special prime for a chain in a ring whose security allows `limit` bits of log QP: 60 bits
-    where they fit; else one as large as the chain's largest prime (SEAL's own rule: its 128-bit
+def special(q: list[int], limit: int, most: int | None = None) -> list[int] | None:
+    """The special primes for a chain in a ring whose security allows `limit` bits of log QP: one of 60
+    bits where it fits; else one as large as the chain's largest prime (SEAL's own rule: its 128-bit
     default at N = 4096 is q 36+36, P 37), so that a chain the ring can hold is tried there before
-    the ring is left. None: the ring cannot hold the chain."""
+    the ring is left. None: the ring cannot hold the chain.
+
+    A chain of more than DIGITS primes, for a library that takes several special primes (`most`: the
+    most it declares, None for any), gets as many 60-bit primes as cover a digit of ceil(L / DIGITS)
+    primes, fewer where the ring cannot hold them: with one, every key switch of a depth-40 chain
+    works in 41 digits, and its key of 41 digits at N = 2^16 holds 1.8 GB where P of 4 primes
+    (the issue's hand set, q 60 + 40 x 35, P 4 x 60) keeps about 10."""
+    if len(q) > DIGITS and (most is None or most > 1):
+        digit = sum(sorted(q, reverse=True)[:math.ceil(len(q) / DIGITS)])
+        for m in range(min(math.ceil(digit / SPECIAL_BITS), most or len(q)), 1, -1):
+            if sum(q) + m * SPECIAL_BITS <= limit:
+                return [SPECIAL_BITS] * m
     if sum(q) + SPECIAL_BITS <= limit:
         return [SPECIAL_BITS]
     return [max(q)] if sum(q) + max(q) <= limit else None

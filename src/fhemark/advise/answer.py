@@ -72,6 +72,7 @@ def to_json(ans: Answer) -> dict:
                 **({"batch": r.batch, "throughput_per_s": r.throughput_per_s, "throughput_ci95": r.throughput_ci95}
                    if r and r.batch is not None else {}),  # a throughput measurement's
                 "job_key": r.job_key if r else None, "status": r.status if r else None, "rejected_smaller": c.tried,
+                "budgets_reduced": c.reduced,
                 "worst_input": ({**c.worst.to_json(), "file": c.worst_file, "inputs": None, "scalars": None}
                                 if c.worst else None)}
     return {"workload": ans.workload.name, "source": ans.workload.source,
@@ -85,6 +86,7 @@ def to_json(ans: Answer) -> dict:
             "candidates": [cand(c) for c in ans.ranked()],
             "excluded": [{**cand(c), "reason": _why_excluded(c)} for c in ans.excluded()],
             "shared": [cand(c) for c in ans.shared if c.record], "impossible": ans.impossible,
+            "budgets_reduced": ans.reduced,
             "run_id": ans.run_id}
 
 

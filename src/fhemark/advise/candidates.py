@@ -36,6 +36,8 @@ class Candidate:
     levels_needed: int | None = None     # CKKS: with the library's routines' own levels (routines.py)
     pinned: bool = False                 # a set given (--at, expert.py), checked and measured, never searched from
     predicted: Prediction | None = None  # its peak memory as predicted before it was built (memory.py)
+    eval_s: float | None = None          # one evaluation of the program at `spec`, as the search's runs measured it
+    reduced: list[str] = field(default_factory=list)  # what its verification's budgets were cut to, and why
 
     @property
     def label(self) -> str:
@@ -63,6 +65,7 @@ class Answer:
     threads: int = 1                     # the measurement's thread count (the search runs on one)
     objective: str = "latency"           # or throughput: measured k at once, ranked by the host's rate
     impossible: dict[str, str] = field(default_factory=dict)  # scheme -> why no ring here holds the program
+    reduced: list[str] = field(default_factory=list)  # the measurement's budgets cut for deep sets, and by how much
 
     def timed(self, c: Candidate) -> Record:
         """What ranks a candidate: its record, or under the throughput objective its record costed at

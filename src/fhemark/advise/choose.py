@@ -36,7 +36,7 @@ from ..store.sqlite import Store
 from . import measuring, memory
 from .advisor import MAX_TRIES, Need, at_scale, candidates, first_trimmed, key_switching_instead, short_of
 from .candidates import Answer, Candidate
-from .worst import Worst, probe
+from .worst import EDGES, ROUND, SEARCH, Worst, probe
 
 # Larger sets will not help: the library lacks an op, fails on its own, or the program is wrong for it
 # (internal: e.g. a scale mismatch the program made, which no parameter set changes; workload_error: the
@@ -174,13 +174,15 @@ def verify(w: Workload, need: Need, library: str, spec: dict, repeats: int,
     return "", rec
 
 
-def hardest(w: Workload, need: Need, library: str, spec: dict) -> tuple[str, Worst | None, dict | None]:
+def hardest(w: Workload, need: Need, library: str, spec: dict,
+            budget: tuple[int, int] = (EDGES, SEARCH)) -> tuple[str, Worst | None, dict | None]:
     """'' when the worst input found at `spec` (worst.py: the edges of the inputs' box, then a short
-    search) still checks (CKKS: the precision asked, WORST_MARGIN being none; BFV/BGV: exact); else why not,
-    with the refusal the search's steering reads where it is short of precision (as a record's would be)."""
+    search, `budget` evaluations of each) still checks (CKKS: the precision asked, WORST_MARGIN being none;
+    BFV/BGV: exact); else why not, with the refusal the search's steering reads where it is short of
+    precision (as a record's would be)."""
     if need.scheme in INT_SCHEMES:
         return "", None, None
-    found = probe(w, need.scheme, library, spec, need.security, need.table)
+    found = probe(w, need.scheme, library, spec, need.security, need.table, *budget)
     if isinstance(found, str):
         return f"the worst input search failed: {found}", None, None
     if found.error.wrong:
@@ -192,6 +194,41 @@ def hardest(w: Workload, need: Need, library: str, spec: dict) -> tuple[str, Wor
                 f"{found.error.abs_error:.3g} in {found.error.output})"), found, \
             {"kind": "precision_short", "got": found.precision_bits, "need": want}
     return "", found, None
+
+
+# A deep set's evaluation takes seconds (depth 40 at N = 2^16: about half a minute): the worst-input search's
+# EDGES + SEARCH evaluations and the measurement's samples would take hours a set. Each is bounded by a time,
+# from the evaluation time the search's runs measured, and the answer says what was cut and by how much.
+WORST_BUDGET_S = 300.0   # the worst-input search of one set
+MEASURE_BUDGET_S = 300.0  # the measurement of one set
+DEEP_MEASURE = {"warmup": 0, "min_samples": 4, "max_samples": 4, "processes": 2, "rounds": 2}
+
+
+def worst_budget(eval_s: float | None) -> tuple[tuple[int, int], str]:
+    """The worst-input search's (edges, search) evaluations for a set whose evaluation takes `eval_s`,
+    and '' or what was cut."""
+    full = EDGES + SEARCH
+    if not eval_s or eval_s * full <= WORST_BUDGET_S:
+        return (EDGES, SEARCH), ""
+    n = max(2 * ROUND, int(WORST_BUDGET_S / eval_s) // ROUND * ROUND)
+    edges = n // 2
+    return (edges, n - edges), (f"worst-input search: {n} evaluations of the default {full} ({edges} at the edges, "
+                                f"{n - edges} searched; an evaluation takes {eval_s:.1f} s, the budget {WORST_BUDGET_S:.0f} s)")
+
+
+def measure_policy(ans: Answer) -> tuple[dict, str]:
+    """The measurement's policy, and '' or what was cut where the slowest verified set's evaluation would
+    take its samples past MEASURE_BUDGET_S."""
+    policy = {**measuring.MEASURE, "mode": ans.objective}
+    slowest = max((c.eval_s or 0.0 for c in ans.chosen if c.verified), default=0.0)
+    full = policy["min_samples"] + policy["warmup"] * policy["processes"] * policy["rounds"]
+    if slowest * full <= MEASURE_BUDGET_S:
+        return policy, ""
+    deep = {**policy, **DEEP_MEASURE}
+    return deep, (f"measurement: {deep['min_samples']} samples a set in {deep['processes']} processes x "
+                  f"{deep['rounds']} rounds, no warm-up, where the default takes at least {policy['min_samples']} "
+                  f"after {policy['warmup']} warm-up a slice (the slowest evaluation takes {slowest:.1f} s, the "
+                  f"budget {MEASURE_BUDGET_S:.0f} s a set)")
 
 
 def refusal_of(rec: Record | None) -> str | None:
@@ -334,8 +371,11 @@ def _search(w: Workload, need: Need, lib: str, space: list[dict], repeats: int, 
         why, rec = verify(w, need, lib, spec, repeats, db)
         refusal = rec.refusal if rec is not None and rec.status != "ok" else None
         if not why:
-            say("searching parameters", f"{lib} {need.scheme} {set_text(spec)}: the worst input")
-            why, c.worst, refusal = hardest(w, need, lib, spec)
+            c.eval_s = rec.median_ns / 1e9 if rec is not None and rec.median_ns else None
+            budget, smaller = worst_budget(c.eval_s)
+            say("searching parameters", f"{lib} {need.scheme} {set_text(spec)}: the worst input, {sum(budget)} evaluations")
+            why, c.worst, refusal = hardest(w, need, lib, spec, budget)
+            c.reduced = [smaller] if smaller else []
         if not why:
             c.spec, c.verified, c.predicted = spec, True, pred
             break
@@ -434,7 +474,9 @@ def _measure(ans: Answer, store: Store | None, say: Callable[..., None]) -> None
     need = Need("ckks", 0, ans.precision, None, 1, ans.security, ans.table)
     say("measuring", f"{len(cases)} sets, every sample checked", 0, len(cases))
     libs = sorted({c.libraries[0] for c in cases})
-    policy = {**measuring.MEASURE, "mode": ans.objective}
+    policy, cut = measure_policy(ans)
+    if cut:
+        ans.reduced.append(cut)
     recs = measuring.run_suite(_suite(w, need, cases, policy, ans.threads, ways=[c.workload for c in ok]), libs, store,
                      progress=lambda what: say("measuring", what, 1))  # one job a set: one op, one library
     ans.run_id = recs[0].run_id if recs else None

@@ -25,6 +25,7 @@ class RingLimits:
     log_n_min: int
     log_n_max: int
     max_prime_bits: int = 60
+    special_primes: int | None = None  # the most special primes it takes (SEAL, TenSEAL: 1); None: any
 
     def rings(self) -> tuple[int, ...]:
         """The ring sizes a search offers this library, smallest first: those it builds that the tables judge."""
@@ -47,5 +48,6 @@ def ring_limits(library: str, scheme: str) -> RingLimits | None:
     lim = declared(library).get(scheme) or {}
     if "log_n_max" not in lim:
         return None
+    most = lim.get("special_primes")
     return RingLimits(library, scheme, int(lim.get("log_n_min", 1)), int(lim["log_n_max"]),
-                      int(lim.get("max_prime_bits", 60)))
+                      int(lim.get("max_prime_bits", 60)), int(most) if most is not None else None)

@@ -263,6 +263,11 @@ def print_answer(ans: Answer, console: Console) -> None:
         for c in ranked:
             if c.snippet:
                 console.print(f"{c.label} ({c.origin}): {escape(c.snippet)}", highlight=False)
+        for c in ranked:
+            for cut in c.reduced:
+                console.print(f"{c.label}: reduced {escape(cut)}", highlight=False)
+        for cut in ans.reduced:
+            console.print(f"reduced {escape(cut)}", highlight=False)
     measured_shared = [c for c in ans.shared if c.record and c.record.status == "ok"]
     if measured_shared:
         _ranking(ans, sorted(measured_shared, key=lambda c: ans.timed(c).median_ns),
