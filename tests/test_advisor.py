@@ -348,3 +348,24 @@ def test_a_deep_set_s_verification_budgets_are_cut_to_a_time_and_say_by_how_much
     policy, cut = chooser.measure_policy(ans)
     assert policy["min_samples"] == chooser.DEEP_MEASURE["min_samples"] and policy["warmup"] == 0
     assert "the slowest evaluation takes 35.0 s" in cut, cut
+
+
+def test_the_search_begins_no_set_after_its_budget(monkeypatch):
+    """--budget: a set not begun when the budget is spent is not tried, and the row says why."""
+    import time
+
+    from fhemark.advise import choose as chooser
+    from made_records import record
+    space = [{"N": n, "q_bits": [50, 40], "p_bits": [60], "scale_bits": 40} for n in (8192, 16384)]
+    tried = []
+
+    def fake_verify(w, need, lib, spec, repeats, db):
+        tried.append(spec["N"])
+        return "wrong_result: 3 of 8 slots wrong", record(status="wrong_result")
+    monkeypatch.setattr(chooser, "verify", fake_verify)
+    c = chooser._search(None, Need("ckks", 1, 20.0), "lib", space, 1, None, lambda *a: None,
+                        deadline=time.monotonic() + 3600)
+    assert tried == [8192, 16384] and not c.verified
+    tried.clear()
+    c = chooser._search(None, Need("ckks", 1, 20.0), "lib", space, 1, None, lambda *a: None, deadline=time.monotonic() - 1)
+    assert tried == [] and "--budget was spent" in c.tried[0]

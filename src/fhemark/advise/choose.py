@@ -22,6 +22,7 @@ library runs it correctly at, proven by running it, then measured side by side a
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import replace
 from typing import Callable
 
@@ -254,7 +255,7 @@ def choose(w: Workload, libraries: dict[str, tuple[str, ...]], precision: float 
            say: Callable[..., None] = lambda stage, what, sets=0, total=None: None,
            auto: Callable[[str, Need, dict | None], dict | None] | None = None, threads: int = 1,
            objective: str = "latency", polynomial: tuple[str, ...] = (),
-           at: tuple[tuple[str, str, dict], ...] = ()) -> Answer:
+           at: tuple[tuple[str, str, dict], ...] = (), budget_s: float | None = None) -> Answer:
     """`libraries`: each available library and the schemes it offers; `threads`: the cores the
     answer is for (the measurement runs at that count; whether a set is correct does not depend on it);
     `objective`: latency (one evaluation alone) or throughput (the measurement in throughput mode);
@@ -262,7 +263,9 @@ def choose(w: Workload, libraries: dict[str, tuple[str, ...]], precision: float 
     `say(stage, what, sets, total)`: where it is; `sets` 1 for a set the search begins or the measurement
     has finished, `total` the sets the measurement will take (the search's is unknown: it stops at a pass);
     `polynomial`: the ways to evaluate the program's polynomials, each searched and ranked (ways.WAYS;
-    none: as the program wrote them)."""
+    none: as the program wrote them); `budget_s`: the search's time (no set is begun after it; what it
+    verified is measured)."""
+    deadline = time.monotonic() + budget_s if budget_s else None
     reqs = for_all(w)
     prec = float(precision if precision is not None else w.precision_bits)
     ans = Answer(w, reqs, prec, security, table, [], threads=threads, objective=objective)
@@ -278,7 +281,7 @@ def choose(w: Workload, libraries: dict[str, tuple[str, ...]], precision: float 
             if scheme not in schemes:
                 continue
             for v in dict.fromkeys(ways.named(w, polynomial=p) for p in polynomial or (None,)):
-                ans.chosen += _on(v, lib, scheme, prec, security, table, repeats, verify_db, say, auto)
+                ans.chosen += _on(v, lib, scheme, prec, security, table, repeats, verify_db, say, auto, deadline)
     for origin, scheme, spec in at:  # `at`: (origin, scheme, set) given as they are (expert.pinned)
         for lib in (lib for lib, schemes in libraries.items() if scheme in schemes and scheme in reqs):
             ans.chosen.append(_pinned(w, lib, scheme, spec, origin, prec, security, table, repeats, verify_db, say))
@@ -290,7 +293,8 @@ def choose(w: Workload, libraries: dict[str, tuple[str, ...]], precision: float 
 
 
 def _on(v: Workload, lib: str, scheme: str, prec: float, security: int, table: str, repeats: int, db: Store | None,
-        say: Callable[..., None], auto: Callable[[str, Need, dict | None], dict | None] | None) -> list[Candidate]:
+        say: Callable[..., None], auto: Callable[[str, Need, dict | None], dict | None] | None,
+        deadline: float | None = None) -> list[Candidate]:
     """`v` searched on `lib` with the levels the library's own routines consume (routines.py: OpenFHE's
     EvalPoly more than the tree's), and where the library lacks a routine the program calls, fhemark's
     program of primitives in its place (ways.py); then the library's own choice of parameters."""
@@ -304,17 +308,17 @@ def _on(v: Workload, lib: str, scheme: str, prec: float, security: int, table: s
     if not space:
         return [Candidate(lib, scheme, origin=origin, tried=[f"no ring {lib} builds holds it: {short_of(need, lib + ' builds')}"],
                           workload=v, routine=by, levels_needed=need.depth)]
-    c = _search(v, need, lib, space, repeats, db, say, origin=origin)
+    c = _search(v, need, lib, space, repeats, db, say, origin=origin, deadline=deadline)
     if not c.verified and v.native and c.tried and ": unsupported: " in c.tried[-1] and by and "library" in by:
         say("searching parameters", f"{lib} {scheme}: fhemark's routines in place of the library's")
-        instead = _on(ways.named(v, native=False), lib, scheme, prec, security, table, repeats, db, say, auto)
+        instead = _on(ways.named(v, native=False), lib, scheme, prec, security, table, repeats, db, say, auto, deadline)
         instead[0].tried[:0] = [f"the library's routine: {why}" for why in c.tried]
         return instead
     out = [c]
     extra = auto(lib, need, c.spec) if auto is not None else None  # None: the library offers none
     if extra and extra not in space:
         say("searching parameters", f"{lib} {scheme}: the library's own choice N = {extra['N']}")
-        out.append(_search(v, need, lib, [extra], repeats, db, say, origin=f"{lib}-auto"))
+        out.append(_search(v, need, lib, [extra], repeats, db, say, origin=f"{lib}-auto", deadline=deadline))
     for x in out:
         x.workload, x.routine, x.levels_needed = v, by, need.depth
     return out
@@ -335,8 +339,9 @@ def _pinned(w: Workload, lib: str, scheme: str, spec: dict, origin: str, prec: f
 
 
 def _search(w: Workload, need: Need, lib: str, space: list[dict], repeats: int, db: Store | None,
-            say: Callable[..., None], origin: str = "search") -> Candidate:
-    """The first set of `space` the program passes at. What a failure measured steers the search:
+            say: Callable[..., None], origin: str = "search", deadline: float | None = None) -> Candidate:
+    """The first set of `space` the program passes at, none begun after `deadline` (time.monotonic(): the
+    search's --budget). What a failure measured steers the search:
     a ring the library refuses as insecure is left for the next one, unless the refusal was the
     library's own key switching's (OpenFHE's HYBRID special primes: key_switching_instead), where the
     same chain is tried under its other key switching, and the ring's larger chains with it, or a CKKS
@@ -356,6 +361,9 @@ def _search(w: Workload, need: Need, lib: str, space: list[dict], repeats: int, 
     while queue:
         spec = queue.pop(0)
         if len(c.tried) >= MAX_TRIES:
+            break
+        if deadline is not None and time.monotonic() > deadline:
+            c.tried.append(f"{set_text(spec)} and larger: not tried, the search's --budget was spent")
             break
         if spec.get("N") in refused or (spec.get("scale_bits") or 0) < scale_floor:
             continue

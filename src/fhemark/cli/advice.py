@@ -134,6 +134,8 @@ def choose_cmd(file: Path = typer.Argument(..., help="your workload file (Python
                library: list[str] = typer.Option(None, help="only these libraries (repeatable)"),
                scheme: list[str] = typer.Option(None, help="only these of the workload's schemes (repeatable)"),
                repeats: int = typer.Option(3, min=1, max=20, help="fresh-key runs of the program a set must pass"),
+               budget: float = typer.Option(None, "--budget", min=0.1, help="minutes the search may take: no set is "
+                                            "begun after them, and what it verified is measured (deep programs)"),
                threads: int = typer.Option(1, min=1, max=1024, help="the cores you deploy on: the measurement runs the "
                                                                      "libraries at this thread count"),
                objective: str = typer.Option("latency", help="latency (one evaluation alone) or throughput (evaluations "
@@ -211,11 +213,13 @@ def choose_cmd(file: Path = typer.Argument(..., help="your workload file (Python
     store, search_store = Store(store_path), Store(verify_db) if verify_db else None
     print_requirements(w.name, for_all(w), console)
     with Progress(*_choose_columns(), console=err_console, transient=True) as progress:
-        task = progress.add_task("searching parameters", total=None, last="", since=None)
+        task = progress.add_task("searching parameters", total=None, last="", since=None,
+                                 deadline=time.monotonic() + budget * 60 if budget else None)
         try:
             answer = chooser.choose(w, libs, precision, security, table, repeats, store, search_store,
                                     say=_say(progress, task), auto=auto_params if auto else None, threads=threads,
-                                    objective=objective, polynomial=tuple(dict.fromkeys(polynomial or ())), at=given)
+                                    objective=objective, polynomial=tuple(dict.fromkeys(polynomial or ())), at=given,
+                                    budget_s=budget * 60 if budget else None)
         except KeyboardInterrupt:
             progress.stop()
             err_console.print(f"interrupted: nothing was chosen; measurements finished so far are in {store_path}",
@@ -279,7 +283,9 @@ class _Left(ProgressColumn):
     predict the rest (larger rings run slower: an estimate, said as one). The search's is unknown."""
 
     def render(self, task: Task) -> Text:
-        since, done = task.fields.get("since"), task.completed
+        since, done, deadline = task.fields.get("since"), task.completed, task.fields.get("deadline")
+        if task.total is None and deadline is not None:  # the search, under --budget
+            return Text(f"{timedelta(seconds=max(0, round(deadline - time.monotonic())))} of the budget left")
         if task.total is None or since is None or not done or done >= task.total:
             return Text("")
         left = (time.monotonic() - since) / done * (task.total - done)
