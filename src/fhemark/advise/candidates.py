@@ -38,6 +38,7 @@ class Candidate:
     predicted: Prediction | None = None  # its peak memory as predicted before it was built (memory.py)
     eval_s: float | None = None          # one evaluation of the program at `spec`, as the search's runs measured it
     reduced: list[str] = field(default_factory=list)  # what its verification's budgets were cut to, and why
+    last_status: str | None = None       # the status of the last set the search tried (None: not run, or passed)
 
     @property
     def label(self) -> str:

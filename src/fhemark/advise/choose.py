@@ -309,7 +309,7 @@ def _on(v: Workload, lib: str, scheme: str, prec: float, security: int, table: s
         return [Candidate(lib, scheme, origin=origin, tried=[f"no ring {lib} builds holds it: {short_of(need, lib + ' builds')}"],
                           workload=v, routine=by, levels_needed=need.depth)]
     c = _search(v, need, lib, space, repeats, db, say, origin=origin, deadline=deadline)
-    if not c.verified and v.native and c.tried and ": unsupported: " in c.tried[-1] and by and "library" in by:
+    if not c.verified and v.native and c.last_status == "unsupported" and by and "library" in by:
         say("searching parameters", f"{lib} {scheme}: fhemark's routines in place of the library's")
         instead = _on(ways.named(v, native=False), lib, scheme, prec, security, table, repeats, db, say, auto, deadline)
         instead[0].tried[:0] = [f"the library's routine: {why}" for why in c.tried]
@@ -388,6 +388,7 @@ def _search(w: Workload, need: Need, lib: str, space: list[dict], repeats: int, 
             c.spec, c.verified, c.predicted = spec, True, pred
             break
         c.tried.append(f"{set_text(spec)}: {why}")
+        c.last_status = rec.status if rec is not None else None
         kind = (refusal or {}).get("kind")
         if why.startswith(NOT_PLANNED):
             continue  # a larger ring may hold what this one could not
