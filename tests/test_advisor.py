@@ -369,3 +369,24 @@ def test_the_search_begins_no_set_after_its_budget(monkeypatch):
     tried.clear()
     c = chooser._search(None, Need("ckks", 1, 20.0), "lib", space, 1, None, lambda *a: None, deadline=time.monotonic() - 1)
     assert tried == [] and "--budget was spent" in c.tried[0]
+
+
+def test_a_shortfall_asking_a_scale_the_ring_cannot_hold_tries_the_ring_s_largest_first(monkeypatch):
+    """OpenFHE at depth 40: 19.6 bits at 2^39 at N = 2^16 against 22 asks 2^42, which only 2^17 holds (and
+    this machine's memory does not); the ring's largest scale, 2^41, is tried before the ring is left."""
+    from made_records import record
+
+    from fhemark.advise.advisor import at_scale
+    need = Need("ckks", 40, 20.0, None, 16).for_library("openfhe")
+    space = [at_scale(need, 65536, 39), at_scale(need, 131072, 42)]
+    assert at_scale(need, 65536, 42) is None and at_scale(need, 65536, 41) is not None
+    tried = []
+
+    def fake_verify(w, need, lib, spec, repeats, db):
+        tried.append((spec["N"], spec["scale_bits"]))
+        if spec["scale_bits"] == 39:
+            return "wrong_result: short", record(status="wrong_result",
+                                                 refusal={"kind": "precision_short", "got": 19.6, "need": 22.0})
+        return "", record(status="ok", precision_bits=22.5)
+    c = searched(monkeypatch, fake_verify, need, "openfhe", space)
+    assert tried == [(65536, 39), (65536, 41)] and c.spec["N"] == 65536, tried

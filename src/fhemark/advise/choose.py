@@ -419,7 +419,14 @@ def _search(w: Workload, need: Need, lib: str, space: list[dict], repeats: int, 
             # The space steps the scale by 4 bits and may step over the scale the shortfall asks for
             # (34 short by 9: 43, between 42 and 46), which this ring may hold where 46 is refused.
             exact = at_scale(need, spec["N"], scale_floor) if not spec.get("key_switching") else None
-            if exact and all(x.get("N") != spec["N"] or x.get("scale_bits") != scale_floor for x in queue):
+            if exact is None and not spec.get("key_switching"):
+                # The ring cannot hold the scale asked: its largest scale above this set's is tried before the
+                # ring is left (a shortfall's step is an estimate: OpenFHE at depth 40, N = 2^16, 19.6 bits at
+                # 2^39 asked 2^42, which only 2^17 holds, where 2^41 was the ring's last word).
+                exact = next((x for s in range(scale_floor - 1, spec["scale_bits"], -1)
+                              if (x := at_scale(need, spec["N"], s)) is not None), None)
+                scale_floor = exact["scale_bits"] if exact else scale_floor
+            if exact and all(x.get("N") != spec["N"] or x.get("scale_bits") != exact["scale_bits"] for x in queue):
                 queue.insert(0, exact)
     return c
 

@@ -10,8 +10,8 @@ one that would not fit. The prediction:
 - keys: the public key and the relinearisation key, plus one Galois key per rotation the program
   needs; a key-switching key holds dnum = ceil(L / K) digits of 2 polynomials over Q·P (HYBRID, the
   search's sets), the public key 2 polynomials over Q·P;
-- values: every ciphertext the program makes, at the top level (the drivers keep a run's values until
-  it ends): 2 polynomials over Q;
+- values: every ciphertext the program makes (the drivers keep a run's values until it ends): 2
+  polynomials over half the chain, as a deep program's values descend it;
 - working: the library's own working set, in ciphertexts over Q·P, and base, its process at rest: both
   declared by its driver (capabilities.json `memory`, from measured peaks, see each driver's README).
 
@@ -69,7 +69,7 @@ def predict(library: str, spec: dict, rotations: int, ciphertexts: int) -> Predi
     dnum = math.ceil(q / p) if p else q  # BV (no P): one digit per prime, over Q alone
     key = dnum * (2 * n * (q + p) * WORD if p else 2 * n * q * WORD)
     keys = ct_qp + key * (1 + rotations)
-    values = ciphertexts * 2 * n * q * WORD
+    values = ciphertexts * 2 * n * (q // 2 + 1) * WORD  # a deep program's values descend the chain: half-way on average
     working = int(facts["working_qp_ciphertexts"] * ct_qp)
     base = int(facts["base_bytes"])
     return Prediction(base + keys + values + working, keys, values, working, base)
