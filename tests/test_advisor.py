@@ -333,20 +333,21 @@ def test_a_deep_set_s_verification_budgets_are_cut_to_a_time_and_say_by_how_much
     """At 35 s an evaluation (depth 40 at N = 2^16) the worst-input search's 32 evaluations would take 19
     minutes a set and the measurement's 6 samples after 6 warm-ups 7: each is bounded by its budget, and what
     was cut is said; a shallow set keeps the defaults."""
-    from fhemark.advise import choose as chooser
+    from fhemark.advise import budgets
+    from fhemark.advise.worst import EDGES, ROUND, SEARCH
     from fhemark.advise.candidates import Answer, Candidate
     from fhemark.model.workload import Uniform, Workload
 
-    assert chooser.worst_budget(0.01) == ((chooser.EDGES, chooser.SEARCH), "")
-    (edges, search), cut = chooser.worst_budget(35.0)
-    assert (edges + search) * 35.0 <= chooser.WORST_BUDGET_S and edges + search >= 2 * chooser.ROUND
+    assert budgets.worst_budget(0.01) == ((EDGES, SEARCH), "")
+    (edges, search), cut = budgets.worst_budget(35.0)
+    assert (edges + search) * 35.0 <= budgets.WORST_BUDGET_S and edges + search >= 2 * ROUND
     assert f"{edges + search} evaluations of the default 32" in cut and "35.0 s" in cut, cut
     w = Workload("deep_t", lambda c: c.encrypted("x"), {"x": Uniform(-1, 1, length=4)}, schemes=("ckks",))
     ans = Answer(w, {}, 20.0, 128, "hestd2018", [Candidate("lattigo", "ckks", verified=True, eval_s=0.02)])
-    assert chooser.measure_policy(ans) == ({**chooser.measuring.MEASURE, "mode": "latency"}, "")
+    assert budgets.measure_policy(ans) == ({**budgets.measuring.MEASURE, "mode": "latency"}, "")
     ans.chosen.append(Candidate("openfhe", "ckks", verified=True, eval_s=35.0))
-    policy, cut = chooser.measure_policy(ans)
-    assert policy["min_samples"] == chooser.DEEP_MEASURE["min_samples"] and policy["warmup"] == 0
+    policy, cut = budgets.measure_policy(ans)
+    assert policy["min_samples"] == budgets.DEEP_MEASURE["min_samples"] and policy["warmup"] == 0
     assert "the slowest evaluation takes 35.0 s" in cut, cut
 
 

@@ -76,9 +76,10 @@ def test_choose_asks_every_library_and_ranks_its_choice_by_name(monkeypatch):
 
     def fake_auto(lib, need, found):
         asked.append((lib, need.scheme, found["N"]))
-        return {**found, "N": 65536} if lib == "b" else (found if lib == "c" else None)  # c: a set already tried
+        # b: a set the search does not build (its own special prime); c: a set already tried
+        return {**found, "p_bits": [61]} if lib == "b" else (found if lib == "c" else None)
 
-    def fake_search(w, need, lib, space, repeats, db, say, origin="search"):
+    def fake_search(w, need, lib, space, repeats, db, say, origin="search", deadline=None):
         return chooser.Candidate(lib, need.scheme, space[0], origin, verified=True)
     monkeypatch.setattr(chooser, "_search", fake_search)
     monkeypatch.setattr(chooser, "_measure", lambda ans, store, say: None)
@@ -87,4 +88,4 @@ def test_choose_asks_every_library_and_ranks_its_choice_by_name(monkeypatch):
     assert [lib for lib, _, _ in asked] == ["a", "b", "c"] and {s for _, s, _ in asked} == {"ckks"}
     assert [(c.library, c.origin) for c in ans.chosen] == [("a", "search"), ("b", "search"), ("b", "b-auto"),
                                                           ("c", "search")]
-    assert ans.chosen[2].spec["N"] == 65536
+    assert ans.chosen[2].spec["p_bits"] == [61]

@@ -10,7 +10,8 @@ from ..errors import UserError
 from ..model.requirements import Requirements
 from ..model.workload import Workload
 from ..store.record import Record
-from .choose import Answer, Candidate, margin, set_text
+from .candidates import set_text
+from .choose import Answer, Candidate, margin
 
 EVAL_KEYS = ("relin_keys", "galois_keys", "server_key", "bootstrapping_key", "keyswitching_key")
 

@@ -102,3 +102,22 @@ def verified_specs(ans: Answer, library: str, scheme: str = "ckks") -> list[dict
 def passed(c: Candidate) -> bool:
     r = c.record
     return c.verified and r is not None and r.status == "ok" and r.median_ns is not None
+
+
+def plaintext_text(spec: dict) -> str:
+    """A set's plaintext side: t's bits (BFV/BGV) or the scale (CKKS)."""
+    return f"t {spec['t_bits']} bits" if spec.get("t_bits") else f"scale 2^{spec.get('scale_bits')}"
+
+
+def set_text(spec: dict) -> str:
+    if "preset" in spec:
+        return f"preset {spec['preset']} ({spec.get('bits')} bits)"
+    return (f"N = {spec['N']}, q = {'+'.join(map(str, spec['q_bits']))}, P = {'+'.join(map(str, spec['p_bits'])) or 'none'}, "
+            f"{plaintext_text(spec)}{switching_text(spec)}")
+
+
+def switching_text(spec: dict) -> str:
+    """A library's own key switching where the set names one (OpenFHE's BV), after the set's other words."""
+    if spec.get("key_switching") != "bv":
+        return ""
+    return f", BV key switching, digits of {spec['digit_size']} bits" if spec.get("digit_size") else ", BV key switching"

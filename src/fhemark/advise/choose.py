@@ -36,8 +36,9 @@ from ..store.record import Record
 from ..store.sqlite import Store
 from . import measuring, memory
 from .advisor import MAX_TRIES, Need, at_scale, candidates, first_trimmed, key_switching_instead, short_of
-from .candidates import Answer, Candidate
-from .worst import EDGES, ROUND, SEARCH, Worst, probe
+from .budgets import measure_policy, worst_budget
+from .candidates import Answer, Candidate, set_text
+from .worst import EDGES, SEARCH, Worst, probe
 
 # Larger sets will not help: the library lacks an op, fails on its own, or the program is wrong for it
 # (internal: e.g. a scale mismatch the program made, which no parameter set changes; workload_error: the
@@ -197,41 +198,6 @@ def hardest(w: Workload, need: Need, library: str, spec: dict,
     return "", found, None
 
 
-# A deep set's evaluation takes seconds (depth 40 at N = 2^16: about half a minute): the worst-input search's
-# EDGES + SEARCH evaluations and the measurement's samples would take hours a set. Each is bounded by a time,
-# from the evaluation time the search's runs measured, and the answer says what was cut and by how much.
-WORST_BUDGET_S = 300.0   # the worst-input search of one set
-MEASURE_BUDGET_S = 300.0  # the measurement of one set
-DEEP_MEASURE = {"warmup": 0, "min_samples": 4, "max_samples": 4, "processes": 2, "rounds": 2}
-
-
-def worst_budget(eval_s: float | None) -> tuple[tuple[int, int], str]:
-    """The worst-input search's (edges, search) evaluations for a set whose evaluation takes `eval_s`,
-    and '' or what was cut."""
-    full = EDGES + SEARCH
-    if not eval_s or eval_s * full <= WORST_BUDGET_S:
-        return (EDGES, SEARCH), ""
-    n = max(2 * ROUND, int(WORST_BUDGET_S / eval_s) // ROUND * ROUND)
-    edges = n // 2
-    return (edges, n - edges), (f"worst-input search: {n} evaluations of the default {full} ({edges} at the edges, "
-                                f"{n - edges} searched; an evaluation takes {eval_s:.1f} s, the budget {WORST_BUDGET_S:.0f} s)")
-
-
-def measure_policy(ans: Answer) -> tuple[dict, str]:
-    """The measurement's policy, and '' or what was cut where the slowest verified set's evaluation would
-    take its samples past MEASURE_BUDGET_S."""
-    policy = {**measuring.MEASURE, "mode": ans.objective}
-    slowest = max((c.eval_s or 0.0 for c in ans.chosen if c.verified), default=0.0)
-    full = policy["min_samples"] + policy["warmup"] * policy["processes"] * policy["rounds"]
-    if slowest * full <= MEASURE_BUDGET_S:
-        return policy, ""
-    deep = {**policy, **DEEP_MEASURE}
-    return deep, (f"measurement: {deep['min_samples']} samples a set in {deep['processes']} processes x "
-                  f"{deep['rounds']} rounds, no warm-up, where the default takes at least {policy['min_samples']} "
-                  f"after {policy['warmup']} warm-up a slice (the slowest evaluation takes {slowest:.1f} s, the "
-                  f"budget {MEASURE_BUDGET_S:.0f} s a set)")
-
-
 def refusal_of(rec: Record | None) -> str | None:
     """The kind of a record's refusal (PROTOCOL.md "Refusals"), None where it has none."""
     return (rec.refusal or {}).get("kind") if rec is not None else None
@@ -351,7 +317,7 @@ def _search(w: Workload, need: Need, lib: str, space: list[dict], repeats: int, 
     the library cannot hold on a chain (t_too_wide) skips every chain of `chain_primes_from` primes or more;
     and a CKKS set short of precision (precision_short) by d bits moves the scale up by at least d."""
     c = Candidate(lib, need.scheme, origin=origin)
-    shape = _shape(w, need.scheme)
+    shape = memory.shape(w, need.scheme)
     refused: set[int] = set()
     unmade: dict[int, int] = {}  # ring -> the largest smallest prime of a chain whose primes the library could not make
     switched: set[int] = set()  # rings searched under the library's other key switching (key_switching_instead)
@@ -429,35 +395,6 @@ def _search(w: Workload, need: Need, lib: str, space: list[dict], repeats: int, 
             if exact and all(x.get("N") != spec["N"] or x.get("scale_bits") != exact["scale_bits"] for x in queue):
                 queue.insert(0, exact)
     return c
-
-
-def _shape(w: Workload | None, scheme: str) -> tuple[int, int]:
-    """What a set's memory depends on beside its sizes (memory.predict): the program's distinct rotation
-    keys and the ciphertexts it makes."""
-    if w is None:
-        return 0, 0
-    prog = w.program(scheme)
-    made = sum(1 for st in prog.steps if st["op"] not in ("encode", "decode", "decrypt"))
-    return len(derive(w, scheme).rotations), made
-
-
-def plaintext_text(spec: dict) -> str:
-    """A set's plaintext side: t's bits (BFV/BGV) or the scale (CKKS)."""
-    return f"t {spec['t_bits']} bits" if spec.get("t_bits") else f"scale 2^{spec.get('scale_bits')}"
-
-
-def set_text(spec: dict) -> str:
-    if "preset" in spec:
-        return f"preset {spec['preset']} ({spec.get('bits')} bits)"
-    return (f"N = {spec['N']}, q = {'+'.join(map(str, spec['q_bits']))}, P = {'+'.join(map(str, spec['p_bits'])) or 'none'}, "
-            f"{plaintext_text(spec)}{switching_text(spec)}")
-
-
-def switching_text(spec: dict) -> str:
-    """A library's own key switching where the set names one (OpenFHE's BV), after the set's other words."""
-    if spec.get("key_switching") != "bv":
-        return ""
-    return f", BV key switching, digits of {spec['digit_size']} bits" if spec.get("digit_size") else ", BV key switching"
 
 
 def _measure(ans: Answer, store: Store | None, say: Callable[..., None]) -> None:

@@ -26,6 +26,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from ..locations import project_root
+from ..model.requirements import derive
+from ..model.workload import Workload
 
 # A set is built only where its predicted peak is at most this share of the memory available now.
 MARGIN = 0.8
@@ -73,6 +75,15 @@ def predict(library: str, spec: dict, rotations: int, ciphertexts: int) -> Predi
     working = int(facts["working_qp_ciphertexts"] * ct_qp)
     base = int(facts["base_bytes"])
     return Prediction(base + keys + values + working, keys, values, working, base)
+
+
+def shape(w: Workload | None, scheme: str) -> tuple[int, int]:
+    """What a set's memory depends on beside its sizes (`predict`): the program's distinct rotation keys and
+    the ciphertexts it makes."""
+    if w is None:
+        return 0, 0
+    made = sum(1 for st in w.program(scheme).steps if st["op"] not in ("encode", "decode", "decrypt"))
+    return len(derive(w, scheme).rotations), made
 
 
 def available() -> int | None:

@@ -12,7 +12,8 @@ from rich.table import Table
 from rich.text import Text
 
 from ..advise.answer import client_bytes, eval_key_bytes, levels_available
-from ..advise.choose import Answer, Candidate, margin, plaintext_text, switching_text
+from ..advise.candidates import plaintext_text, switching_text
+from ..advise.choose import Answer, Candidate, margin
 from ..analyse import ratios
 from ..model.requirements import Requirements
 from ..store.record import Record

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 
 from ..advise.answer import eval_key_bytes
-from ..advise.choose import set_text
+from ..advise.candidates import set_text
 from ..advise.expert import rows as expert_rows
 from ..analyse.select import latest
 from ..store.record import Record

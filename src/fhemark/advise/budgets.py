@@ -1,0 +1,41 @@
+"""How long a deep set's verification may take. A deep set's evaluation takes seconds (depth 40 at
+N = 2^16: 45 s on this project's 2-core VM): the worst-input search's EDGES + SEARCH evaluations and the
+measurement's samples would take hours a set. Each is bounded by a time, from the evaluation time the
+search's runs measured, and the answer says what was cut and by how much."""
+
+from __future__ import annotations
+
+from . import measuring
+from .candidates import Answer
+from .worst import EDGES, ROUND, SEARCH
+
+WORST_BUDGET_S = 300.0   # the worst-input search of one set
+MEASURE_BUDGET_S = 300.0  # the measurement of one set
+DEEP_MEASURE = {"warmup": 0, "min_samples": 4, "max_samples": 4, "processes": 2, "rounds": 2}
+
+
+def worst_budget(eval_s: float | None) -> tuple[tuple[int, int], str]:
+    """The worst-input search's (edges, search) evaluations for a set whose evaluation takes `eval_s`,
+    and '' or what was cut."""
+    full = EDGES + SEARCH
+    if not eval_s or eval_s * full <= WORST_BUDGET_S:
+        return (EDGES, SEARCH), ""
+    n = max(2 * ROUND, int(WORST_BUDGET_S / eval_s) // ROUND * ROUND)
+    edges = n // 2
+    return (edges, n - edges), (f"worst-input search: {n} evaluations of the default {full} ({edges} at the edges, "
+                                f"{n - edges} searched; an evaluation takes {eval_s:.1f} s, the budget {WORST_BUDGET_S:.0f} s)")
+
+
+def measure_policy(ans: Answer) -> tuple[dict, str]:
+    """The measurement's policy, and '' or what was cut where the slowest verified set's evaluation would
+    take its samples past MEASURE_BUDGET_S."""
+    policy = {**measuring.MEASURE, "mode": ans.objective}
+    slowest = max((c.eval_s or 0.0 for c in ans.chosen if c.verified), default=0.0)
+    full = policy["min_samples"] + policy["warmup"] * policy["processes"] * policy["rounds"]
+    if slowest * full <= MEASURE_BUDGET_S:
+        return policy, ""
+    deep = {**policy, **DEEP_MEASURE}
+    return deep, (f"measurement: {deep['min_samples']} samples a set in {deep['processes']} processes x "
+                  f"{deep['rounds']} rounds, no warm-up, where the default takes at least {policy['min_samples']} "
+                  f"after {policy['warmup']} warm-up a slice (the slowest evaluation takes {slowest:.1f} s, the "
+                  f"budget {MEASURE_BUDGET_S:.0f} s a set)")
