@@ -36,7 +36,18 @@ def test_a_set_that_would_not_fit_is_not_built_and_says_both_figures(monkeypatch
 def test_every_rlwe_library_declares_its_memory_facts():
     for lib in ("seal", "lattigo", "openfhe", "tenseal"):
         facts = memory.declared(lib)
-        assert facts and facts["base_bytes"] > 0 and facts["working_qp_ciphertexts"] > 0, lib
+        working = facts["working_qp_ciphertexts"] + facts.get("working_qp_ciphertexts_per_digit", 0)
+        assert facts and facts["base_bytes"] > 0 and working > 0, lib
+
+
+def test_openfhe_s_working_set_grows_with_its_digits():
+    """OpenFHE at depth 40, N = 2^16, q 43 + 40 x 41, P one 51-bit prime (41 key-switching digits): built, it
+    passed the 20 GB limit (out_of_memory, 2026-12-06); predicted, it is over what this 24 GiB machine can
+    give, where the same chain with 4 special primes (about 10 digits) is not."""
+    one_p = {"N": 65536, "q_bits": [43] + [41] * 40, "p_bits": [51], "scale_bits": 41}
+    assert memory.predict("openfhe", one_p, 0, 82).bytes > 20 * 2**30
+    four_p = {**one_p, "p_bits": [60] * 4}
+    assert memory.predict("openfhe", four_p, 0, 82).bytes < 0.8 * 22 * 2**30
 
 
 @pytest.mark.parametrize("library", ["lattigo", "seal"])

@@ -12,7 +12,8 @@ one that would not fit. The prediction:
   search's sets), the public key 2 polynomials over Q·P;
 - values: every ciphertext the program makes (the drivers keep a run's values until it ends): 2
   polynomials over half the chain, as a deep program's values descend it;
-- working: the library's own working set, in ciphertexts over Q·P, and base, its process at rest: both
+- working: the library's own working set, in ciphertexts over Q·P (a constant count, plus a count per
+  key-switching digit where the library expands every digit: OpenFHE), and base, its process at rest: all
   declared by its driver (capabilities.json `memory`, from measured peaks, see each driver's README).
 
 The margin (MARGIN) covers what the model leaves out; the closing note of each deep answer compares
@@ -72,7 +73,8 @@ def predict(library: str, spec: dict, rotations: int, ciphertexts: int) -> Predi
     key = dnum * (2 * n * (q + p) * WORD if p else 2 * n * q * WORD)
     keys = ct_qp + key * (1 + rotations)
     values = ciphertexts * 2 * n * (q // 2 + 1) * WORD  # a deep program's values descend the chain: half-way on average
-    working = int(facts["working_qp_ciphertexts"] * ct_qp)
+    # OpenFHE's working set grows with the digits its key switching expands (dnum ciphertexts over Q·P each)
+    working = int((facts["working_qp_ciphertexts"] + facts.get("working_qp_ciphertexts_per_digit", 0) * dnum) * ct_qp)
     base = int(facts["base_bytes"])
     return Prediction(base + keys + values + working, keys, values, working, base)
 
