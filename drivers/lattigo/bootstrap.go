@@ -86,21 +86,20 @@ func newBootstrapContext(req *request) (c *fheContext, err error) {
 	}
 	bp := btpParams.BootstrappingParameters
 	c.boot = &bootContext{params: bp, eval: ev, keys: evk, facts: map[string]any{
-		"preset":                              bootstrapPreset,
-		"lattigo_parameters":                  "bootstrapping.N16QP1546H192H32",
-		"insecure":                            insecure,
-		"secret_hamming_weight":               params.XsHammingWeight(),
-		"bootstrapping_secret_hamming_weight": bp.XsHammingWeight(),
-		"ephemeral_secret_weight":             btpParams.EphemeralSecretWeight,
-		"bootstrapping_log_n":                 bp.LogN(),
-		"bootstrapping_q_bits":                primeBits(bp.Q()),
-		"bootstrapping_p_bits":                primeBits(bp.P()),
-		"bootstrapping_log_qp":                round3(bp.LogQP()),
-		"depth":                               btpParams.Depth(),
-		"output_level":                        ev.OutputLevel(),
-		"min_input_level":                     ev.MinimumInputLevel(),
-		"log_message_ratio":                   btpParams.Mod1ParametersLiteral.LogMessageRatio,
-		"keys_bytes":                          evk.BinarySize(),
+		"preset":                  bootstrapPreset,
+		"lattigo_parameters":      "bootstrapping.N16QP1546H192H32",
+		"insecure":                insecure,
+		"secret_hamming_weight":   params.XsHammingWeight(),
+		"ephemeral_secret_weight": btpParams.EphemeralSecretWeight,
+		"bootstrapping_log_n":     bp.LogN(),
+		"bootstrapping_q_bits":    primeBits(bp.Q()),
+		"bootstrapping_p_bits":    primeBits(bp.P()),
+		"bootstrapping_log_qp":    round3(bp.LogQP()),
+		"depth":                   btpParams.Depth(),
+		"output_level":            ev.OutputLevel(),
+		"min_input_level":         ev.MinimumInputLevel(),
+		"log_message_ratio":       btpParams.Mod1ParametersLiteral.LogMessageRatio,
+		"keys_bytes":              evk.BinarySize(),
 	}}
 	return c, nil
 }

@@ -21,12 +21,10 @@ the prediction with the measured peak (the answer's peak memory column shows bot
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass
-from functools import lru_cache
 
-from ..locations import project_root
+from ..drivers.limits import snapshot
 from ..model.requirements import derive
 from ..model.workload import Workload
 
@@ -52,13 +50,9 @@ def gb(n: float) -> str:
     return f"{n / 2**30:.1f} GB"
 
 
-@lru_cache(maxsize=None)
 def declared(library: str) -> dict | None:
     """The `memory` facts a library's driver declares (its capabilities snapshot); None where it declares none."""
-    path = project_root() / "protocol" / "capabilities" / f"{library.partition('@')[0]}.json"
-    if not path.is_file():
-        return None
-    return json.loads(path.read_text()).get("memory")
+    return snapshot(library).get("memory")
 
 
 def predict(library: str, spec: dict, rotations: int, ciphertexts: int) -> Prediction | None:

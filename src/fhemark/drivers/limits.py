@@ -34,13 +34,15 @@ class RingLimits:
 
 
 @lru_cache(maxsize=None)
+def snapshot(library: str) -> dict:
+    """The library's checked-in capabilities snapshot, read once (empty where it has none)."""
+    path = project_root() / "protocol" / "capabilities" / f"{library.partition('@')[0]}.json"
+    return json.loads(path.read_text()) if path.is_file() else {}
+
+
 def declared(library: str) -> dict[str, dict]:
     """Per scheme, the `limits` the library's driver declares (empty where it declares none or has no snapshot)."""
-    path = project_root() / "protocol" / "capabilities" / f"{library.partition('@')[0]}.json"
-    if not path.is_file():
-        return {}
-    schemes = json.loads(path.read_text()).get("schemes") or {}
-    return {name: dict(sc.get("limits") or {}) for name, sc in schemes.items()}
+    return {name: dict(sc.get("limits") or {}) for name, sc in (snapshot(library).get("schemes") or {}).items()}
 
 
 def ring_limits(library: str, scheme: str) -> RingLimits | None:

@@ -242,7 +242,10 @@ def security_of(kind: str, eff: Effective | None) -> dict[str, Estimate]:
     schemes: the estimator's verdict on the weakest of the LWE/GLWE problems the library's facts name
     (the same for both tables: none has a row for them), and the library's own stated target."""
     if kind == "rlwe":
-        return rlwe(eff.N, judged_log_qp(eff), eff.model_dump(), keys=judged_log_qp(eff) > eff.log_qp) if eff else {}
+        if eff is None:
+            return {}
+        at = judged_log_qp(eff)
+        return rlwe(eff.N, at, eff.model_dump(), keys=at > eff.log_qp)
     if eff is None:
         return {}
     target = eff.security_bits_target
