@@ -80,26 +80,29 @@ def test_explain_says_the_values_a_function_draws_and_the_integer_width(tmp_path
     assert any(n.startswith("16-bit integers") for n in derive(z, "tfhe_int").notes)
 
 
-SQUARED_SUM = """
+FOURTH_POWER_OF_SUM = """
 def compute(c):
-    return c.rescaled(c.square(c.rotate_sum(c.encrypted("x"), 2048)))
-W = Workload("squared_sum_t", compute, schemes=("ckks",), inputs={"x": Uniform(-0.125, 0.125, length=2048)})
+    s = c.rotate_sum(c.encrypted("x"), 2048)
+    return c.rescaled(c.square(c.rescaled(c.square(s))))
+W = Workload("sum_fourth_t", compute, schemes=("ckks",), inputs={"x": Uniform(-1 / 512, 1 / 512, length=2048)})
 """
 
 
 def test_choose_rejects_a_set_that_uniform_draws_alone_accept(tmp_path):
-    """The square of a sum of 2048 values: uniform draws keep the sum near 0, every slot at one end
-    makes it 2048 times the end, and the error of the square with it (about 5.5 bits more on SEAL at
-    N = 8192). At scale 2^40 the drawn inputs pass with the search's margin (14.2-16.0 bits over five
-    runs, against 11 + 2), the worst input found misses the requirement itself (9.1-9.6 against 11);
-    the search then moves the scale up by the bits it was short and passes above it."""
+    """The fourth power of a sum of 2048 values: uniform draws keep the sum near 0, every slot at one end
+    makes it 2048 times the end (4, so the output 2^8), and the error of the fourth power with it (4 s^3
+    times the sum's: about 15 bits more on SEAL at N = 8192). At scale 2^40 the drawn inputs pass with the
+    search's margin (26.1-26.8 bits over five runs, against 16 + 2), the worst input found misses the
+    requirement itself (11.0-11.6 against 16); the search then moves the scale up by the bits it was
+    short and passes above it. (A square of the sum had 5 bits between the two and a 2-bit margin inside
+    them: runs flipped it.)"""
     from fhemark.advise import choose as chooser
     from fhemark.advise.advisor import Need
     from fhemark.advise.worst import EDGES, SEARCH
-    (w,) = load(write(tmp_path, SQUARED_SUM))
-    need = Need("ckks", 1, 11.0, slots=2048, magnitude_bits=derive(w, "ckks").magnitude_bits)
-    small = {"N": 8192, "q_bits": [60, 40], "p_bits": [60], "scale_bits": 40}
-    larger = [{"N": 8192, "q_bits": [60, s], "p_bits": [60], "scale_bits": s} for s in (42, 44)]
+    (w,) = load(write(tmp_path, FOURTH_POWER_OF_SUM))
+    need = Need("ckks", 2, 16.0, slots=2048, magnitude_bits=derive(w, "ckks").magnitude_bits)
+    small = {"N": 8192, "q_bits": [60, 40, 40], "p_bits": [60], "scale_bits": 40}
+    larger = [{"N": 8192, "q_bits": [60, s, s], "p_bits": [60], "scale_bits": s} for s in (44, 48)]
     why, rec = chooser.verify(w, need, "seal", small, 1, None)
     assert why == "" and rec.precision_bits >= need.precision + chooser.CKKS_SEARCH_MARGIN, why
     why, found, _ = chooser.hardest(w, need, "seal", small)
@@ -109,7 +112,7 @@ def test_choose_rejects_a_set_that_uniform_draws_alone_accept(tmp_path):
     # at or beside an aligned extreme (the search may move some slots of it): a sum that drawn inputs,
     # a few units off zero, never reach
     x = np.asarray(found.inputs["x"])
-    assert len(x) == 2048 and abs(x.sum()) > 0.5 * 0.125 * 2048, found.how
+    assert len(x) == 2048 and abs(x.sum()) > 0.5 * 2048 / 512, found.how
     c = chooser._search(w, need, "seal", [small, *larger], 1, None, lambda *a: None)
     assert c.verified and c.spec["scale_bits"] > 40 and c.worst.precision_bits >= need.precision + chooser.WORST_MARGIN, c.tried
     assert "scale 2^40" in c.tried[0] and "at the worst input found" in c.tried[0], c.tried
