@@ -15,6 +15,7 @@ from typer.testing import CliRunner
 
 from fhemark import cli as cli_mod
 from fhemark.advise import measuring
+from fhemark.advise.preset_suite import preset_suite
 from fhemark.model import rotations, routines, ways
 from fhemark.model.apps import diagonals
 from fhemark.model.requirements import derive
@@ -129,10 +130,10 @@ def test_which_library_runs_whose_routine():
 
 
 def test_run_workload_plans_the_portable_way_where_a_routine_is_missing(tmp_path, monkeypatch):
-    from fhemark.advise import choose as chooser
-    monkeypatch.setattr(chooser, "available", lambda: ["concrete", "lattigo", "openfhe", "seal", "tenseal", "tfhe-rs"])
+    from fhemark.advise import preset_suite as presets
+    monkeypatch.setattr(presets, "available", lambda: ["concrete", "lattigo", "openfhe", "seal", "tenseal", "tfhe-rs"])
     ws = load(write(tmp_path, native=True, name="ltn"))
-    suite = chooser.preset_suite(ws, [SMALL])
+    suite = preset_suite(ws, [SMALL])
     planned = {(c.schemes[0], c.ops[0]): c.libraries for c in suite.cases}
     # TenSEAL keeps the computation's own way: fhemark's cannot run there either, and its refusal names
     # the routine it lacks; the integer-only libraries run no RLWE scheme and are not named
@@ -141,7 +142,7 @@ def test_run_workload_plans_the_portable_way_where_a_routine_is_missing(tmp_path
     assert {r.name for r in suite.workloads} == {"ltn_c", "ltn_c__portable", "ltn_b", "ltn_b__portable"}
     # a portable computation (no routine asked for) is one case on every library, as before
     plain = load(write(tmp_path, native=False, name="ltp"))
-    assert [c.libraries for c in chooser.preset_suite(plain, [SMALL]).cases] == ["all", "all"]
+    assert [c.libraries for c in preset_suite(plain, [SMALL]).cases] == ["all", "all"]
 
 
 def test_choose_runs_fhemarks_routines_where_the_library_answers_unsupported(tmp_path, monkeypatch):
@@ -161,8 +162,8 @@ def test_choose_runs_fhemarks_routines_where_the_library_answers_unsupported(tmp
     monkeypatch.setattr(chooser, "verify", fake_verify)
     monkeypatch.setattr(chooser, "hardest", lambda *a: ("", None, None))
     say = lambda *a, **k: None  # noqa: E731
-    (own,) = chooser._on(w, "openfhe", "ckks", 20.0, 128, "hestd2018", 1, None, say, None)
-    (seal,) = chooser._on(w, "seal", "ckks", 20.0, 128, "hestd2018", 1, None, say, None)
+    (own,) = chooser._on(w, "openfhe", "ckks", chooser.asked(20.0, 128, "hestd2018"), 1, None, say, None)
+    (seal,) = chooser._on(w, "seal", "ckks", chooser.asked(20.0, 128, "hestd2018"), 1, None, say, None)
     assert own.routine == "library" and own.workload.name == "ltn_c"
     assert asked[1:] == [("seal", "ltn_c", 1), ("seal", "ltn_c__portable", 1)]  # the same one level either way
     assert seal.verified and seal.routine == "fhemark" and seal.origin == "seal-fhemark"

@@ -220,7 +220,7 @@ def test_choose_places_a_set_between_the_tables_rows_and_a_sparse_one_by_the_est
     f = tmp_path / "tally.py"
     f.write_text(TALLY)
     (w,) = load(f)
-    need = chooser._need(w, for_all(w)["bfv"], 0.0, 160, "hestd2018")
+    need = chooser._need(for_all(w)["bfv"], chooser.asked(0.0, 160, "hestd2018"))
     under = {"N": 8192, "q_bits": [60, 60, 60], "p_bits": [20], "t_bits": 20}  # log QP 200: >= 128 by the table
     why, _ = chooser.verify(w, need, "seal", under, 1, None)
     assert why.startswith(chooser.NOT_PLANNED) and "judged by the estimate (160 bits lies between" in why, why

@@ -220,8 +220,8 @@ def test_numbers_in_a_polynomial_are_constants_and_ckks_magnitude_is_read(tmp_pa
     r = derive(big, "ckks")
     assert 2**17 < r.largest_value < 2**20 and r.magnitude_bits in (18, 19, 20)
     from fhemark.advise.advisor import candidates
-    from fhemark.advise.choose import _need
-    first = next(candidates(_need(big, r, 20.0, 128, "hestd2018")))
+    from fhemark.advise.choose import _need, asked
+    first = next(candidates(_need(r, asked(20.0, 128, "hestd2018"))))
     assert first["q_bits"][0] - first["scale_bits"] >= r.magnitude_bits + 2  # the last prime holds the sum
 
 

@@ -439,6 +439,7 @@ func (c *fheContext) setupResult() map[string]any {
 	if c.boot != nil {
 		eff := res["effective"].(map[string]any)
 		eff["bootstrap"] = c.boot.facts
+		sizes["bootstrapping_key"] = c.boot.keys.BinarySize() // its evaluation keys, counted with the others
 		// The secret as drawn (the preset's sparse ternary one) and the largest modulus any key uses (the
 		// bootstrapping keys live at the bootstrapping parameters' QP, above the residual Q·P): the set's
 		// security is judged there (fhemark's security_of), not at the residual modulus.

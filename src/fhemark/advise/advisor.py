@@ -70,6 +70,7 @@ class Need:
     # no library in particular (the default), every ring some library here declares (`every_ring`).
     rings: tuple[int, ...] = ()
     special_most: int | None = None  # the most special primes the library takes (its limits; None: any)
+    insecure: bool = False           # sets below `security` run, marked insecure: tests' toy rings only
 
     def __post_init__(self) -> None:
         if not self.rings:

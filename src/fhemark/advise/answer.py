@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ..drivers.limits import bootstrapping
 from ..errors import UserError
 from ..model.requirements import Requirements
 from ..model.workload import Workload
@@ -40,6 +41,9 @@ def levels_available(c: Candidate, req: Requirements) -> int | None:
     (every operation bootstraps), reported as the need."""
     if not c.spec:
         return None
+    if c.scheme == "ckks" and c.spec.get("preset"):  # between two bootstraps
+        b = bootstrapping(c.library, "ckks")
+        return b.levels if b else None
     if c.scheme == "ckks":
         return len(c.spec["q_bits"]) - 1
     return req.depth if c.verified else None
@@ -73,7 +77,7 @@ def to_json(ans: Answer) -> dict:
                 **({"batch": r.batch, "throughput_per_s": r.throughput_per_s, "throughput_ci95": r.throughput_ci95}
                    if r and r.batch is not None else {}),  # a throughput measurement's
                 "job_key": r.job_key if r else None, "status": r.status if r else None, "rejected_smaller": c.tried,
-                "budgets_reduced": c.reduced,
+                "budgets_reduced": c.reduced, **({"bootstrapping": _booting(c)} if c.bootstraps else {}),
                 "worst_input": ({**c.worst.to_json(), "file": c.worst_file, "inputs": None, "scalars": None}
                                 if c.worst else None)}
     return {"workload": ans.workload.name, "source": ans.workload.source,
@@ -89,6 +93,16 @@ def to_json(ans: Answer) -> dict:
             "shared": [cand(c) for c in ans.shared if c.record], "impossible": ans.impossible,
             "budgets_reduced": ans.reduced,
             "run_id": ans.run_id}
+
+
+def _booting(c: Candidate) -> dict:
+    """A bootstrapping set's own figures: bootstraps an evaluation, key generation (the setup's time, every
+    key of the set), one bootstrap measured alone at the same set in the same run."""
+    r, b = c.record, c.boot_record
+    return {"bootstraps": c.bootstraps, "levels_between": levels_available(c, None),
+            "key_generation_s": r.setup_s if r else None, "eval_key_bytes": eval_key_bytes(r) if r else None,
+            "bootstrap_ns": b.median_ns if b else None, "bootstrap_ci95_ns": b.ci95_ns if b else None,
+            "bootstrap_precision_bits": b.precision_bits if b else None}
 
 
 def _why_excluded(c: Candidate) -> str:

@@ -39,6 +39,8 @@ class Candidate:
     eval_s: float | None = None          # one evaluation of the program at `spec`, as the search's runs measured it
     reduced: list[str] = field(default_factory=list)  # what its verification's budgets were cut to, and why
     last_status: str | None = None       # the status of the last set the search tried (None: not run, or passed)
+    bootstraps: int = 0                  # CKKS at a bootstrapping set: bootstraps per evaluation (booting.py)
+    boot_record: Record | None = None    # its bootstrap alone, measured at the same set in the same run
 
     @property
     def label(self) -> str:
@@ -67,6 +69,7 @@ class Answer:
     objective: str = "latency"           # or throughput: measured k at once, ranked by the host's rate
     impossible: dict[str, str] = field(default_factory=dict)  # scheme -> why no ring here holds the program
     reduced: list[str] = field(default_factory=list)  # the measurement's budgets cut for deep sets, and by how much
+    insecure: bool = False               # the tests' toy rings (choose's `insecure`): sets below `security` ran
 
     def timed(self, c: Candidate) -> Record:
         """What ranks a candidate: its record, or under the throughput objective its record costed at
@@ -104,14 +107,30 @@ def passed(c: Candidate) -> bool:
     return c.verified and r is not None and r.status == "ok" and r.median_ns is not None
 
 
+def boot_text(c: Candidate) -> str:
+    """A bootstrapping set's row in words: its bootstraps, the levels between them, and what its keys
+    and one bootstrap cost as measured (key generation: the setup's time, every key of the set)."""
+    r, b = c.record, c.boot_record
+    levels = (c.levels_needed or 0)
+    words = [f"preset {c.spec['preset']}: {c.bootstraps} bootstrap{'s' if c.bootstraps != 1 else ''} an evaluation, "
+             f"{levels} level{'s' if levels != 1 else ''} used between"]
+    if r is not None and r.setup_s is not None:
+        words.append(f"keys generated in {r.setup_s:.1f} s")
+    if b is not None and b.median_ns is not None:
+        words.append(f"a bootstrap {b.median_ns / 1e9:.2f} s" + (f" [{b.ci95_ns[0] / 1e9:.2f}, {b.ci95_ns[1] / 1e9:.2f}]"
+                                                                  if b.ci95_ns else ""))
+    return ", ".join(words)
+
+
 def plaintext_text(spec: dict) -> str:
     """A set's plaintext side: t's bits (BFV/BGV) or the scale (CKKS)."""
     return f"t {spec['t_bits']} bits" if spec.get("t_bits") else f"scale 2^{spec.get('scale_bits')}"
 
 
 def set_text(spec: dict) -> str:
-    if "preset" in spec:
-        return f"preset {spec['preset']} ({spec.get('bits')} bits)"
+    if "preset" in spec:  # TFHE-family integers at a width, or a library's bootstrapping set on a ring
+        return f"preset {spec['preset']} ({spec['bits']} bits)" if spec.get("bits") else \
+            f"preset {spec['preset']}, N = {spec.get('N')}"
     return (f"N = {spec['N']}, q = {'+'.join(map(str, spec['q_bits']))}, P = {'+'.join(map(str, spec['p_bits'])) or 'none'}, "
             f"{plaintext_text(spec)}{switching_text(spec)}")
 

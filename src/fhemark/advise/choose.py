@@ -26,18 +26,19 @@ import time
 from dataclasses import replace
 from typing import Callable
 
-from ..drivers.registry import available
+from ..drivers.limits import bootstrapping
 from ..errors import UserError
 from ..model import routines, ways
-from ..model.requirements import DEFAULT_INT_BITS, Requirements, derive, for_all
-from ..model.workload import INT_SCHEMES, Workload, WorkloadRef
-from ..plan.suites import Case, Suite, add_workload
+from ..model.requirements import Requirements, derive, for_all
+from ..model.workload import INT_SCHEMES, Workload
+from ..plan.suites import Case, Suite
 from ..store.record import Record
 from ..store.sqlite import Store
-from . import measuring, memory
+from . import booting, measuring, memory
 from .advisor import MAX_TRIES, Need, at_scale, candidates, first_trimmed, key_switching_instead, short_of
 from .budgets import measure_policy, worst_budget
 from .candidates import Answer, Candidate, set_text
+from .preset_suite import integer_set
 from .worst import EDGES, SEARCH, Worst, probe
 
 # Larger sets will not help: the library lacks an op, fails on its own, or the program is wrong for it
@@ -46,70 +47,21 @@ from .worst import EDGES, SEARCH, Worst, probe
 STOP = ("unsupported", "crashed", "timeout", "out_of_memory", "internal", "workload_error")
 
 
-# The common presets (params.py) a `run --workload` uses when no --params is given: the first
-# whose chain holds the program (CKKS levels; BFV/BGV multiplications in sequence, t of 20 bits).
-PRESET_REACH = (("c8192", 2, 2), ("c16384", 7, 5))  # (name, CKKS levels, BFV/BGV multiplications)
+def asked(precision: float, security: int, table: str, insecure: bool = False) -> Need:
+    """What the user asks of every scheme's need (`_need`): precision, security, and the tests' toy rings."""
+    return Need("ckks", 0, precision, None, 1, security, table, insecure=insecure)
 
 
-def preset_suite(workloads: list[Workload], params: list[str | dict] | None) -> Suite:
-    """A suite that runs the loaded workloads on every library with each scheme they name: at the
-    given presets, or at the smallest common preset that holds each scheme's program. A library
-    without a routine the program calls runs the computation's portable way (fhemark's routines)."""
-    cases = []
-    found: dict[str, WorkloadRef] = {}
-    for w in workloads:
-        for scheme, req in for_all(w).items():
-            if scheme in INT_SCHEMES:
-                sets: list = [_integer_set(w)]
-            elif params:
-                sets = list(params)
-            else:
-                reach = [name for name, lv, mu in PRESET_REACH if req.depth <= (lv if scheme == "ckks" else mu)]
-                if not reach:
-                    raise UserError(f"{w.source or w.name}: {w.name} on {scheme.upper()} needs depth {req.depth}, more than "
-                                    "the common presets hold", f"run `fhemark choose {w.source or 'FILE'}` to find "
-                                    "parameters for it, or give --params")
-                sets = reach[:1]
-            for way, libs in _by_routines(w, scheme):
-                cases.append(Case(libraries=libs, schemes=[scheme], params=sets, ops=[way.name]))
-                add_workload(found, way.ref)
-    return Suite(name="-".join(w.name for w in workloads)[:100], threads=1,
-                 policy=measuring.MEASURE, cases=cases, workloads=list(found.values()))
-
-
-def _by_routines(w: Workload, scheme: str) -> list[tuple[Workload, list[str] | str]]:
-    """The computation's way on each library: its own where it calls no routine or the library offers
-    every op it calls, else its portable way (fhemark's routines in the library's place) where the
-    library has the primitives those need; else its own, whose refusal names what the library lacks.
-    The libraries named where the ways differ (those built here that run the scheme)."""
-    prog = w.program(scheme)
-    if not routines.uses(prog):
-        return [(w, "all")]
-    portable = ways.named(w, native=False)
-    libs = [lib for lib in available() if scheme in routines.promised(lib)]
-    other = [lib for lib in libs if routines.lacking(prog, lib, scheme)
-             and not routines.lacking(portable.program(scheme), lib, scheme)]
-    if not other:  # every library here runs its own way (or none is built: the plan says so)
-        return [(w, "all")]
-    own = [lib for lib in libs if lib not in other]
-    return [(v, found) for v, found in ((w, own), (portable, other)) if found]
-
-
-def _integer_set(w: Workload) -> dict:
-    """TFHE-family integers: the library's default set at the workload's width (no search: the
-    library's preset is its parameter choice, every operation bootstrapped)."""
-    return {"preset": "default", "bits": w.bits or DEFAULT_INT_BITS}
-
-
-def _need(w: Workload, req: Requirements, precision: float, security: int, table: str) -> Need:
-    return Need(req.scheme, req.depth, precision if req.scheme == "ckks" else None, req.plain_bits,
-                req.slots or 1, security, table, req.magnitude_bits)
+def _need(req: Requirements, ask: Need) -> Need:
+    """The program's need (its requirements) at what the user asked."""
+    return replace(ask, scheme=req.scheme, depth=req.depth, precision=ask.precision if req.scheme == "ckks" else None,
+                   plain_bits=req.plain_bits, slots=req.slots or 1, magnitude_bits=req.magnitude_bits)
 
 
 def search_space(w: Workload, req: Requirements, need: Need) -> list[dict]:
     """Parameter specs to try, smallest first."""
     if req.scheme in INT_SCHEMES:
-        return [_integer_set(w)]
+        return [integer_set(w)]
     return list(candidates(need))
 
 
@@ -144,7 +96,7 @@ def _suite(w: Workload, need: Need, cases: list[Case], policy: dict, threads: in
            ways: list[Workload | None] = ()) -> Suite:
     precision = {"min_precision_bits": (need.precision or 0.0) + margin if need.precision else 0.0}
     return measuring.suite(f"choose-{w.name}", cases, {**precision, **policy}, need.security, need.table, threads,
-                           list({v.name: v for v in (w, *(v for v in ways if v is not None))}.values()))
+                           list({v.name: v for v in (w, *(v for v in ways if v is not None))}.values()), need.insecure)
 
 
 def _case(w: Workload, library: str, scheme: str, spec: dict) -> Case:
@@ -184,7 +136,7 @@ def hardest(w: Workload, need: Need, library: str, spec: dict,
     precision (as a record's would be)."""
     if need.scheme in INT_SCHEMES:
         return "", None, None
-    found = probe(w, need.scheme, library, spec, need.security, need.table, *budget)
+    found = probe(w, need.scheme, library, spec, need.security, need.table, *budget, insecure=need.insecure)
     if isinstance(found, str):
         return f"the worst input search failed: {found}", None, None
     if found.error.wrong:
@@ -221,7 +173,7 @@ def choose(w: Workload, libraries: dict[str, tuple[str, ...]], precision: float 
            say: Callable[..., None] = lambda stage, what, sets=0, total=None: None,
            auto: Callable[[str, Need, dict | None], dict | None] | None = None, threads: int = 1,
            objective: str = "latency", polynomial: tuple[str, ...] = (),
-           at: tuple[tuple[str, str, dict], ...] = (), budget_s: float | None = None) -> Answer:
+           at: tuple[tuple[str, str, dict], ...] = (), budget_s: float | None = None, insecure: bool = False) -> Answer:
     """`libraries`: each available library and the schemes it offers; `threads`: the cores the
     answer is for (the measurement runs at that count; whether a set is correct does not depend on it);
     `objective`: latency (one evaluation alone) or throughput (the measurement in throughput mode);
@@ -230,54 +182,63 @@ def choose(w: Workload, libraries: dict[str, tuple[str, ...]], precision: float 
     has finished, `total` the sets the measurement will take (the search's is unknown: it stops at a pass);
     `polynomial`: the ways to evaluate the program's polynomials, each searched and ranked (ways.WAYS;
     none: as the program wrote them); `budget_s`: the search's time (no set is begun after it; what it
-    verified is measured)."""
+    verified is measured); `insecure`: the tests' toy rings (a set below `security` runs, marked insecure,
+    and a library's bootstrapping set is tried on its smallest ring)."""
     deadline = time.monotonic() + budget_s if budget_s else None
     reqs = for_all(w)
     prec = float(precision if precision is not None else w.precision_bits)
-    ans = Answer(w, reqs, prec, security, table, [], threads=threads, objective=objective)
+    ans = Answer(w, reqs, prec, security, table, [], threads=threads, objective=objective, insecure=insecure)
+    ask = asked(prec, security, table, insecure)
     for scheme, req in reqs.items():
-        asked = [lib for lib, schemes in libraries.items() if scheme in schemes]
-        need = _need(w, req, prec, security, table).for_libraries(asked)
+        libs = [lib for lib, schemes in libraries.items() if scheme in schemes]
+        need = _need(req, ask).for_libraries(libs)
         space = search_space(w, req, need)
-        if not space:
-            whose = f"{' or '.join(asked)} builds" if asked else "any library here builds"
+        if not space and not any(bootstrapping(lib, scheme) for lib in libs):  # nor bootstraps (booting.py)
+            whose = f"{' or '.join(libs)} builds" if libs else "any library here builds"
             ans.impossible[scheme] = f"{w.name} on {scheme.upper()}: {short_of(need, whose)}"
             continue
         for lib, schemes in libraries.items():
             if scheme not in schemes:
                 continue
             for v in dict.fromkeys(ways.named(w, polynomial=p) for p in polynomial or (None,)):
-                ans.chosen += _on(v, lib, scheme, prec, security, table, repeats, verify_db, say, auto, deadline)
-    for origin, scheme, spec in at:  # `at`: (origin, scheme, set) given as they are (expert.pinned)
-        for lib in (lib for lib, schemes in libraries.items() if scheme in schemes and scheme in reqs):
-            ans.chosen.append(_pinned(w, lib, scheme, spec, origin, prec, security, table, repeats, verify_db, say))
-    if len(ans.impossible) == len(reqs):
+                ans.chosen += _on(v, lib, scheme, ask, repeats, verify_db, say, auto, deadline)
+    if len(ans.impossible) == len(reqs):  # before any set is run, --at's included: a refusal runs and writes nothing
         raise UserError(f"impossible: {'; '.join(ans.impossible.values())}",
                         "lower the depth (fewer multiplications in sequence), the precision or the security level")
+    for origin, scheme, spec in at:  # `at`: (origin, scheme, set) given as they are (expert.pinned)
+        for lib in (lib for lib, schemes in libraries.items() if scheme in schemes and scheme in reqs):
+            ans.chosen.append(_pinned(w, lib, scheme, spec, origin, ask, repeats, verify_db, say))
     _measure(ans, store, say)
     return ans
 
 
-def _on(v: Workload, lib: str, scheme: str, prec: float, security: int, table: str, repeats: int, db: Store | None,
+def _on(v: Workload, lib: str, scheme: str, ask: Need, repeats: int, db: Store | None,
         say: Callable[..., None], auto: Callable[[str, Need, dict | None], dict | None] | None,
         deadline: float | None = None) -> list[Candidate]:
     """`v` searched on `lib` with the levels the library's own routines consume (routines.py: OpenFHE's
     EvalPoly more than the tree's), and where the library lacks a routine the program calls, fhemark's
     program of primitives in its place (ways.py); then the library's own choice of parameters."""
     req = derive(v, scheme)
-    need = _need(v, req, prec, security, table).for_library(lib)
+    need = _need(req, ask).for_library(lib)
     if scheme == "ckks":
         need = replace(need, depth=max(need.depth, routines.levels(v.program(scheme), lib)))
     space = search_space(v, req, need)
     by = ways.routine(v, scheme)
     origin = "search" if by in (None, "library") else f"{lib}-{by.split('+')[0]}"
+    boot = booting.way(v, lib, need)
+
+    def booted() -> list[Candidate]:  # the library's bootstrapping set, searched after its rings (booting.py)
+        return [] if boot is None else [booting.searched(boot, lib, scheme, by, lambda bw, bn, spec: _search(
+            bw, bn, lib, [spec], repeats, db, say, origin=f"{lib}-bootstrap", deadline=deadline))]
+    if booting.calls(v, scheme):  # the program's own bootstraps: only a bootstrapping set runs it
+        return booted()
     if not space:
         return [Candidate(lib, scheme, origin=origin, tried=[f"no ring {lib} builds holds it: {short_of(need, lib + ' builds')}"],
-                          workload=v, routine=by, levels_needed=need.depth)]
+                          workload=v, routine=by, levels_needed=need.depth)] + booted()
     c = _search(v, need, lib, space, repeats, db, say, origin=origin, deadline=deadline)
     if not c.verified and v.native and c.last_status == "unsupported" and by and "library" in by:
         say("searching parameters", f"{lib} {scheme}: fhemark's routines in place of the library's")
-        instead = _on(ways.named(v, native=False), lib, scheme, prec, security, table, repeats, db, say, auto, deadline)
+        instead = _on(ways.named(v, native=False), lib, scheme, ask, repeats, db, say, auto, deadline)
         instead[0].tried[:0] = [f"the library's routine: {why}" for why in c.tried]
         return instead
     out = [c]
@@ -287,14 +248,14 @@ def _on(v: Workload, lib: str, scheme: str, prec: float, security: int, table: s
         out.append(_search(v, need, lib, [extra], repeats, db, say, origin=f"{lib}-auto", deadline=deadline))
     for x in out:
         x.workload, x.routine, x.levels_needed = v, by, need.depth
-    return out
+    return out + booted()
 
 
-def _pinned(w: Workload, lib: str, scheme: str, spec: dict, origin: str, prec: float, security: int, table: str,
-            repeats: int, db: Store | None, say: Callable[..., None]) -> Candidate:
+def _pinned(w: Workload, lib: str, scheme: str, spec: dict, origin: str, ask: Need, repeats: int, db: Store | None,
+            say: Callable[..., None]) -> Candidate:
     """A given set checked as a searched one is (verify, then the worst input found), and nothing
     else tried: where it fails, the reason is its row's."""
-    need = _need(w, derive(w, scheme), prec, security, table)
+    need = _need(derive(w, scheme), ask)
     say("searching parameters", f"{lib} {scheme} {set_text(spec)} ({origin})", 1)
     why, _ = verify(w, need, lib, spec, repeats, db)
     worst = None
@@ -404,14 +365,15 @@ def _measure(ans: Answer, store: Store | None, say: Callable[..., None]) -> None
     cases, shared = [], []
     ok = [c for c in ans.chosen if c.verified]
     for c in ok:
-        cases.append(_case(c.workload or w, c.library, c.scheme, c.spec))
+        cases += [_case(c.workload or w, c.library, c.scheme, c.spec)] + \
+            ([measuring.case(c.library, c.scheme, c.spec, ["bootstrap"])] if c.bootstraps else [])  # one bootstrap alone
     for scheme, name in dict.fromkeys((c.scheme, (c.workload or w).name) for c in ok):
         # The libraries' own searches only, of one way: a library's automatic choice (OpenFHE's two special
         # primes) may be a set another library cannot build at all.
         mine = [c for c in ok if c.scheme == scheme and not c.origin.endswith("-auto") and not c.pinned
                 and (c.workload or w).name == name]
         # nor is a set under a library's own key switching (OpenFHE's BV) one the others can build
-        common = [c for c in mine if not c.spec.get("key_switching")]
+        common = [c for c in mine if not c.spec.get("key_switching") and not c.spec.get("preset")]
         if scheme in INT_SCHEMES or len(mine) < 2 or not common:
             continue
         top = max(common, key=Candidate.size)
@@ -424,7 +386,7 @@ def _measure(ans: Answer, store: Store | None, say: Callable[..., None]) -> None
                     cases.append(case)
     if not cases:
         return
-    need = Need("ckks", 0, ans.precision, None, 1, ans.security, ans.table)
+    need = asked(ans.precision, ans.security, ans.table, ans.insecure)
     say("measuring", f"{len(cases)} sets, every sample checked", 0, len(cases))
     libs = sorted({c.libraries[0] for c in cases})
     policy, cut = measure_policy(ans)
@@ -436,6 +398,8 @@ def _measure(ans: Answer, store: Store | None, say: Callable[..., None]) -> None
     for c in ok + shared:
         c.record = next((r for r in recs if r.library == c.library and r.scheme == c.scheme
                          and r.op == (c.workload or w).name and _same(r.params, c.spec)), None)
+        c.boot_record = next((r for r in recs if r.library == c.library and r.op == "bootstrap" and c.bootstraps
+                              and _same(r.params, c.spec)), None)
     ans.shared = shared
 
 

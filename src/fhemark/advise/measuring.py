@@ -47,10 +47,11 @@ def case(library: str, scheme: str, spec: dict, ops: list[str]) -> Case:
 
 
 def suite(name: str, cases: list[Case], policy: dict, security: int, table: str, threads: int = 1,
-          workloads: list[Workload] = ()) -> Suite:
+          workloads: list[Workload] = (), insecure: bool = False) -> Suite:
     """A suite made in code: the cases, the policy, the security asked, and the user's computations
     the cases name (found again by their files' content in whatever process measures them)."""
-    return Suite(name=name, threads=threads, security={"min_bits": security, "table": table}, policy=policy,
+    return Suite(name=name, threads=threads, policy=policy,
+                 security={"min_bits": security, "table": table, "allow_insecure": insecure},
                  cases=cases, workloads=[w.ref for w in workloads if w.ref])
 
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from ..drivers.limits import snapshot
+from ..drivers.limits import bootstrapping, snapshot
 from ..model.requirements import derive
 from ..model.workload import Workload
 
@@ -57,8 +57,11 @@ def declared(library: str) -> dict | None:
 
 def predict(library: str, spec: dict, rotations: int, ciphertexts: int) -> Prediction | None:
     """The peak of a process running a program of `ciphertexts` ciphertext values and `rotations` distinct
-    rotation keys at an RLWE set `spec`; None for a library that declares no memory facts, or a preset."""
+    rotation keys at an RLWE set `spec`; None for a library that declares no memory facts, or a preset
+    other than its bootstrapping set's (`booted`)."""
     facts = declared(library)
+    if facts is not None and spec.get("preset"):
+        return booted(library, spec, ciphertexts)
     if facts is None or not spec.get("q_bits"):
         return None
     n, q, p = spec["N"], len(spec["q_bits"]), len(spec.get("p_bits") or [])
@@ -71,6 +74,19 @@ def predict(library: str, spec: dict, rotations: int, ciphertexts: int) -> Predi
     working = int((facts["working_qp_ciphertexts"] + facts.get("working_qp_ciphertexts_per_digit", 0) * dnum) * ct_qp)
     base = int(facts["base_bytes"])
     return Prediction(base + keys + values + working, keys, values, working, base)
+
+
+def booted(library: str, spec: dict, ciphertexts: int) -> Prediction | None:
+    """A bootstrapping set's peak: the library's measured peak at its declared ring (keys and the
+    bootstrapping's working set: nothing the program changes much), scaled with the ring, plus the
+    program's values over the chain a bootstrap gives back."""
+    b = bootstrapping(library, "ckks")
+    if b is None or spec.get("preset") != b.preset:
+        return None
+    ratio = int(spec.get("N") or b.N) / b.N
+    keys = int(b.keys_bytes * ratio)
+    values = ciphertexts * 2 * int(b.N * ratio) * (b.levels + 1) * WORD
+    return Prediction(int(b.peak_bytes * ratio) + values, keys, values, int(b.peak_bytes * ratio) - keys, 0)
 
 
 def shape(w: Workload | None, scheme: str) -> tuple[int, int]:

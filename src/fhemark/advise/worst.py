@@ -97,12 +97,12 @@ def _plain(v: Any) -> Any:
 
 
 def probe(w: Workload, scheme: str, library: str, spec: dict, security: int, table: str,
-          edges: int = EDGES, search: int = SEARCH, drawn: int = 0) -> Worst | str:
+          edges: int = EDGES, search: int = SEARCH, drawn: int = 0, insecure: bool = False) -> Worst | str:
     """The worst input found for the computation at `spec` on `library`; or why none could be looked
     for (a refusal in choose.verify's words). `drawn`: also run that many inputs drawn as a
     measurement draws them, under the same keys, for comparison (Worst.drawn)."""
     suite = measuring.suite(f"worst-{w.name}", [measuring.case(library, scheme, spec, [w.name])],
-                            measuring.search_policy(1, 1), security, table, 1, [w])
+                            measuring.search_policy(1, 1), security, table, 1, [w], insecure)
     try:
         plan = build(suite, [library])
     except UserError as exc:

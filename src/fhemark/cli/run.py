@@ -82,7 +82,7 @@ def run(suite: str = typer.Option("quick", help="built-in suite name or path to 
     """Plan, check, run, store and print a result table; write the report."""
     # Everything that can be refused is refused here, before a job runs or a byte is stored.
     if workload:
-        from ..advise.choose import preset_suite
+        from ..advise.preset_suite import preset_suite
         from ..model.workload_file import load as load_workloads
         s = preset_suite([w for f in workload for w in load_workloads(f)], [_param_arg(p) for p in params or []] or None)
     elif params:

@@ -268,6 +268,7 @@ def capability_snapshot(caps: dict) -> dict:
     one home, the driver's own capabilities.json (static_facts), which its reply must serve."""
     return {"protocol": caps["protocol"], "library": caps["library"],
             **({"memory": caps["memory"]} if caps.get("memory") else {}),  # what a search predicts with (advise/memory.py)
+            **({"bootstrapping": caps["bootstrapping"]} if caps.get("bootstrapping") else {}),  # limits.bootstrapping
             "schemes": {name: {"ops": sorted(sc["ops"]),
                                **({"insecure_params": False} if sc.get("limits", {}).get("insecure") is False else {}),
                                **({"limits": sc["limits"]} if sc.get("limits") else {})}  # what a search reads (limits.py)

@@ -45,6 +45,33 @@ def declared(library: str) -> dict[str, dict]:
     return {name: dict(sc.get("limits") or {}) for name, sc in (snapshot(library).get("schemes") or {}).items()}
 
 
+@dataclass(frozen=True)
+class BootstrapSet:
+    """A library's own bootstrapping set for a scheme, as its driver declares it (capabilities
+    `bootstrapping`): the preset that builds it, its ring, the levels a bootstrap gives back (what a
+    program spends between two), its scale, and its measured peak memory at that ring."""
+    library: str
+    preset: str
+    N: int
+    levels: int
+    scale_bits: int
+    peak_bytes: int
+    keys_bytes: int = 0
+
+    def spec(self, n: int | None = None) -> dict:
+        """The set as a suite names it (`n`: the same circuit on another ring, smaller ones insecure)."""
+        return {"preset": self.preset, "N": n or self.N}
+
+
+def bootstrapping(library: str, scheme: str) -> BootstrapSet | None:
+    """The bootstrapping set `library` declares for `scheme`; None where it declares none."""
+    b = (snapshot(library).get("bootstrapping") or {}).get(scheme)
+    if not b:
+        return None
+    return BootstrapSet(library, b["preset"], int(b["N"]), int(b["levels"]), int(b["scale_bits"]),
+                        int(b["peak_bytes"]), int(b.get("keys_bytes", 0)))
+
+
 def ring_limits(library: str, scheme: str) -> RingLimits | None:
     """The rings `library` declares for `scheme`; None where it declares none (a bit scheme, or no snapshot)."""
     lim = declared(library).get(scheme) or {}

@@ -38,7 +38,9 @@ def walk(prog: Program) -> dict[str, tuple[int, int]]:
     at: dict[str, tuple[int, int]] = {}
     for s in prog.steps:
         lv, mu = max((at.get(a, (0, 0)) for a in s["args"]), default=(0, 0))
-        if s["op"] in LOWERING:
+        if s["op"] == "bootstrap":
+            lv = 0  # its levels refreshed: what the set's chain holds is each stretch between bootstraps
+        elif s["op"] in LOWERING:
             lv += 1
         elif s["op"] == "poly_eval":
             d = len((s.get("attrs") or {}).get("coeffs", [0, 0])) - 1

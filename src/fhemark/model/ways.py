@@ -15,6 +15,7 @@ from .workload import Workload
 
 WAYS = ("log", "horner")  # how `choose --polynomial` may evaluate the program's polynomials
 SEP = "__"
+BOOT = "boot"  # the tag of a bootstrapping set's way: <name>__boot<levels>
 
 
 def named(w: Workload, native: bool | None = None, polynomial: str | None = None) -> Workload:
@@ -31,6 +32,12 @@ def named(w: Workload, native: bool | None = None, polynomial: str | None = None
     return replace(w, name=w.name + SEP + "_".join(tags), native=native, polynomial=polynomial, fallback=fallback)
 
 
+def bootstrapped(w: Workload, levels: int) -> Workload:
+    """`w` on a bootstrapping set whose bootstrap gives back `levels` levels: bootstrapped where they run
+    out (Circuit._room). A way of its own (`<name>__boot<levels>`): its program has the bootstrap steps."""
+    return replace(w, name=f"{w.name}{SEP}{BOOT}{levels}", refresh=levels)
+
+
 def variants(w: Workload) -> list[Workload]:
     """Every way `choose` may run `w` in (what a ref may name besides `w` itself)."""
     found = [named(w, n, p) for n in (w.native, False) for p in (None, *WAYS)]
@@ -40,6 +47,10 @@ def variants(w: Workload) -> list[Workload]:
 def find(w: Workload, name: str) -> Workload | None:
     """The way of `w` called `name` (None: no way of it), a way of one of its ways included: choose
     runs a way's program without the library's routines (`<name>__log__portable`)."""
+    base, sep, tag = name.rpartition(SEP + BOOT)
+    if sep and tag.isdigit():  # a bootstrapping set's way of one of the ways (bootstrapped)
+        found = w if base == w.name else find(w, base)
+        return bootstrapped(found, int(tag)) if found is not None else None
     return next((x for v in variants(w) for x in (v, *variants(v)) if x.name == name), None)
 
 

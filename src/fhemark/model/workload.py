@@ -135,6 +135,7 @@ class Workload:
     native: bool = False           # the libraries' own routines where the program spells them out
     fallback: bool = False         # a native computation's portable way: fhemark's routines in the library's place
     polynomial: str | None = None  # every polynomial's way: None as written, "log" or "horner" (Circuit)
+    refresh: int | None = None     # CKKS, a bootstrapping set's way: bootstrapped where these levels run out
     slots: int | None = None       # values per evaluation (default: the longest input's length)
     rotations: Sequence[int] | None = None  # Galois keys (default: read from the program)
     facts: Mapping[str, Any] = field(default_factory=dict)
@@ -148,7 +149,8 @@ class Workload:
 
     # -- the program and its replay -------------------------------------------------------------
     def circuit(self, scheme: str, plain: Plain | None = None) -> tuple[Circuit, tuple[str, ...]]:
-        c = Circuit(scheme, self.native, plain, polynomial=self.polynomial, fallback=self.fallback)
+        c = Circuit(scheme, self.native, plain, polynomial=self.polynomial, fallback=self.fallback,
+                    refresh=self.refresh)
         outs = self.compute(c)
         outs = (outs,) if isinstance(outs, str) else tuple(outs or ())
         if not outs or not all(isinstance(o, str) for o in outs):

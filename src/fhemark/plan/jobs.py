@@ -248,6 +248,7 @@ def build(suite: Suite, available: list[str], allow_insecure: bool = False,
 
     Linear in the number of jobs: duplicates (a case repeating another) are found by key."""
     known = known if known is not None else available
+    allow_insecure = allow_insecure or suite.security.allow_insecure
     _check_count(suite, available)
     refs = suite.refs()
     groups: dict[tuple, Group] = {}

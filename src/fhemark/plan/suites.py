@@ -80,6 +80,9 @@ class Security(BaseModel):
     # The tables' levels are 128, 192 and 256 bits; below 80 no parameter set is called secure anywhere.
     min_bits: int = Field(128, ge=80, le=256)
     table: str = "hestd2018"
+    # Run sets below min_bits, each record marked insecure (as `--allow-insecure`): tests' toy rings, and a
+    # search asked of such rings (advisor.Need.insecure).
+    allow_insecure: bool = False
 
     @field_validator("table")
     @classmethod

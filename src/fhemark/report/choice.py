@@ -12,7 +12,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..advise.answer import client_bytes, eval_key_bytes, levels_available
-from ..advise.candidates import plaintext_text, switching_text
+from ..advise.candidates import boot_text, plaintext_text, switching_text
 from ..advise.choose import Answer, Candidate, margin
 from ..analyse import ratios
 from ..model.requirements import Requirements
@@ -56,6 +56,9 @@ def print_requirements(name: str, reqs: dict[str, Requirements], console: Consol
 
 def _params(c: Candidate) -> tuple[str, str, str]:
     s = c.spec or {}
+    if "preset" in s and c.scheme == "ckks":  # a bootstrapping set: judged at its keys' modulus (records.judged_log_qp)
+        eff = (c.record.effective_params if c.record else None) or {}
+        return str(s.get("N")), _or_dash(eff.get("key_log_qp") or eff.get("log_qp")), boot_text(c)
     if "preset" in s:
         return "-", "-", f"preset {s['preset']}, {s.get('bits')}-bit integers"
     return (str(s.get("N")), str(c.log_qp()),

@@ -50,6 +50,11 @@ class Circuit:
     timed: list[str] = field(default_factory=list)
     replay: list[tuple[str, Callable[[Plain, Env], np.ndarray]]] = field(default_factory=list)
     levels: int = 0  # levels consumed (rescales, mod switches) on the deepest path so far
+    # A bootstrapping set's way (ways.bootstrapped): the levels a bootstrap gives back. A ciphertext that
+    # would go below them is bootstrapped first, where its levels run out (`_room`); None: only where the
+    # program itself calls `bootstrap`.
+    refresh: int | None = None
+    _booted: dict[str, str] = field(default_factory=dict)  # value -> its bootstrapped copy
     _count: int = 0
     _depth: dict[str, int] = field(default_factory=dict)  # value -> levels consumed on its way
     _lowered: dict[tuple[str, int], str] = field(default_factory=dict)  # (value, depth) -> its mod-switched copy
@@ -88,6 +93,41 @@ class Circuit:
     def level_of(self, ct: str) -> int:
         """Levels `ct` has consumed below the top (0: a fresh ciphertext)."""
         return self._depth.get(ct, 0)
+
+    def bootstrap(self, ct: str) -> str:
+        """CKKS: `ct` with its levels refreshed, values unchanged (the library's bootstrapping: the set must
+        be a bootstrapping one, which `choose` searches for a program that calls it). Made once per value."""
+        if not self.ckks:
+            raise ValueError(f"bootstrap is CKKS's here ({self.scheme}: its levels are not refreshed this way)")
+        if ct not in self._booted:
+            out = self._op("bootstrap", (ct,), lambda p, e: e[ct])
+            self._depth[out] = 0
+            self._booted[ct] = out
+        return self._booted[ct]
+
+    def _room(self, ct: str, levels: int = 1) -> str:
+        """`ct`, bootstrapped first where a bootstrapping set's levels would run out under `levels` more
+        (the placement's rule: a value is bootstrapped only when an operation needs levels it has not
+        got, so a chain of d levels takes the fewest bootstraps, ceil(d / refresh) - 1)."""
+        if self.refresh is None or not self.ckks or self.level_of(ct) + levels <= self.refresh:
+            return ct
+        if levels > self.refresh:
+            raise ValueError(f"a step consumes {levels} levels, more than a bootstrap gives back ({self.refresh})")
+        return self.bootstrap(ct)
+
+    def _room_plain(self, ct: str, pt: str) -> tuple[str, str]:
+        """`_room` for a ciphertext meeting a plaintext encoded like it: where `ct` is bootstrapped, the
+        plaintext is encoded again like its copy (untimed, as the first was)."""
+        fresh = self._room(ct)
+        if fresh == ct or pt not in self._pt_level:
+            return ct, pt
+        enc = next(s for s in self.steps if s["out"] == pt)
+        again = f"{pt}_b{fresh}"
+        if again not in self._pt_level:
+            self.steps.append({**enc, "out": again, "attrs": {**(enc.get("attrs") or {}), "like": fresh}})
+            self.replay.append((again, lambda p, e: e[pt]))
+            self._pt_level[again] = self.level_of(fresh)
+        return fresh, again
 
     # inputs: untimed, as a client prepares them
     def encrypted(self, name: str) -> str:
@@ -154,12 +194,15 @@ class Circuit:
 
     def mod_switch(self, ct: str) -> str:
         """Drop one level, values unchanged (CKKS: scale unchanged)."""
+        ct = self._room(ct)
         return self._op("mod_switch", (ct,), lambda p, e: e[ct])
 
     def down_to(self, ct: str, like: str) -> str:
         """`ct` mod-switched down to `like`'s level (as is where it is there already): one
         mod_switch per level, each made once and reused (Horner needs x at every level)."""
         target = self.level_of(like)
+        if self.refresh is not None and self.level_of(ct) > target:
+            return ct  # `like` was bootstrapped: the libraries that bootstrap multiply across levels themselves
         if self.level_of(ct) > target:
             raise ValueError(f"{ct} is below {like}'s level: a mod switch cannot raise it")
         cur = ct
@@ -171,19 +214,23 @@ class Circuit:
         return cur
 
     def mul(self, a: str, b: str) -> str:
+        a, b = self._room(a), self._room(b)
         return self._op(_WORDS["mul"] if self.words else "mul_relin", (a, b), lambda p, e: p.mul(e[a], e[b]))
 
     def square(self, a: str) -> str:
         """a * a, relinearized (CKKS: not rescaled)."""
         if self.words:
             return self.mul(a, a)
+        a = self._room(a)
         return self._op("square_relin", (a,), lambda p, e: p.mul(e[a], e[a]))
 
     def mul_plain(self, a: str, pt: str) -> str:
+        a, pt = self._room_plain(a, pt)
         self._meets(a, pt)
         return self._op("mul_plain", (a, pt), lambda p, e: p.mul(e[a], e[pt]))
 
     def mul_scalar(self, a: str, scalar: int | float) -> str:
+        a = self._room(a)
         return self._op("mul_scalar", (a,), lambda p, e: p.mul(e[a], scalar), scalar=scalar)
 
     def add(self, a: str, b: str) -> str:
@@ -240,6 +287,7 @@ class Circuit:
             self.evaluated.append(("inner_product", "fhemark"))
             return self._rotate_add(self.mul(a, b), n)
         self.evaluated.append(("inner_product", "library"))
+        a, b = self._room(a), self._room(b)
         return self._op("inner_product", (a, b), lambda p, e: _window_sum(p, p.mul(e[a], e[b]), n), n=n)
 
     def linear_transform(self, v: str, diagonals: dict[int, str]) -> str:
@@ -252,6 +300,7 @@ class Circuit:
             self.evaluated.append(("linear_transform", "fhemark"))
             return diagonal_method.evaluate(self, v, ks, lambda k, g, like: self.rotated_plaintext(diagonals[k], -g, like))
         self.evaluated.append(("linear_transform", "library"))
+        v = self._room(v)
         names = [diagonals[k] for k in ks]
 
         def apply(p: Plain, e: Env) -> np.ndarray:
@@ -278,6 +327,7 @@ class Circuit:
         if any(c is None for c in coeffs):
             coeffs = [0.0 if c is None else c for c in coeffs]
         wire = [f"${c}" if isinstance(c, str) else c for c in coeffs]
+        x = self._room(x, polynomial.levels(len(coeffs) - 1))
 
         def apply(p: Plain, e: Env) -> np.ndarray:
             cs = [float(e[c]) if isinstance(c, str) else float(c) for c in coeffs]

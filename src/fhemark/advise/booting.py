@@ -1,0 +1,66 @@
+"""Bootstrapping as a way to run a computation (CKKS): the library's own bootstrapping set, with the
+program bootstrapped where that set's levels run out.
+
+A library that bootstraps declares its set (drivers/limits.py `bootstrapping`: the preset, its ring,
+the levels a bootstrap gives back). The program is rebuilt as that set's way (ways.bootstrapped): a
+ciphertext is bootstrapped only when an operation needs levels it has not got (Circuit._room), so a
+chain of d levels takes the fewest bootstraps a set of r levels allows, ceil(d / r) - 1, and a program
+that places `bootstrap` itself keeps its own. `choose` searches this set beside the library's smallest
+ring that holds the whole depth, and ranks both: a small ring with k bootstraps against a large ring
+with none is the trade-off an expert weighs. The set is judged where its bootstrapping keys live
+(records.judged_log_qp), its peak memory predicted from the library's measured one (memory.booted)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Callable
+
+from ..drivers.limits import BootstrapSet, bootstrapping
+from ..model import ways
+from ..model.requirements import derive
+from ..model.workload import Workload
+from .advisor import Need
+from .candidates import Candidate
+
+
+@dataclass(frozen=True)
+class Booted:
+    way: Workload       # the program, bootstrapped where the set's levels run out
+    need: Need          # its need at the set: the levels of its longest stretch between bootstraps
+    spec: dict          # the library's bootstrapping set, as a suite names it
+    bootstraps: int     # bootstraps per evaluation
+
+
+def calls(w: Workload, scheme: str) -> bool:
+    """Whether the program places a bootstrap itself (it runs only at a bootstrapping set)."""
+    return scheme == "ckks" and any(s["op"] == "bootstrap" for s in w.program(scheme).steps)
+
+
+def way(v: Workload, lib: str, need: Need) -> Booted | str | None:
+    """`v` on `lib`'s bootstrapping set, where the program needs more levels than a bootstrap gives back
+    or places bootstraps itself; None where neither holds (the ring search answers it), a reason where
+    the library declares no bootstrapping or the program cannot run between its bootstraps."""
+    b: BootstrapSet | None = bootstrapping(lib, need.scheme) if need.scheme == "ckks" else None
+    placed = calls(v, need.scheme)
+    if b is None:
+        return f"{lib} declares no bootstrapping set for {need.scheme.upper()}" if placed else None
+    if need.depth <= b.levels and not placed:
+        return None
+    booted = ways.bootstrapped(v, b.levels)
+    ring = min(need.rings) if need.insecure and need.rings else b.N  # the tests' toy ring: insecure, marked so
+    try:
+        req = derive(booted, need.scheme)
+    except ValueError as exc:  # a step needs more levels than a bootstrap gives back
+        return f"bootstrapping ({b.preset}, {b.levels} levels between bootstraps): {exc}"
+    return Booted(booted, replace(need, depth=req.levels), b.spec(ring), req.counts.get("bootstrap", 0))
+
+
+def searched(boot: Booted | str, lib: str, scheme: str, by: str | None,
+             search: Callable[[Workload, Need, dict], Candidate]) -> Candidate:
+    """The bootstrapping set's row: `search(way, need, spec)` verifies it as any set is (every output of
+    every sample checked, then the worst input found), or the reason there is none."""
+    if isinstance(boot, str):
+        return Candidate(lib, scheme, origin=f"{lib}-bootstrap", tried=[boot])
+    c = search(boot.way, boot.need, boot.spec)
+    c.workload, c.routine, c.levels_needed, c.bootstraps = boot.way, by, boot.need.depth, boot.bootstraps
+    return c

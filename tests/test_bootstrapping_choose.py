@@ -1,0 +1,176 @@
+"""Bootstrapping as a way to run a computation (issue 47, item 3): `bootstrap(ct)` in the Circuit, the
+program bootstrapped where a bootstrapping set's levels run out, and `choose` searching the library's
+own bootstrapping set beside its rings. The live test runs Lattigo's bootstrapping circuit on N = 4096:
+INSECURE on purpose (the secure N = 2^16 set needs about 16 GB and 77 s of key generation), and marked
+so in its records."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from fhemark.advise import booting
+from fhemark.advise import choose as chooser
+from fhemark.advise.candidates import Candidate
+from fhemark.drivers.limits import bootstrapping
+from fhemark.drivers.registry import available
+from fhemark.model import ways
+from fhemark.model.apps.builder import Circuit
+from fhemark.model.requirements import derive
+from fhemark.model.semantics import Plain
+from fhemark.model.workload import Uniform, Workload
+from fhemark.workload import load
+
+
+def _chain(depth: int):
+    def compute(c):
+        x, y = c.encrypted("x"), c.encrypted("y")
+        for _ in range(depth):
+            x = c.rescaled(c.mul(x, y))
+        return x
+    return compute
+
+
+def chain(depth: int, **kw) -> Workload:
+    return Workload(f"chain{depth}_t", _chain(depth), {"x": Uniform(-1, 1, length=8), "y": Uniform(0.9, 1, length=8)},
+                    schemes=("ckks",), **kw)
+
+
+@pytest.mark.parametrize("depth, boots", [(9, 0), (10, 1), (18, 1), (19, 2), (30, 3)])
+def test_a_chain_is_bootstrapped_only_where_the_sets_levels_run_out(depth, boots):
+    """A chain of d levels on a set of 9 between bootstraps: ceil(d / 9) - 1 bootstraps, each just before
+    the product that would need a tenth level, and no stretch between two longer than 9."""
+    w = ways.bootstrapped(chain(depth), 9)
+    req = derive(w, "ckks")
+    assert req.counts.get("bootstrap", 0) == boots and req.levels == min(depth, 9)
+    ops = [s["op"] for s in w.program("ckks").steps if s["op"] in ("rescale", "bootstrap")]
+    stretches = "".join("r" if op == "rescale" else "|" for op in ops).split("|")
+    assert [len(s) for s in stretches] == [9] * boots + [depth - 9 * boots]
+    assert derive(chain(depth), "ckks").levels == depth  # the file's own way: no bootstrap
+
+
+def test_a_plaintext_meets_the_bootstrapped_copy_encoded_again():
+    """A weight encoded like a ciphertext whose levels are spent: the product bootstraps the ciphertext
+    and encodes the weight again like its copy (untimed), and the program still computes the algorithm."""
+    def compute(c):
+        x = c.encrypted("x")
+        for _ in range(3):
+            x = c.rescaled(c.square(x))
+        return c.rescaled(c.mul_plain(x, c.plaintext_like("w", x)))
+    w = Workload("weighted_t", compute, {"x": Uniform(-1, 1, length=8), "w": Uniform(-1, 1, length=8)},
+                 schemes=("ckks",), refresh=3)
+    steps = w.program("ckks").steps
+    (boot,) = [s for s in steps if s["op"] == "bootstrap"]
+    again = [s for s in steps if s["op"] == "encode" and (s.get("attrs") or {}).get("like") == boot["out"]]
+    assert len(again) == 1 and again[0]["args"] == ["w"]
+    plain = Plain("ckks", 8)
+    vecs = w.draw(plain, np.random.default_rng(1))
+    assert np.allclose(w.reference(plain, vecs, {}), vecs["x"] ** 8 * vecs["w"])
+
+
+def test_bootstrap_is_ckks_only_and_a_way_is_found_by_its_name():
+    with pytest.raises(ValueError, match="bootstrap is CKKS's"):
+        Circuit("bfv").bootstrap("cx")
+    w = chain(12)
+    found = ways.find(w, "chain12_t__boot9")
+    assert found is not None and found.refresh == 9 and derive(found, "ckks").counts["bootstrap"] == 1
+    horner = ways.named(w, polynomial="horner")
+    assert ways.find(w, horner.name + "__boot4").refresh == 4 and ways.find(w, "chain12_t__bootx") is None
+
+
+def test_each_library_declares_its_bootstrapping_set_or_none():
+    lattigo, openfhe = bootstrapping("lattigo", "ckks"), bootstrapping("openfhe", "ckks")
+    assert lattigo.preset == "lattigo_bootstrap_default" and lattigo.N == 65536 and lattigo.levels == 9
+    assert openfhe.preset == "openfhe_bootstrap_default" and openfhe.levels == 2
+    assert bootstrapping("seal", "ckks") is None and bootstrapping("lattigo", "bfv") is None
+
+
+def _searched(monkeypatch) -> list[tuple[str, list[dict], str]]:
+    """choose's search, recorded instead of run: (the way's name, the sets, the origin) per call."""
+    calls: list[tuple[str, list[dict], str]] = []
+
+    def search(w, need, lib, space, repeats, db, say, origin="search", deadline=None):
+        calls.append((w.name, space, origin))
+        return Candidate(lib, need.scheme, space[0], origin, verified=True)
+    monkeypatch.setattr(chooser, "_search", search)
+    return calls
+
+
+def test_choose_ranks_the_bootstrapping_set_beside_the_smallest_ring_that_holds_the_depth(monkeypatch):
+    """Depth 12 at 20 bits: Lattigo is searched in its rings (the whole depth) and at its bootstrapping
+    set (one bootstrap); SEAL, which declares none, in its rings alone."""
+    calls = _searched(monkeypatch)
+    ask = chooser.asked(20.0, 128, "hestd2018")
+    rows = chooser._on(chain(12), "lattigo", "ckks", ask, 1, None, lambda *a, **k: None, None)
+    assert [c.origin for c in rows] == ["search", "lattigo-bootstrap"]
+    name, space, _ = calls[1]
+    assert name == "chain12_t__boot9" and space == [{"preset": "lattigo_bootstrap_default", "N": 65536}]
+    assert rows[1].bootstraps == 1 and rows[1].levels_needed == 9 and rows[0].levels_needed == 12
+    calls.clear()
+    assert [c.origin for c in chooser._on(chain(12), "seal", "ckks", ask, 1, None, lambda *a, **k: None, None)] == ["search"]
+    # shallower than a bootstrap's levels: the rings alone
+    assert [c.origin for c in chooser._on(chain(5), "lattigo", "ckks", ask, 1, None, lambda *a, **k: None, None)] == ["search"]
+
+
+def test_a_depth_no_ring_holds_is_answered_by_bootstrapping_not_called_impossible(monkeypatch):
+    """Depth 200 at 20 bits: no ring to 2^17 holds it; Lattigo's row says so with the figures, and its
+    bootstrapping set runs it with 22 bootstraps. Asked of SEAL alone, it is impossible."""
+    _searched(monkeypatch)
+    monkeypatch.setattr(chooser, "_measure", lambda ans, store, say: None)
+    ans = chooser.choose(chain(200), {"lattigo": ("ckks",)}, 20.0, 128, "hestd2018", 1)
+    ring, boot = ans.chosen
+    assert not ring.verified and "no ring lattigo builds holds it" in ring.tried[0]
+    assert boot.origin == "lattigo-bootstrap" and boot.bootstraps == 22 and boot.verified
+    with pytest.raises(Exception, match="impossible"):
+        chooser.choose(chain(200), {"seal": ("ckks",)}, 20.0, 128, "hestd2018", 1)
+
+
+def test_a_program_that_places_bootstrap_runs_only_at_a_bootstrapping_set(monkeypatch):
+    calls = _searched(monkeypatch)
+    w = Workload("placed_t", lambda c: c.rescaled(c.square(c.bootstrap(c.rescaled(c.square(c.encrypted("x")))))),
+                 {"x": Uniform(-1, 1, length=8)}, schemes=("ckks",))
+    ask = chooser.asked(20.0, 128, "hestd2018")
+    (row,) = chooser._on(w, "lattigo", "ckks", ask, 1, None, lambda *a, **k: None, None)
+    assert row.origin == "lattigo-bootstrap" and calls[0][1][0]["preset"] == "lattigo_bootstrap_default"
+    (seal,) = chooser._on(w, "seal", "ckks", ask, 1, None, lambda *a, **k: None, None)
+    assert not seal.verified and seal.tried == ["seal declares no bootstrapping set for CKKS"]
+
+
+PLACED = """
+def compute(c):
+    x = c.encrypted("x")
+    for _ in range(3):
+        x = c.rescaled(c.square(x))
+    x = c.bootstrap(x)
+    return c.rescaled(c.mul(x, c.encrypted("y")))
+W = Workload("placed_live_t", compute, schemes=("ckks",), precision_bits=12.0,
+             inputs={"x": Uniform(-1, 1, length=8), "y": Uniform(-1, 1, length=8)})
+"""
+
+
+@pytest.mark.skipif("lattigo" not in available(), reason="lattigo driver not built here")
+def test_choose_runs_a_bootstrapped_program_checked_with_its_bootstraps_figures(tmp_path: Path):
+    """The user's own bootstrap, on Lattigo's bootstrapping circuit at N = 4096 (INSECURE, marked so):
+    verified on drawn inputs, then on the worst input found, measured with one bootstrap alone beside it;
+    the row carries key generation, the keys' bytes, the time of a bootstrap, and security judged where
+    the bootstrapping keys live."""
+    path = tmp_path / "placed.py"
+    path.write_text("from fhemark.workload import Uniform, Workload\n" + textwrap.dedent(PLACED))
+    (w,) = load(path)
+    ans = chooser.choose(w, {"lattigo": ("ckks",)}, None, 128, "hestd2018", 1, insecure=True)
+    (row,) = ans.ranked()
+    r, b = row.record, row.boot_record
+    assert row.origin == "lattigo-bootstrap" and row.spec == {"preset": "lattigo_bootstrap_default", "N": 4096}
+    assert r.status == "ok" and r.insecure and r.precision_bits >= 12 and row.worst.precision_bits >= 12
+    assert row.bootstraps == 1 and b.op == "bootstrap" and b.status == "ok" and b.median_ns > 0
+    boot = r.effective_params["bootstrap"]
+    assert boot["output_level"] == bootstrapping("lattigo", "ckks").levels  # what the search plans with
+    assert r.setup_s > 0 and r.sizes_bytes["bootstrapping_key"] > r.sizes_bytes["relin_keys"]
+    assert "the largest modulus a key of the set uses" in r.security["hestd2018"]["note"]
+    from fhemark.advise.answer import to_json
+    (cand,) = to_json(ans)["candidates"]
+    assert cand["bootstrapping"]["bootstraps"] == 1 and cand["bootstrapping"]["bootstrap_ns"] == b.median_ns
+    assert cand["levels_available"] == 9 and booting.calls(w, "ckks")
