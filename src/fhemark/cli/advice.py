@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from datetime import timedelta
 from pathlib import Path
-from typing import Callable, Optional
+from typing import Callable, Optional, Sequence
 
 import typer
 from rich.progress import BarColumn, Progress, ProgressColumn, Task, TaskID, TextColumn, TimeElapsedColumn
@@ -20,7 +20,7 @@ from ..locations import default_db
 from ..report.text import print_recommendation
 from ..store import export as export_mod
 from ..store.sqlite import Store
-from .application import RUN_REF, app, console, err_console, fail, open_store, output, write_out
+from .application import RUN_REF, LaterStore, app, console, err_console, fail, open_store, output, store_to_write, write_out
 
 
 @app.command("recommend")
@@ -206,23 +206,26 @@ def choose_cmd(file: Path = typer.Argument(..., help="your workload file (Python
     libs = {lib: known[lib].schemes for lib in available(library) if set(known[lib].schemes) & set(w.schemes)}
     if not libs:
         fail(UserError(f"no library built here runs {', '.join(w.schemes)}", "run `fhemark setup`, or name one with --library"))
-    # Every path is checked, and each store opened, before the search: nothing it finds is lost to a bad flag.
+    # Every path is checked before the search, and each store opened as the search begins (its first `say`):
+    # nothing it finds is lost to a bad flag, and a refusal before it (impossible) writes nothing.
     folder = out or Path("choose") / report_files.safe_name(w.name)
     report_files.check_out(folder, "--out", "snippet folder")
-    store_path = db or default_db()
-    store, search_store = Store(store_path), Store(verify_db) if verify_db else None
+    store = LaterStore(store_to_write(db or default_db(), "--db"))
+    search_store = LaterStore(store_to_write(verify_db, "--verify-db")) if verify_db else None
+    opening = [x for x in (store, search_store) if x is not None]
     print_requirements(w.name, for_all(w), console)
     with Progress(*_choose_columns(), console=err_console, transient=True) as progress:
         task = progress.add_task("searching parameters", total=None, last="", since=None,
                                  deadline=time.monotonic() + budget * 60 if budget else None)
         try:
             answer = chooser.choose(w, libs, precision, security, table, repeats, store, search_store,
-                                    say=_say(progress, task), auto=auto_params if auto else None, threads=threads,
-                                    objective=objective, polynomial=tuple(dict.fromkeys(polynomial or ())), at=given,
+                                    say=_say(progress, task, opening), auto=auto_params if auto else None,
+                                    threads=threads, objective=objective,
+                                    polynomial=tuple(dict.fromkeys(polynomial or ())), at=given,
                                     budget_s=budget * 60 if budget else None)
         except KeyboardInterrupt:
             progress.stop()
-            err_console.print(f"interrupted: nothing was chosen; measurements finished so far are in {store_path}",
+            err_console.print(f"interrupted: nothing was chosen; measurements finished so far are in {store.path}",
                               highlight=False, markup=False, soft_wrap=True)
             raise typer.Exit(130)
     answers.write_snippets(answer, folder)
@@ -260,10 +263,13 @@ def _choose_columns() -> list[ProgressColumn]:
             TextColumn("{task.fields[last]}", markup=False, table_column=Column())]
 
 
-def _say(progress: Progress, task: TaskID) -> Callable[..., None]:
+def _say(progress: Progress, task: TaskID, stores: Sequence[LaterStore] = ()) -> Callable[..., None]:
     """choose's `say`: the search counts the sets it begins (how many it will try is unknown: each
-    library stops at its first passing set); the measurement counts its sets done of its total."""
+    library stops at its first passing set); the measurement counts its sets done of its total. Its
+    first word opens `stores`: the work begins."""
     def say(stage: str, what: str, sets: int = 0, total: int | None = None) -> None:
+        for store in stores:
+            store.open()
         if total is not None:
             progress.update(task, total=total, completed=0, since=time.monotonic())
         progress.update(task, description=stage, last=what, advance=sets)

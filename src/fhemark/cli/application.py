@@ -15,9 +15,9 @@ from rich.text import Text
 from typer._click.exceptions import ClickException, NoArgsIsHelpError
 from typer.core import TyperGroup, TyperOption
 
-from ..errors import UserError
+from ..errors import StoreError, UserError
 from ..locations import default_db, settle_environment
-from ..store.sqlite import Store
+from ..store.sqlite import Store, inspect
 
 # Exit status of a bug in fhemark itself (never of bad input: that is 2, one line).
 INTERNAL_ERROR = 3
@@ -145,6 +145,37 @@ def open_store(db: Path | None, write: bool = False) -> Store:
     if not path.exists() and not path.is_symlink():
         raise UserError(f"store {path} does not exist", "run `fhemark run` first or pass --db")
     return Store(path, readonly=not write)
+
+
+def store_to_write(path: Path, option: str) -> Path:
+    """A store the command will write (given by `option`), checked before any work as opening it checks
+    it (store.sqlite.inspect), but not opened: nothing is created or written. The fix names `option`."""
+    try:
+        inspect(path)
+    except StoreError as exc:
+        raise StoreError(exc.problem, exc.fix.replace("--db", option) if exc.fix else None) from None
+    return path
+
+
+class LaterStore:
+    """A store opened where the work begins (`open()`) or at its first use, not before: a command
+    refused after its checks (choose's `impossible`) leaves no file. Its path is checked first
+    (store_to_write); opening it at the work's start refuses, before the work, what only opening finds
+    (a read-only or damaged file)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._store: Store | None = None
+
+    def open(self) -> Store:
+        if self._store is None:
+            self._store = Store(self.path)
+        return self._store
+
+    def __getattr__(self, name: str) -> Any:  # what this object lacks: the store's own methods and fields
+        if name.startswith("__") or name == "_store":  # not set yet (a copy being made): no store to open
+            raise AttributeError(name)
+        return getattr(self.open(), name)
 
 
 def main() -> None:

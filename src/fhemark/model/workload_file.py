@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import time
 from dataclasses import replace
 from functools import lru_cache
 from pathlib import Path
@@ -30,7 +31,13 @@ from .semantics import Plain
 from .workload import INT_SCHEMES, NAME, SCHEMES, Workload, WorkloadRef
 
 LOAD_TIMEOUT_S = 20  # loading a file and building its programs: longer is taken to loop forever
-BUILD_TIMEOUT_S = 60  # one program at one parameter set (a large ring's program is longer)
+# A program at a run's parameter set, built again under guard: a larger ring than the load's may loop. One
+# build gets BUILD_TIMEOUT_S, and the builds of one file that run out (at every ring, library and
+# repetition of a process: `choose` tries several) get BUILD_BUDGET_S in all, each what is left of it:
+# a loop's line comes within the README's 60 s however many rings meet it, with room for the guard's grace.
+BUILD_TIMEOUT_S = 20
+BUILD_BUDGET_S = 45
+_OVERTIME: dict[tuple[str, str], float] = {}  # (file, sha256) -> seconds its builds that ran out took
 MAX_FILE_BYTES = 10 * 2**20
 FIX = "fix the workload file (see the README, Your own computation)"
 
@@ -171,11 +178,21 @@ def _bench_op(w: Workload, scheme: str) -> BenchOp:
 
 def build(op: BenchOp, scheme: str, plain: Plain) -> Program | guard.Fault:
     """A program at one parameter set. A user's computation is built first in a child process under a
-    limit: at a larger ring it may loop or raise where the load's small ring did not."""
+    limit: at a larger ring it may loop or raise where the load's small ring did not (the limit: what is
+    left of its file's BUILD_BUDGET_S, at most BUILD_TIMEOUT_S)."""
     path = (op.facts or {}).get("file")
     if not path:
         return op.build(scheme, plain)
-    return guard.run(lambda: op.build(scheme, plain), Path(path), BUILD_TIMEOUT_S)
+    key = (path, str(op.facts.get("file_sha256")))
+    left = int(min(BUILD_TIMEOUT_S, BUILD_BUDGET_S - _OVERTIME.get(key, 0.0)) * 10) / 10  # tenths, rounded down
+    if left <= 0:
+        return guard.Fault(path, f"not built: its builds that ran out of time took the {BUILD_BUDGET_S:g} s a file "
+                                 "gets (a loop that never ends?)", timeout=True)
+    started = time.monotonic()
+    built = guard.run(lambda: op.build(scheme, plain), Path(path), left)
+    if isinstance(built, guard.Fault) and built.timeout:
+        _OVERTIME[key] = _OVERTIME.get(key, 0.0) + time.monotonic() - started
+    return built
 
 
 # -- checks --------------------------------------------------------------------------------------
