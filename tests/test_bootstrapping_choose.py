@@ -174,3 +174,20 @@ def test_choose_runs_a_bootstrapped_program_checked_with_its_bootstraps_figures(
     (cand,) = to_json(ans)["candidates"]
     assert cand["bootstrapping"]["bootstraps"] == 1 and cand["bootstrapping"]["bootstrap_ns"] == b.median_ns
     assert cand["levels_available"] == 9 and booting.calls(w, "ckks")
+
+
+def test_a_bootstrapping_sets_memory_is_its_measured_peak_and_the_programs_values():
+    """Predicted before it is built, from the peak the library's set was measured at (scaled with the
+    ring) and the program's values over the chain a bootstrap gives back; over the memory available its
+    row says so, with a larger machine as the way out (fewer levels are not: it is the bootstrapping set)."""
+    from fhemark.advise import memory
+    b = bootstrapping("lattigo", "ckks")
+    way = ways.bootstrapped(chain(40), b.levels)
+    rotations, made = memory.shape(way, "ckks")
+    at = memory.predict("lattigo", b.spec(), rotations, made)
+    assert at.bytes == b.peak_bytes + made * 2 * b.N * (b.levels + 1) * 8 and at.keys == b.keys_bytes
+    small = memory.predict("lattigo", b.spec(4096), rotations, made)
+    assert small.bytes * 16 == pytest.approx(at.bytes, rel=1e-6)
+    why = memory.too_large(at, int(at.bytes / 0.9))
+    assert why.startswith("not built: predicted peak") and "(a larger machine)" in why
+    assert memory.too_large(at, at.bytes * 2) == ""

@@ -40,6 +40,7 @@ class Prediction:
     values: int
     working: int
     base: int
+    booted: bool = False  # a bootstrapping set's (`booted`): fewer levels are no way out of it
 
     def describe(self) -> str:
         return (f"predicted peak {gb(self.bytes)} (keys {gb(self.keys)}, the program's values {gb(self.values)}, "
@@ -86,7 +87,7 @@ def booted(library: str, spec: dict, ciphertexts: int) -> Prediction | None:
     ratio = int(spec.get("N") or b.N) / b.N
     keys = int(b.keys_bytes * ratio)
     values = ciphertexts * 2 * int(b.N * ratio) * (b.levels + 1) * WORD
-    return Prediction(int(b.peak_bytes * ratio) + values, keys, values, int(b.peak_bytes * ratio) - keys, 0)
+    return Prediction(int(b.peak_bytes * ratio) + values, keys, values, int(b.peak_bytes * ratio) - keys, 0, True)
 
 
 def shape(w: Workload | None, scheme: str) -> tuple[int, int]:
@@ -115,4 +116,4 @@ def too_large(pred: Prediction | None, have: int | None) -> str:
     if pred is None or have is None or pred.bytes <= MARGIN * have:
         return ""
     return (f"not built: {pred.describe()}, over {MARGIN:.0%} of the {gb(have)} this machine has available "
-            f"(a larger machine, or fewer levels: bootstrapping)")
+            f"({'a larger machine' if pred.booted else 'a larger machine, or fewer levels: bootstrapping'})")
