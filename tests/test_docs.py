@@ -376,3 +376,11 @@ def test_the_line_check_catches_an_unknown_option_suite_path_or_target():
     assert check_line("fhemark choose examples/no_such_file.py")
     assert check_line("make no-such-target")
     assert check_line("fhemark params --depth five")
+
+
+def test_the_readme_is_a_newcomers_page():
+    """Issue 48: at most 1,500 words, the two commands first (the reference lives in docs/)."""
+    text = (ROOT / "README.md").read_text()
+    assert len(text.split()) <= 1500, f"README.md has {len(text.split())} words: move reference text into docs/"
+    first = [line for line in text.splitlines() if line.startswith(("make ", "$ make "))][:2]
+    assert [line.removeprefix("$ ").split()[1] for line in first] == ["run", "test"], first
