@@ -1,6 +1,7 @@
 from fhemark.drivers.registry import manifests
 from fhemark.plan.jobs import build
-from fhemark.plan.suites import builtin_names, load
+from fhemark.plan.smoke import SMOKE_MAX_N, smoke
+from fhemark.plan.suites import builtin_names, load, thread_counts
 
 
 def test_every_builtin_suite_plans():
@@ -56,3 +57,49 @@ def test_comparing_suites_spread_samples_over_several_processes():
         assert all(j.policy.processes >= 2 for j in jobs), name
         assert all(j.policy.processes * j.policy.rounds >= 6 for j in jobs if j.scheme in ("bfv", "bgv", "ckks")
                    and name != "study4"), name
+
+
+def _shape(jobs) -> set:
+    """What a suite measures, without how long: library, scheme, op, thread count and the policy's structure."""
+    return {(j.library, j.scheme, j.op, j.threads, j.policy.processes, j.policy.rounds, j.policy.mode,
+             j.policy.interleave, j.policy.inputs) for j in jobs}
+
+
+def test_the_smoke_form_keeps_every_suites_shape_at_its_smallest_ring_and_fewest_samples():
+    """`fhemark run --smoke`: every case, library, scheme, op and thread count of the suite (the thread axis
+    as written), each policy's processes, rounds and mode; one sample per slice, no warm-up; the smallest
+    ring of each case (study1-3: N = 4096 of 4096..32768); a case above the smoke form's ring left out."""
+    libs = ["seal", "lattigo", "openfhe", "tfhe-rs", "tenseal", "concrete"]
+    for name in builtin_names():
+        suite = load(name)
+        named = [lib for case in suite.cases if case.libraries != "all" for lib in case.libraries]
+        small = smoke(suite)
+        jobs = [j for j in build(suite, libs + named).jobs if j.params.N <= SMOKE_MAX_N]
+        assert len(small.skipped) == len(suite.cases) - len(small.suite.cases), name
+        if not jobs:  # bootstrap: every case at N = 2^16, each left out in one line
+            assert not small.suite.cases and small.skipped, name
+            continue
+        smoked = build(small.suite, libs + named).jobs
+        assert small.suite.name == f"{name}-smoke" and _shape(smoked) == _shape(jobs), name
+        assert all(j.policy.warmup == 0 and j.policy.min_samples == 1
+                   and j.policy.max_samples == j.policy.processes * j.policy.rounds for j in smoked), name
+        assert len(smoked) <= len(jobs)
+    study = build(smoke(load("study2")).suite, libs).jobs
+    assert {j.params.N for j in study} == {4096}
+    assert {j.threads for j in build(smoke(load("threads")).suite, libs).jobs} == set(thread_counts("all"))
+
+
+def test_a_smoke_form_says_why_it_leaves_a_case_out():
+    small = smoke(load("bootstrap"))
+    assert not small.suite.cases and len(small.skipped) == 2
+    for line, lib in zip(small.skipped, ("lattigo", "openfhe")):
+        assert line.startswith("smoke: skipped bootstrap cases[") and f"({lib}; ckks; bootstrap)" in line
+        assert f"smallest ring is N = 65536, above the smoke form's largest, N = {SMOKE_MAX_N}" in line
+
+
+def test_a_smoke_form_keeps_a_larger_set_only_where_an_op_needs_it():
+    """study4's 8- and 16-bit integers: compare_16 exists only at 16 bits, so both widths stay; study3's
+    vector lengths shrink to the shortest and the longest."""
+    case = next(c for c in smoke(load("study4")).suite.cases if "compare_16" in c.ops and c.schemes == ["tfhe_int"])
+    assert len(case.params) == 2
+    assert smoke(load("study3")).suite.cases[0].slots == [128, 2048]

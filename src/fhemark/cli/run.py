@@ -22,7 +22,9 @@ from ..measure import measure, session
 from ..measure.metadata import environment
 from ..model.params import inline_set
 from ..plan.jobs import MAX_ESTIMATE_S, MAX_JOBS, build
-from ..plan.suites import load
+from ..plan.smoke import smoke as smoke_form
+from ..plan.smoke import without_versions
+from ..plan.suites import Suite, load
 from ..report.text import print_results
 from ..store.sqlite import Store
 from .application import app, console, err_console
@@ -30,11 +32,12 @@ from .application import app, console, err_console
 
 def _again(suite: str, db: Path | None, full: bool, allow_insecure: bool, library: list[str] | None,
            report: Path | None, yes: bool, cluster: str | None = None, workloads: list[Path] | None = None,
-           params: list[str] | None = None) -> str:
+           params: list[str] | None = None, smoke: bool = False) -> str:
     """The command that continues this run: the same plan (flags included) and the same store."""
     parts = ["fhemark", "run"] + ([x for f in workloads for x in ("--workload", str(f))] if workloads else ["--suite", suite])
     parts += [x for p in params or [] for x in ("--params", p)]
     parts += ["--full"] if full else []
+    parts += ["--smoke"] if smoke else []
     parts += ["--allow-insecure"] if allow_insecure else []
     for lib in library or []:
         parts += ["--library", lib]
@@ -58,6 +61,19 @@ def _param_arg(text: str) -> str | dict:
     return value
 
 
+def _smoke(s: Suite) -> Suite:
+    """The suite's smoke form, each case it leaves out said in one line; a smoke form with no case
+    left (every case above the smoke form's ring) ends the run here, successfully: nothing failed."""
+    small = smoke_form(s)
+    for line in small.skipped:
+        err_console.print(line, highlight=False, markup=False, soft_wrap=True)
+    if not small.suite.cases:
+        err_console.print(f"smoke: nothing of suite {s.name} is left to run in its smoke form (every case is "
+                          "skipped above)", highlight=False, markup=False, soft_wrap=True)
+        raise typer.Exit(0)
+    return small.suite
+
+
 @app.command()
 def run(suite: str = typer.Option("quick", help="built-in suite name or path to a YAML file"),
         db: Path = typer.Option(None, help="SQLite store (default ./fhemark.db or $FHEMARK_DB)"),
@@ -65,6 +81,10 @@ def run(suite: str = typer.Option("quick", help="built-in suite name or path to 
         allow_insecure: bool = typer.Option(False, help="run parameter sets below the suite's security level, marked"),
         library: list[str] = typer.Option(None, help="only these libraries (repeatable)"),
         full: bool = typer.Option(False, help="add the suite's full_cases (long sweeps: hours)"),
+        smoke: bool = typer.Option(False, "--smoke", help="the suite's smoke form, to check that it runs: every "
+                                                         "case, library, op and thread count, one sample per slice, "
+                                                         "each case's smallest ring; named <suite>-smoke, marked "
+                                                         "smoke in every record's env; builds no library@version"),
         report: Path = typer.Option(None, help="report folder (default report/<suite> beside the store: "
                                                 "./report/<suite> for ./fhemark.db)"),
         yes: bool = typer.Option(False, "--yes", help=f"start a plan above {MAX_JOBS} jobs or "
@@ -89,12 +109,13 @@ def run(suite: str = typer.Option("quick", help="built-in suite name or path to 
         raise UserError("--params is for --workload", "give the parameter sets in the suite file")
     else:
         s = load(suite, full)
+    s = _smoke(s) if smoke else s
     known = manifests()
     for lib in library or []:
         if lib not in known:
             raise UserError(f"--library {lib}: unknown library", f"use one of {', '.join(known) or 'none'}")
     if build_drivers:  # the first run of a suite builds what it uses (TFHE-rs only when asked for)
-        drivers_build.build_needed(s, err_console, library or None)
+        drivers_build.build_needed(without_versions(s) if smoke else s, err_console, library or None)
     plan = build(s, available(), allow_insecure, library or None, known=known)
     # The report goes beside the store it reports, wherever the run measures (here or on Dask workers)
     # and whatever folder it was started from.
@@ -102,8 +123,8 @@ def run(suite: str = typer.Option("quick", help="built-in suite name or path to 
     out = report or store_path.parent / "report" / report_files.safe_name(s.name)
     report_files.check_out(out)
     store = Store(store_path)
-    again = _again(suite, db, full, allow_insecure, library, report, yes, cluster_spec, workload, params)
-    env = environment(s.threads, project_root())
+    again = _again(suite, db, full, allow_insecure, library, report, yes, cluster_spec, workload, params, smoke)
+    env = environment(s.threads, project_root()) | ({"smoke": True} if smoke else {})
     client = session.connect(cluster_spec)
     tally, resumed = session.Tally(), []
     with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
