@@ -38,7 +38,7 @@ _EXPECTED_FAILURES = {"study4": re.compile(r"failed: \S+ b[fg]v N=\d+ compare_\d
 # threads and headline: TenSEAL's keys at N = 16384, 18 s a setup, once per process and thread count;
 # quick and apps: 300 jobs of 6 slices each), not its samples.
 SMOKE_S = {"bootstrap": 2, "heir": 5, "study1": 18, "study3": 23, "tenseal": 58, "study2": 72, "versions": 137,
-           "headline": 130, "quick": 235, "threads": 320, "study4": 630, "apps": 941}
+           "headline": 130, "quick": 253, "threads": 331, "study4": 810, "apps": 941}
 SMOKE_CI_S = 60
 
 
