@@ -15,7 +15,7 @@ from rich.text import Text
 from typer._click.exceptions import ClickException, NoArgsIsHelpError
 from typer.core import TyperGroup, TyperOption
 
-from ..errors import StoreError, UserError
+from ..errors import UserError
 from ..locations import default_db, settle_environment
 from ..store.sqlite import Store, inspect
 
@@ -150,10 +150,7 @@ def open_store(db: Path | None, write: bool = False) -> Store:
 def store_to_write(path: Path, option: str) -> Path:
     """A store the command will write (given by `option`), checked before any work as opening it checks
     it (store.sqlite.inspect), but not opened: nothing is created or written. The fix names `option`."""
-    try:
-        inspect(path)
-    except StoreError as exc:
-        raise StoreError(exc.problem, exc.fix.replace("--db", option) if exc.fix else None) from None
+    inspect(path, option)
     return path
 
 

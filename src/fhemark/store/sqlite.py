@@ -63,56 +63,57 @@ APPLICATION_ID = 0x46484D4B
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 
 
-def _sqlite_problem(path: Path, exc: sqlite3.Error, doing: str) -> StoreError:
+def _sqlite_problem(path: Path, exc: sqlite3.Error, doing: str, option: str = "--db") -> StoreError:
     """One line naming the store, what failed and what to do; everything committed before stays."""
     text = str(exc)
     low = text.lower()
     if "readonly" in low or "read-only" in low:
         return StoreError(f"{path}: the store is read-only, {doing} failed ({text})",
-                          "make the file and its folder writable, or pass --db with a writable file")
+                          f"make the file and its folder writable, or pass {option} with a writable file")
     if "disk is full" in low or "database or disk is full" in low:
         return StoreError(f"{path}: the disk is full, {doing} failed; everything stored before it is kept",
-                          "free some space, or pass --db with a file on another disk")
+                          f"free some space, or pass {option} with a file on another disk")
     if "locked" in low or "busy" in low:
         return StoreError(f"{path}: the store is locked by another process, {doing} failed",
-                          "wait for the other fhemark to finish, or pass --db with another file")
+                          f"wait for the other fhemark to finish, or pass {option} with another file")
     if "unable to open" in low:
         return StoreError(f"{path}: cannot open the store ({text})", "check that its folder exists and is writable")
     if "malformed" in low or "not a database" in low or "corrupt" in low:
         return StoreError(f"{path}: the store is damaged ({text})",
-                          "pass --db with another file (`sqlite3 FILE .recover` may save its contents)")
-    return StoreError(f"{path}: {doing} failed ({type(exc).__name__}: {text})", "pass --db with another file")
+                          f"pass {option} with another file (`sqlite3 FILE .recover` may save its contents)")
+    return StoreError(f"{path}: {doing} failed ({type(exc).__name__}: {text})", f"pass {option} with another file")
 
 
-def inspect(path: Path) -> str:
+def inspect(path: Path, option: str = "--db") -> str:
     """What `path` holds: 'missing', 'empty', 'fhemark' (this application id) or 'legacy' (an fhemark
-    store from before the id). Anything else raises StoreError: nothing is written to it."""
+    store from before the id). Anything else raises StoreError: nothing is written to it; its fix names
+    `option`, the flag that gave the path."""
     if not path.exists():
         if path.is_symlink():
-            raise StoreError(f"{path}: a link to a missing file", "pass --db with a file path")
+            raise StoreError(f"{path}: a link to a missing file", f"pass {option} with a file path")
         if not path.parent.is_dir():
-            raise StoreError(f"{path}: folder '{path.parent}' does not exist", "create it or pass --db with another path")
+            raise StoreError(f"{path}: folder '{path.parent}' does not exist", f"create it or pass {option} with another path")
         return "missing"
     if path.is_dir():
-        raise StoreError(f"{path} is a directory, not an fhemark store", f"pass --db with a file, e.g. {path / 'fhemark.db'}")
+        raise StoreError(f"{path} is a directory, not an fhemark store", f"pass {option} with a file, e.g. {path / 'fhemark.db'}")
     if not path.is_file():
-        raise StoreError(f"{path} is not a regular file", "pass --db with a file path")
+        raise StoreError(f"{path} is not a regular file", f"pass {option} with a file path")
     try:
         with path.open("rb") as f:
             head = f.read(100)
     except OSError as exc:
-        raise StoreError(f"{path}: cannot read the store ({exc.strerror or exc})", "check its permissions or pass --db")
+        raise StoreError(f"{path}: cannot read the store ({exc.strerror or exc})", f"check its permissions or pass {option}")
     if not head:
         return "empty"
     if len(head) < 100 or not head.startswith(_SQLITE_MAGIC):
         raise StoreError(f"{path} is not an fhemark store (not an SQLite database; nothing was written to it)",
-                         "pass --db with another file, or remove this one if it is yours to delete")
+                         f"pass {option} with another file, or remove this one if it is yours to delete")
     app = int.from_bytes(head[68:72], "big")
     if app == APPLICATION_ID:
         return "fhemark"
     if app != 0:
         raise StoreError(f"{path} is another application's SQLite database (application id {app:#010x}), not an "
-                         "fhemark store; nothing was written to it", "pass --db with another file")
+                         "fhemark store; nothing was written to it", f"pass {option} with another file")
     try:
         con = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
         try:
@@ -126,16 +127,16 @@ def inspect(path: Path) -> str:
         finally:
             con.close()
     except sqlite3.Error as exc:
-        raise _sqlite_problem(path, exc, "reading its header")
+        raise _sqlite_problem(path, exc, "reading its header", option)
     if user_version != 0:  # set by its application (fhemark never sets it): even with no table yet
         raise StoreError(f"{path} is another application's SQLite database (user_version {user_version}), not an "
-                         "fhemark store; nothing was written to it", "pass --db with another file")
+                         "fhemark store; nothing was written to it", f"pass {option} with another file")
     if version is None or not ours:
         if not tables:
             return "empty"
         listed = ", ".join(sorted(tables)[:5]) + (", ..." if len(tables) > 5 else "")
         raise StoreError(f"{path} is an SQLite database but not an fhemark store (tables: {listed}); nothing was "
-                         "written to it", "pass --db with another file")
+                         "written to it", f"pass {option} with another file")
     return "legacy"
 
 
