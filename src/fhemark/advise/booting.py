@@ -36,12 +36,12 @@ def calls(w: Workload, scheme: str) -> bool:
     return scheme == "ckks" and any(s["op"] == "bootstrap" for s in w.program(scheme).steps)
 
 
-def way(v: Workload, lib: str, need: Need) -> Booted | str | None:
+def way(v: Workload, lib: str, need: Need, placed: bool) -> Booted | str | None:
     """`v` on `lib`'s bootstrapping set, where the program needs more levels than a bootstrap gives back
-    or places bootstraps itself; None where neither holds (the ring search answers it), a reason where
-    the library declares no bootstrapping or the program cannot run between its bootstraps."""
+    or places bootstraps itself (`placed`: `calls`); None where neither holds (the ring search answers
+    it), a reason where the library declares no bootstrapping or the program cannot run between its
+    bootstraps."""
     b: BootstrapSet | None = bootstrapping(lib, need.scheme) if need.scheme == "ckks" else None
-    placed = calls(v, need.scheme)
     if b is None:
         return f"{lib} declares no bootstrapping set for {need.scheme.upper()}" if placed else None
     if need.depth <= b.levels and not placed:

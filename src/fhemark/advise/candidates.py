@@ -111,7 +111,7 @@ def boot_text(c: Candidate) -> str:
     """A bootstrapping set's row in words: its bootstraps, the levels between them, and what its keys
     and one bootstrap cost as measured (key generation: the setup's time, every key of the set)."""
     r, b = c.record, c.boot_record
-    levels = (c.levels_needed or 0)
+    levels = c.levels_needed or 0
     words = [f"preset {c.spec['preset']}: {c.bootstraps} bootstrap{'s' if c.bootstraps != 1 else ''} an evaluation, "
              f"{levels} level{'s' if levels != 1 else ''} used between"]
     if r is not None and r.setup_s is not None:

@@ -225,12 +225,13 @@ def _on(v: Workload, lib: str, scheme: str, ask: Need, repeats: int, db: Store |
     space = search_space(v, req, need)
     by = ways.routine(v, scheme)
     origin = "search" if by in (None, "library") else f"{lib}-{by.split('+')[0]}"
-    boot = booting.way(v, lib, need)
+    placed = booting.calls(v, scheme)
+    boot = booting.way(v, lib, need, placed)
 
     def booted() -> list[Candidate]:  # the library's bootstrapping set, searched after its rings (booting.py)
         return [] if boot is None else [booting.searched(boot, lib, scheme, by, lambda bw, bn, spec: _search(
             bw, bn, lib, [spec], repeats, db, say, origin=f"{lib}-bootstrap", deadline=deadline))]
-    if booting.calls(v, scheme):  # the program's own bootstraps: only a bootstrapping set runs it
+    if placed:  # the program's own bootstraps: only a bootstrapping set runs it
         return booted()
     if not space:
         return [Candidate(lib, scheme, origin=origin, tried=[f"no ring {lib} builds holds it: {short_of(need, lib + ' builds')}"],
