@@ -71,6 +71,28 @@ def test_a_plaintext_meets_the_bootstrapped_copy_encoded_again():
     assert np.allclose(w.reference(plain, vecs, {}), vecs["x"] ** 8 * vecs["w"])
 
 
+@pytest.mark.parametrize("levels", [2, 3, 9])
+def test_a_polynomial_bootstraps_inside_its_tree_and_still_computes_it(levels):
+    """A degree-7 polynomial after a chain, on sets of 2, 3 and 9 levels between bootstraps: a bootstrap
+    placed inside one operand's subtree leaves it shallower than the power it meets (OpenFHE's preset has
+    2 levels; mlp_deep's activation stopped with 't51 is below level 1'), and the product still computes p."""
+    coeffs = [0.1, 0.5, 0.0, -0.3, 0.2, 0.0, 0.05, 0.1]
+
+    def compute(c):
+        x = c.encrypted("x")
+        for _ in range(3):
+            x = c.rescaled(c.mul(x, c.encrypted("y")))
+        return c.poly_eval(x, coeffs)
+    w = Workload("poly_t", compute, {"x": Uniform(-1, 1, length=8), "y": Uniform(0.9, 1, length=8)},
+                 schemes=("ckks",))
+    booted = ways.bootstrapped(w, levels)
+    assert derive(booted, "ckks").counts.get("bootstrap", 0) >= (1 if levels < 6 else 0)
+    plain = Plain("ckks", 8)
+    vecs = booted.draw(plain, np.random.default_rng(2))
+    x = vecs["x"] * vecs["y"] ** 3
+    assert np.allclose(booted.reference(plain, vecs, {}), np.polynomial.polynomial.polyval(x, coeffs))
+
+
 def test_bootstrap_is_ckks_only_and_a_way_is_found_by_its_name():
     with pytest.raises(ValueError, match="bootstrap is CKKS's"):
         Circuit("bfv").bootstrap("cx")

@@ -80,14 +80,18 @@ class _Tree:
     def constant(self, coef: Coefficient, like: str) -> str:
         return self.c.plaintext_like(coef, like) if isinstance(coef, str) else self.c.constant(float(coef), like)
 
+    def meet(self, a: str, b: str) -> tuple[str, str]:
+        """`a` and `b` at the deeper of their levels. On a bootstrapping set either may be the deeper
+        one: a bootstrap placed inside one operand's subtree gives its levels back."""
+        level = max(self.c.level_of(a), self.c.level_of(b))
+        return self.lift(a, level), self.lift(b, level)
+
     def lift(self, ct: str, level: int) -> str:
-        """`ct` at `level` and its canonical scale: times 1 and rescaled, once per level (CKKS);
-        other schemes have no scale to meet, and the libraries add across their levels alike."""
+        """`ct` at `level` (at or below its own) and its canonical scale: times 1 and rescaled, once per
+        level (CKKS); other schemes have no scale to meet, and the libraries add across their levels alike."""
         c = self.c
         if not c.ckks:
             return ct
-        if c.level_of(ct) > level:
-            raise ValueError(f"{ct} is below level {level}")
         start = ct
         while c.level_of(ct) < level:
             key = (start, c.level_of(ct) + 1)
@@ -109,11 +113,10 @@ class _Tree:
         if degree(high) == 0:
             term = c.rescaled(c.mul_plain(xs, self.constant(high[0], xs)))
         else:
-            h = self.poly(high[:degree(high) + 1])
-            term = c.rescaled(c.mul(xs, self.lift(h, c.level_of(xs))))
+            term = c.rescaled(c.mul(*self.meet(xs, self.poly(high[:degree(high) + 1]))))
         dl = degree(low)
         if dl == 0:
             return c.add_plain(term, self.constant(low[0], term))
         if dl > 0:
-            return c.add(term, self.lift(self.poly(low[:dl + 1]), c.level_of(term)))
+            return c.add(*self.meet(term, self.poly(low[:dl + 1])))
         return term
