@@ -315,6 +315,7 @@ func newContext(scheme string, req *request) (*fheContext, error) {
 		if sp.ScaleBits == nil {
 			return nil, newErr(errInvalidParams, "ckks needs scale_bits")
 		}
+		q = stableScalingPrimes(logN, *sp.ScaleBits, sp.QBits, q, p)
 		pl := ckks.ParametersLiteral{LogN: logN, Q: q, P: p, Xs: xs, Xe: xe,
 			RingType: ring.Standard, LogDefaultScale: *sp.ScaleBits}
 		cp, perr := ckks.NewParametersFromLiteral(pl)

@@ -17,6 +17,7 @@ import numpy as np
 import seal
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "python_shared"))
+import chain  # noqa: E402
 from jsonl_driver import Failure, array_out, merged, run_samples, serve, static_capabilities  # noqa: E402
 
 DRIVER_VERSION = "0.8.0"
@@ -63,7 +64,10 @@ class Setup:
         parms = seal.EncryptionParameters(SCHEMES[scheme])
         parms.set_poly_modulus_degree(self.n)
         try:
-            parms.set_coeff_modulus(seal.CoeffModulus.Create(self.n, list(params["q_bits"]) + list(params["p_bits"])))
+            made = [m.value() for m in seal.CoeffModulus.Create(self.n, list(params["q_bits"]) + list(params["p_bits"]))]
+            if scheme == "ckks":
+                made = chain.stable(self.n, int(params["scale_bits"]), list(params["q_bits"]), made)
+            parms.set_coeff_modulus([seal.Modulus(x) for x in made])
             if scheme != "ckks":
                 parms.set_plain_modulus(int(params["t"]))
         except Exception as exc:  # SEAL raises ValueError/RuntimeError with its own message

@@ -269,11 +269,20 @@ class Effective(_Built):
         d = SetupFacts.model_validate(facts).model_dump()
         q, p = d.pop("q_primes"), d.pop("p_primes")
         if q:
-            d.update(q_bits=[x.bit_length() for x in q], p_bits=[x.bit_length() for x in p],
+            d.update(q_bits=[prime_bits(x) for x in q], p_bits=[prime_bits(x) for x in p],
                      log_q=sum(math.log2(x) for x in q), log_qp=sum(math.log2(x) for x in q + p))
             d["levels"] = len(q) - 1 if d["levels"] is None else d["levels"]
             d["dnum"] = -(-len(q) // max(len(p), 1)) if d["dnum"] is None else d["dnum"]
         return cls(**d)
+
+
+def prime_bits(x: int) -> int:
+    """A prime's size as a set asks for it: its bit length, or one less where it lies within 2^-10 above
+    a power of two. Most libraries make a b-bit prime just below 2^b; a CKKS chain that holds the scale
+    steady over many levels (OpenFHE's FLEXIBLEAUTO, the SEAL and Lattigo drivers' scaling primes) takes
+    some just above it, whose modulus is the same size to within 2^-10 bits."""
+    n = x.bit_length()
+    return n - 1 if n > 1 and x - (1 << (n - 1)) < 1 << max(n - 11, 0) else n
 
 
 class AutoParamsResult(BaseModel):
