@@ -31,13 +31,12 @@ special prime), more than 128-bit security allows at N = 32768 (881): N = 65536,
 OpenFHE build and SEAL does not.
 
 Encrypted runs: every value here sits at its level's canonical scale (S' = S^2 / q after a
-product and a rescale: fhemark's convention, which plaintext_like and poly_eval keep), and over
-this many levels that scale drifts away from 2^scale_bits, its offset doubling at every level.
-Where the library tracks scales exactly on a fixed chain (SEAL; Lattigo by the same arithmetic,
-not tried) the scale outgrows the chain near level 20: a trial on SEAL at N = 8192 with 30-bit
-primes (insecure) stopped with 'scale out of bounds', the chain's room notwithstanding (by the
-primes SEAL makes there, the scale is 2^30.7 at level 12, 2^77 at level 18 and 2^218 at level 20,
-where a product no longer fits).
+product and a rescale: fhemark's convention, which plaintext_like and poly_eval keep). On primes
+made just below 2^scale_bits that scale's offset doubles at every level, and a deep program's
+scale leaves the chain (SEAL: 'scale out of bounds'; Lattigo decrypted this MLP to 2.1 bits at a
+34-bit scale). The SEAL and Lattigo drivers therefore choose the scaling primes that hold the
+scale at 2^scale_bits (drivers/lattigo/scale.go, drivers/seal/chain.py; OpenFHE's FLEXIBLEAUTO
+does the same): 20.0 and 18.0 bits at N = 4096 (tests/test_scale_chain.py).
 
 Run it:  fhemark choose examples/mlp_deep.py
 """
