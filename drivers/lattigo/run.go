@@ -160,8 +160,12 @@ func (d *driver) run(req *request) (any, error) {
 			return nil, err
 		}
 	}
+	dies := deadAfter(prog, req.Samples)
 	for si := range req.Samples {
 		smp := &req.Samples[si]
+		if last != nil {
+			last.env = nil // the last sample's values freed before this one's are made
+		}
 		env, err := c.inputEnv(smp)
 		if err != nil {
 			return nil, err
@@ -183,6 +187,11 @@ func (d *driver) run(req *request) (any, error) {
 			}
 			if timed {
 				ns[sp.name], cpu[sp.name] = t, tc
+			}
+			for j := sp.first; j < sp.first+sp.n; j++ {
+				for _, name := range dies[j] {
+					delete(x.env, name)
+				}
 			}
 			i += sp.n
 		}

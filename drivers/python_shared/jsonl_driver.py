@@ -105,14 +105,49 @@ def regions_of(program: dict) -> dict[int, tuple[str, int]]:
     return out
 
 
-def run_steps(steps: list, regions: dict, prepare: Callable, vals: dict, arm: Callable | None = None) -> tuple:
+def dead_after(program: dict, inputs: set[str]) -> dict[int, list[str]]:
+    """Step index -> the values (step results and sample inputs) nothing reads after that step, to free
+    there: a deep program makes hundreds of ciphertexts, and keeping each until the sample ends made its
+    peak memory their sum (PROTOCOL.md "Values a sample frees"). What the request reads after the last
+    step (outputs, noise, sizes, levels) is kept; a program that names a value per sample (a `$` arg)
+    frees nothing."""
+    steps = program["steps"]
+    if any(a.startswith("$") for st in steps for a in st["args"]):
+        return {}
+    made = set(inputs) | {st["out"] for st in steps}
+    last = {name: i for i, st in enumerate(steps) for name in (st["out"],)}
+    for i, st in enumerate(steps):
+        for name in (*st["args"], *_names_in(st.get("attrs") or {})):
+            last[name] = i
+    kept = {n for key in ("outputs", "noise", "sizes", "levels") for n in program.get(key) or []}
+    dies: dict[int, list[str]] = {}
+    for name, i in last.items():
+        if name in made and name not in kept:
+            dies.setdefault(i, []).append(name)
+    return dies
+
+
+def _names_in(attrs) -> list[str]:
+    """The strings an attrs value holds (a `like`, a key's name): any may name a value."""
+    if isinstance(attrs, str):
+        return [attrs]
+    if isinstance(attrs, dict):
+        return [n for v in attrs.values() for n in _names_in(v)]
+    if isinstance(attrs, list):
+        return [n for v in attrs for n in _names_in(v)]
+    return []
+
+
+def run_steps(steps: list, regions: dict, prepare: Callable, vals: dict, arm: Callable | None = None,
+              dies: dict[int, list[str]] | None = None) -> tuple:
     """One sample: the steps in program order, each value kept in vals under its step's out.
     prepare(step) -> (call, post, ...): the library call(s) to make, with every untimed part done,
     and post(result) -> the value kept (None: the result itself); more items are the driver's own.
     A step outside every region runs untimed (a `discard` one is freed at once); at a region every
     step is prepared first, then its calls are timed together (time_region). arm(region name or
     None, prepared) runs between the preparation and the clock and may return an undo, called
-    right after the calls (TenSEAL's context flags). -> ({region: ns}, {region: cpu_ns})."""
+    right after the calls (TenSEAL's context flags); `dies` (dead_after) the values freed after each
+    step. -> ({region: ns}, {region: cpu_ns})."""
     ns: dict[str, int] = {}
     cpu: dict[str, int] = {}
     i = 0
@@ -130,6 +165,9 @@ def run_steps(steps: list, regions: dict, prepare: Callable, vals: dict, arm: Ca
             if not st.get("discard"):
                 vals[st["out"]] = p[1](out) if p[1] else out
         del outs, prepared, out  # a discarded result is freed here, before the next region
+        for j in range(i, end):
+            for name in (dies or {}).get(j, ()):
+                vals.pop(name, None)
         i = end
     return ns, cpu
 
@@ -148,13 +186,15 @@ def run_samples(program: dict, samples: list, prepare: Callable, output: Callabl
     if pool:
         shared.update(_pool_values(pool, prepare, shared, {} if kept is None else kept))
     results, vals = [], {}
+    dies = dead_after(program, {name for sample in samples for name in sample["inputs"]})
     for sample in samples:
         scalars = sample.get("scalars", {})
+        vals = {}  # the last sample's values freed before this one's are made
         vals = {name: vec_in(v) for name, v in sample["inputs"].items()}
         vals.update(shared)
         ns, cpu = run_steps(program["steps"], regions,
                             lambda st: prepare(_args_of(st, scalars), resolve(st.get("attrs", {}), scalars), vals),
-                            vals, arm)
+                            vals, arm, dies)
         for o in program.get("outputs", []):
             if o not in vals:
                 raise Failure("internal", f"output {o!r} was not produced")

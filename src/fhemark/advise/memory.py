@@ -10,8 +10,9 @@ one that would not fit. The prediction:
 - keys: the public key and the relinearisation key, plus one Galois key per rotation the program
   needs; a key-switching key holds dnum = ceil(L / K) digits of 2 polynomials over Q·P (HYBRID, the
   search's sets), the public key 2 polynomials over Q·P;
-- values: every ciphertext the program makes (the drivers keep a run's values until it ends): 2
-  polynomials over half the chain, as a deep program's values descend it;
+- values: the most ciphertexts the program holds at once (a driver frees each after the last step
+  that reads it, Program.peak_live): 2 polynomials over half the chain, as a deep program's values
+  descend it;
 - working: the library's own working set, in ciphertexts over Q·P (a constant count, plus a count per
   key-switching digit where the library expands every digit: OpenFHE), and base, its process at rest: all
   declared by its driver (capabilities.json `memory`, from measured peaks, see each driver's README).
@@ -92,11 +93,11 @@ def booted(library: str, spec: dict, ciphertexts: int) -> Prediction | None:
 
 def shape(w: Workload | None, scheme: str) -> tuple[int, int]:
     """What a set's memory depends on beside its sizes (`predict`): the program's distinct rotation keys and
-    the ciphertexts it makes."""
+    the most ciphertexts it holds at once (a driver frees a value after its last reader)."""
     if w is None:
         return 0, 0
-    made = sum(1 for st in w.program(scheme).steps if st["op"] not in ("encode", "decode", "decrypt"))
-    return len(derive(w, scheme).rotations), made
+    live = w.program(scheme).peak_live(lambda st: st["op"] not in ("encode", "decode", "decrypt"))
+    return len(derive(w, scheme).rotations), live
 
 
 def available() -> int | None:

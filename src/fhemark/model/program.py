@@ -4,8 +4,9 @@ timed region warmed up first (inputs: hot), operands from a request's pool."""
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Callable
 
 
 def step(out: str, op: str, *args: str, **attrs: Any) -> dict:
@@ -36,6 +37,27 @@ class Program:
     sizes: list[str] = field(default_factory=list)
     levels: list[str] = field(default_factory=list)
     regions: dict[str, list[str]] = field(default_factory=dict)  # region name -> its steps
+
+    def peak_live(self, counted: Callable[[dict], bool]) -> int:
+        """The most values of `counted` steps alive at once, where a driver frees each value after the
+        last step that reads it (PROTOCOL.md "Values a sample frees": a `$` arg frees nothing) and keeps
+        what the request reads after the steps (outputs, noise, sizes, levels)."""
+        if any(a.startswith("$") for st in self.steps for a in st["args"]):
+            return sum(1 for st in self.steps if counted(st))
+        last = {st["out"]: i for i, st in enumerate(self.steps)}
+        for i, st in enumerate(self.steps):
+            # the programs fhemark builds name a value in an attr only as a string (`like`, a key)
+            for name in (*st["args"], *(v for v in (st.get("attrs") or {}).values() if isinstance(v, str))):
+                last[name] = i
+        for name in (*self.outputs, *self.noise, *self.sizes, *self.levels):
+            last[name] = len(self.steps)
+        live = peak = 0
+        dies = Counter(last[st["out"]] for st in self.steps if counted(st))
+        for i, st in enumerate(self.steps):
+            live += counted(st)
+            peak = max(peak, live)
+            live -= dies[i]
+        return peak
 
     def region(self, name: str) -> list[str]:
         return self.regions.get(name, [name])
