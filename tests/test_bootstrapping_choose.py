@@ -93,6 +93,25 @@ def test_a_polynomial_bootstraps_inside_its_tree_and_still_computes_it(levels):
     assert np.allclose(booted.reference(plain, vecs, {}), np.polynomial.polynomial.polyval(x, coeffs))
 
 
+def test_a_sparse_bootstrapping_set_packs_the_programs_values_and_no_more(monkeypatch):
+    """A set that packs few slots (OpenFHE's sparse preset) is asked for the program's values rounded up to a
+    power of two (at least 16: what its driver was tried at); a program of more values than it packs is told so."""
+    from fhemark.drivers.limits import BootstrapSet
+    sparse = BootstrapSet("openfhe", "openfhe_bootstrap_sparse", 65536, 8, 59, 10 << 30, max_slots=64)
+    monkeypatch.setattr(booting, "bootstrapping", lambda lib, scheme: sparse)
+    ask = chooser.asked(12.0, 128, "hestd2018")
+    for values, packed in ((8, 16), (17, 32), (64, 64)):
+        w = Workload(f"wide{values}_t", _chain(20), {"x": Uniform(-1, 1, length=values),
+                                                      "y": Uniform(0.9, 1, length=values)}, schemes=("ckks",))
+        boot = booting.way(w, "openfhe", chooser._need(derive(w, "ckks"), ask), False)
+        assert boot.spec == {"preset": "openfhe_bootstrap_sparse", "N": 65536, "sparse_slots": packed}
+        assert boot.bootstraps == 2
+    w = Workload("wide65_t", _chain(20), {"x": Uniform(-1, 1, length=65), "y": Uniform(0.9, 1, length=65)},
+                 schemes=("ckks",))
+    why = booting.way(w, "openfhe", chooser._need(derive(w, "ckks"), ask), False)
+    assert why == "openfhe's bootstrapping set (openfhe_bootstrap_sparse) packs at most 64 slots, and the program needs 65"
+
+
 def test_bootstrap_is_ckks_only_and_a_way_is_found_by_its_name():
     with pytest.raises(ValueError, match="bootstrap is CKKS's"):
         Circuit("bfv").bootstrap("cx")

@@ -83,7 +83,7 @@ from concrete.fhe.compilation.configuration import SecurityLevel  # noqa: E402  
 
 from jsonl_driver import Failure, merged, run_samples, serve, static_capabilities  # noqa: E402
 
-DRIVER_VERSION = "0.4.0"
+DRIVER_VERSION = "0.5.0"  # 0.5.0: values freed after their last reader (python_shared)
 CONCRETE_VERSION = metadata.version("concrete-python")
 SCHEME = "tfhe_int"
 CHUNK_BITS = 2

@@ -15,7 +15,7 @@ import (
 	"strconv"
 )
 
-const driverVersion = "0.8.0"
+const driverVersion = "0.9.0" // 0.9.0: scaling primes that hold the CKKS scale (scale.go); values freed after their last reader (liveness.go)
 
 func main() {
 	log.SetOutput(os.Stderr)

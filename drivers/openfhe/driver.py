@@ -12,7 +12,7 @@ import os
 import sys
 from functools import partial
 
-DRIVER_VERSION = "0.10.0"  # 0.10.0: CKKS under FLEXIBLEAUTO (contexts.CKKS_SCALING)
+DRIVER_VERSION = "0.11.0"  # 0.11.0: values freed after their last reader; openfhe_bootstrap_sparse
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path[:0] = [HERE, os.path.join(HERE, "..", "python_shared")]
@@ -145,7 +145,7 @@ def setup(scheme, params, rotations, allow_insecure):
         raise Failure("unsupported", "OpenFHE driver has no scheme %r" % scheme)
     if params.get("preset"):
         if scheme == "ckks":
-            return ckksboot.setup(params, allow_insecure)
+            return ckksboot.setup(params, rotations, allow_insecure)
         raise Failure("invalid_params", "OpenFHE driver has no %s preset %r" % (scheme, params["preset"]))
     try:
         return contexts.setup(scheme, params, rotations, allow_insecure)
@@ -379,8 +379,8 @@ class Program:
         if op == "bootstrap":
             need(1, 1)
             if not s.boot:
-                raise Failure("unsupported", "bootstrap needs a setup with params {\"preset\": \"%s\"}"
-                              % ckksboot.PRESET)
+                raise Failure("unsupported", "bootstrap needs a setup with params {\"preset\": \"%s\"} (or %s)"
+                              % ckksboot.PRESETS)
             self.note("bootstrap: OpenFHE EvalBootstrap (one iteration), output at the levels reported")
             return partial(cc.EvalBootstrap, args[0]), None, None
         if op == "key_switch":
@@ -625,7 +625,7 @@ def capabilities():
                             "(ctypes); threads = omp_get_max_threads() read back" % (", ".join(copies) or "(none mapped)"),
                   "binding_call_ns": binding_call_ns(ofhe.CCParamsBFVRNS().GetRingDim),
                   **({"version_adaptations": compat.ADAPTATIONS} if compat.ADAPTATIONS else {})},
-        "schemes": {"ckks": {"limits": {"presets": [ckksboot.PRESET], "bootstrap_preset_secure_n": ckksboot.SECURE_N}},
+        "schemes": {"ckks": {"limits": {"presets": list(ckksboot.PRESETS), "bootstrap_preset_secure_n": ckksboot.SECURE_N}},
                     "tfhe_bool": {"limits": binfhe.limits()}}})
 
 

@@ -39,7 +39,7 @@ from jsonl_driver import Failure, array_out, merged, run_samples, serve, static_
 import routines  # noqa: E402  (this folder: TenSEAL's sum, dot, polyval for native variants)
 
 C = ts._ts_cpp
-DRIVER_VERSION = "0.5.0"
+DRIVER_VERSION = "0.6.0"  # 0.6.0: values freed after their last reader (python_shared)
 
 
 # TenSEAL's one thread setting is the n_threads argument of every context (new, deserialize): the

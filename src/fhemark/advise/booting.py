@@ -46,13 +46,16 @@ def way(v: Workload, lib: str, need: Need, placed: bool) -> Booted | str | None:
         return f"{lib} declares no bootstrapping set for {need.scheme.upper()}" if placed else None
     if need.depth <= b.levels and not placed:
         return None
+    if b.max_slots and need.slots > b.max_slots:
+        return (f"{lib}'s bootstrapping set ({b.preset}) packs at most {b.max_slots} slots, and the program "
+                f"needs {need.slots}")
     booted = ways.bootstrapped(v, b.levels)
     ring = min(need.rings) if need.insecure and need.rings else b.N  # the tests' toy ring: insecure, marked so
     try:
         req = derive(booted, need.scheme)
     except ValueError as exc:  # a step needs more levels than a bootstrap gives back
         return f"bootstrapping ({b.preset}, {b.levels} levels between bootstraps): {exc}"
-    return Booted(booted, replace(need, depth=req.levels), b.spec(ring), req.counts.get("bootstrap", 0))
+    return Booted(booted, replace(need, depth=req.levels), b.spec(ring, need.slots), req.counts.get("bootstrap", 0))
 
 
 def searched(boot: Booted | str, lib: str, scheme: str, by: str | None,

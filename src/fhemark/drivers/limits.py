@@ -45,11 +45,15 @@ def declared(library: str) -> dict[str, dict]:
     return {name: dict(sc.get("limits") or {}) for name, sc in (snapshot(library).get("schemes") or {}).items()}
 
 
+SPARSE_MIN_SLOTS = 16  # the fewest a sparse bootstrapping set is asked to pack: the count its driver was tried at
+
+
 @dataclass(frozen=True)
 class BootstrapSet:
     """A library's own bootstrapping set for a scheme, as its driver declares it (capabilities
     `bootstrapping`): the preset that builds it, its ring, the levels a bootstrap gives back (what a
-    program spends between two), its scale, and its measured peak memory at that ring."""
+    program spends between two), its scale, and its measured peak memory at that ring; `max_slots` where
+    the preset packs a power of two of at most that many slots (`sparse_slots`), 0 where it packs N/2."""
     library: str
     preset: str
     N: int
@@ -57,10 +61,14 @@ class BootstrapSet:
     scale_bits: int
     peak_bytes: int
     keys_bytes: int = 0
+    max_slots: int = 0
 
-    def spec(self, n: int | None = None) -> dict:
-        """The set as a suite names it (`n`: the same circuit on another ring, smaller ones insecure)."""
-        return {"preset": self.preset, "N": n or self.N}
+    def spec(self, n: int | None = None, slots: int | None = None) -> dict:
+        """The set as a suite names it (`n`: the same circuit on another ring, smaller ones insecure; `slots`:
+        the values a sparse preset packs, rounded up to a power of two, at least SPARSE_MIN_SLOTS)."""
+        packed = {"sparse_slots": max(SPARSE_MIN_SLOTS, 1 << (int(slots) - 1).bit_length())} \
+            if self.max_slots and slots else {}
+        return {"preset": self.preset, "N": n or self.N, **packed}
 
 
 def bootstrapping(library: str, scheme: str) -> BootstrapSet | None:
@@ -69,7 +77,7 @@ def bootstrapping(library: str, scheme: str) -> BootstrapSet | None:
     if not b:
         return None
     return BootstrapSet(library, b["preset"], int(b["N"]), int(b["levels"]), int(b["scale_bits"]),
-                        int(b["peak_bytes"]), int(b.get("keys_bytes", 0)))
+                        int(b["peak_bytes"]), int(b.get("keys_bytes", 0)), int(b.get("max_slots", 0)))
 
 
 def ring_limits(library: str, scheme: str) -> RingLimits | None:

@@ -86,13 +86,14 @@ class ParamSet(BaseModel):
     # in bits): left out of the wire when unset, so drivers without the choice never see it.
     key_switching: Literal["hybrid", "bv"] | None = None
     digit_size: int | None = None
+    sparse_slots: int | None = None  # a CKKS preset's sparsely packed slot count (OpenFHE's sparse bootstrapping)
 
     @property
     def log_qp_nominal(self) -> int:
         return sum(self.q_bits) + sum(self.p_bits)
 
     def slots(self, scheme: str) -> int:
-        return self.N // 2 if scheme == "ckks" else self.N
+        return self.sparse_slots or (self.N // 2 if scheme == "ckks" else self.N)
 
     def label(self) -> str:
         sparse = f",h={self.hamming_weight}" if self.hamming_weight else ""
@@ -103,7 +104,7 @@ class ParamSet(BaseModel):
             return {"preset": self.preset, **({"bits": self.bits} if self.bits else {})}
         drop = {"name", "kind", "bits"} | ({"preset"} if self.preset is None else set()) | \
             ({"batching"} if self.batching else set()) | \
-            {k for k in ("key_switching", "digit_size", "hamming_weight")
+            {k for k in ("key_switching", "digit_size", "hamming_weight", "sparse_slots")
              if getattr(self, k) is None}  # defaults: drivers need not know
         return self.model_dump(exclude=drop)
 
@@ -133,6 +134,8 @@ class ParamSpec(BaseModel):
     batching: bool = True
     key_switching: Literal["hybrid", "bv"] | None = None  # OpenFHE's choice (PROTOCOL.md, setup)
     digit_size: int | None = Field(None, ge=1, le=60)
+    # A preset that packs fewer slots than N/2 (a power of two), where its library offers it (PROTOCOL.md, setup)
+    sparse_slots: int | None = Field(None, ge=1)
 
     @field_validator("name")
     @classmethod
@@ -239,7 +242,8 @@ def _validated(spec: ParamSpec, scheme: str, where: str) -> ParamSet:
                         f"sigma = 3.2 and SEAL always uses it", "remove sigma (3.2 is the default)")
     if spec.preset is not None:
         return ParamSet(N=n, q_bits=tuple(spec.q_bits), p_bits=tuple(spec.p_bits), t=spec.t,
-                        scale_bits=spec.scale_bits, sigma=spec.sigma, name=spec.name or spec.preset, preset=spec.preset)
+                        scale_bits=spec.scale_bits, sigma=spec.sigma, name=spec.name or spec.preset, preset=spec.preset,
+                        sparse_slots=spec.sparse_slots)
     if not spec.q_bits:
         raise UserError(f"{where}.q_bits: empty", "give at least one ciphertext prime, e.g. q_bits: [60, 40, 60]")
     for field, bits in (("q_bits", spec.q_bits), ("p_bits", spec.p_bits)):
