@@ -15,7 +15,7 @@ import pytest
 from fhemark.advise import booting
 from fhemark.advise import choose as chooser
 from fhemark.advise.candidates import Candidate
-from fhemark.drivers.limits import bootstrapping
+from fhemark.drivers.limits import bootstrap_sets, bootstrapping
 from fhemark.drivers.registry import available
 from fhemark.model import ways
 from fhemark.model.apps.builder import Circuit
@@ -98,7 +98,8 @@ def test_a_sparse_bootstrapping_set_packs_the_programs_values_and_no_more(monkey
     power of two (at least 16: what its driver was tried at); a program of more values than it packs is told so."""
     from fhemark.drivers.limits import BootstrapSet
     sparse = BootstrapSet("openfhe", "openfhe_bootstrap_sparse", 65536, 8, 59, 10 << 30, max_slots=64)
-    monkeypatch.setattr(booting, "bootstrapping", lambda lib, scheme: sparse)
+    monkeypatch.setattr(booting, "bootstrap_sets", lambda lib, scheme: [sparse])
+    monkeypatch.setattr(booting, "bootstrapping", lambda lib, scheme, slots: sparse if sparse.packs(slots) else None)
     ask = chooser.asked(12.0, 128, "hestd2018")
     for values, packed in ((8, 16), (17, 32), (64, 64)):
         w = Workload(f"wide{values}_t", _chain(20), {"x": Uniform(-1, 1, length=values),
@@ -109,7 +110,7 @@ def test_a_sparse_bootstrapping_set_packs_the_programs_values_and_no_more(monkey
     w = Workload("wide65_t", _chain(20), {"x": Uniform(-1, 1, length=65), "y": Uniform(0.9, 1, length=65)},
                  schemes=("ckks",))
     why = booting.way(w, "openfhe", chooser._need(derive(w, "ckks"), ask), False)
-    assert why == "openfhe's bootstrapping set (openfhe_bootstrap_sparse) packs at most 64 slots, and the program needs 65"
+    assert why == "openfhe's bootstrapping sets pack at most 64 slots (openfhe_bootstrap_sparse), and the program needs 65"
 
 
 def test_bootstrap_is_ckks_only_and_a_way_is_found_by_its_name():
@@ -122,10 +123,16 @@ def test_bootstrap_is_ckks_only_and_a_way_is_found_by_its_name():
     assert ways.find(w, horner.name + "__boot4").refresh == 4 and ways.find(w, "chain12_t__bootx") is None
 
 
-def test_each_library_declares_its_bootstrapping_set_or_none():
+def test_each_library_declares_its_bootstrapping_sets_the_cheapest_first_or_none():
+    """A program of few values is bootstrapped sparsely packed (Lattigo: 6.4 GB at 16 slots, 11.5 GB at 64;
+    OpenFHE: 15.9 GB at 16); a wider one at the full-slot set (Lattigo 16.3 GB, OpenFHE about 21 GB)."""
     lattigo, openfhe = bootstrapping("lattigo", "ckks"), bootstrapping("openfhe", "ckks")
-    assert lattigo.preset == "lattigo_bootstrap_default" and lattigo.N == 65536 and lattigo.levels == 9
-    assert openfhe.preset == "openfhe_bootstrap_default" and openfhe.levels == 2
+    assert (lattigo.preset, lattigo.max_slots, lattigo.N, lattigo.levels) == ("lattigo_bootstrap_sparse", 16, 65536, 9)
+    assert (openfhe.preset, openfhe.max_slots, openfhe.levels) == ("openfhe_bootstrap_sparse", 16, 8)
+    assert bootstrapping("lattigo", "ckks", 17).max_slots == 64
+    assert [(b.preset, b.max_slots) for b in (bootstrapping("lattigo", "ckks", 65), bootstrapping("openfhe", "ckks", 17))] \
+        == [("lattigo_bootstrap_default", 0), ("openfhe_bootstrap_default", 0)]
+    assert [b.peak_bytes < 17 << 30 for b in bootstrap_sets("lattigo", "ckks")] == [True, True, True]
     assert bootstrapping("seal", "ckks") is None and bootstrapping("lattigo", "bfv") is None
 
 
@@ -148,7 +155,7 @@ def test_choose_ranks_the_bootstrapping_set_beside_the_smallest_ring_that_holds_
     rows = chooser._on(chain(12), "lattigo", "ckks", ask, 1, None, lambda *a, **k: None, None)
     assert [c.origin for c in rows] == ["search", "lattigo-bootstrap"]
     name, space, _ = calls[1]
-    assert name == "chain12_t__boot9" and space == [{"preset": "lattigo_bootstrap_default", "N": 65536}]
+    assert name == "chain12_t__boot9" and space == [{"preset": "lattigo_bootstrap_sparse", "N": 65536, "sparse_slots": 16}]
     assert rows[1].bootstraps == 1 and rows[1].levels_needed == 9 and rows[0].levels_needed == 12
     calls.clear()
     assert [c.origin for c in chooser._on(chain(12), "seal", "ckks", ask, 1, None, lambda *a, **k: None, None)] == ["search"]
@@ -175,7 +182,7 @@ def test_a_program_that_places_bootstrap_runs_only_at_a_bootstrapping_set(monkey
                  {"x": Uniform(-1, 1, length=8)}, schemes=("ckks",))
     ask = chooser.asked(20.0, 128, "hestd2018")
     (row,) = chooser._on(w, "lattigo", "ckks", ask, 1, None, lambda *a, **k: None, None)
-    assert row.origin == "lattigo-bootstrap" and calls[0][1][0]["preset"] == "lattigo_bootstrap_default"
+    assert row.origin == "lattigo-bootstrap" and calls[0][1][0]["preset"] == "lattigo_bootstrap_sparse"
     (seal,) = chooser._on(w, "seal", "ckks", ask, 1, None, lambda *a, **k: None, None)
     assert not seal.verified and seal.tried == ["seal declares no bootstrapping set for CKKS"]
 
@@ -204,7 +211,7 @@ def test_choose_runs_a_bootstrapped_program_checked_with_its_bootstraps_figures(
     ans = chooser.choose(w, {"lattigo": ("ckks",)}, None, 128, "hestd2018", 1, insecure=True)
     (row,) = ans.ranked()
     r, b = row.record, row.boot_record
-    assert row.origin == "lattigo-bootstrap" and row.spec == {"preset": "lattigo_bootstrap_default", "N": 4096}
+    assert row.origin == "lattigo-bootstrap" and row.spec == {"preset": "lattigo_bootstrap_sparse", "N": 4096, "sparse_slots": 16}
     assert r.status == "ok" and r.insecure and r.precision_bits >= 12 and row.worst.precision_bits >= 12
     assert row.bootstraps == 1 and b.op == "bootstrap" and b.status == "ok" and b.median_ns > 0
     boot = r.effective_params["bootstrap"]

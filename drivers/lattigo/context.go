@@ -88,6 +88,7 @@ type fheContext struct {
 	ckksP    ckks.Parameters
 	slots    int
 	rowLen   int // columns of the batching matrix (BFV/BGV), slots (CKKS)
+	logSlots int // CKKS, a sparse bootstrapping preset: log2 of the slots every value packs (0: N/2)
 	insecure bool
 
 	kgen   *rlwe.KeyGenerator
@@ -122,7 +123,11 @@ func (c *fheContext) newPlaintext(level int) *rlwe.Plaintext {
 	if c.isBGVFamily() {
 		return bgv.NewPlaintext(c.bgvP, level)
 	}
-	return ckks.NewPlaintext(c.ckksP, level)
+	pt := ckks.NewPlaintext(c.ckksP, level)
+	if c.logSlots > 0 {
+		pt.LogDimensions = ring.Dimensions{Rows: 0, Cols: c.logSlots} // sparse: what the bootstrapping expects
+	}
+	return pt
 }
 
 func (c *fheContext) newCiphertext(degree, level int) *rlwe.Ciphertext {
@@ -545,7 +550,7 @@ func (d *driver) capabilities() map[string]any {
 		sc["ops"], sc["limits"] = opsFor(name), limits
 		schemes[name] = sc
 	}
-	schemes["ckks"].(map[string]any)["presets"] = map[string]any{bootstrapPreset: bootstrapPresetDoc}
+	schemes["ckks"].(map[string]any)["presets"] = map[string]any{bootstrapPreset: bootstrapPresetDoc, sparsePreset: sparsePresetDoc}
 	caps := maps.Clone(staticCaps)
 	maps.Copy(caps, map[string]any{"protocol": protocolVersion, "library_version": libraryVersion(),
 		"driver_version": driverVersion, "build": buildFacts(), "threads": runtime.GOMAXPROCS(0), "schemes": schemes})

@@ -77,6 +77,7 @@ type setupParams struct {
 	Hamming   int          `json:"hamming_weight"` // sparse_ternary: the nonzero entries of the secret
 	Sigma     *float64     `json:"sigma"`
 	Preset    string       `json:"preset"`
+	Sparse    int          `json:"sparse_slots"` // a sparse bootstrapping preset: the slots it packs
 }
 
 type program struct {

@@ -42,7 +42,7 @@ def levels_available(c: Candidate, req: Requirements) -> int | None:
     if not c.spec:
         return None
     if c.scheme == "ckks" and c.spec.get("preset"):  # between two bootstraps
-        b = bootstrapping(c.library, "ckks")
+        b = bootstrapping(c.library, "ckks", int(c.spec.get("sparse_slots") or 1), c.spec["preset"])
         return b.levels if b else None
     if c.scheme == "ckks":
         return len(c.spec["q_bits"]) - 1

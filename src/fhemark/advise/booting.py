@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Callable
 
-from ..drivers.limits import BootstrapSet, bootstrapping
+from ..drivers.limits import BootstrapSet, bootstrap_sets, bootstrapping
 from ..model import ways
 from ..model.requirements import derive
 from ..model.workload import Workload
@@ -41,14 +41,18 @@ def way(v: Workload, lib: str, need: Need, placed: bool) -> Booted | str | None:
     or places bootstraps itself (`placed`: `calls`); None where neither holds (the ring search answers
     it), a reason where the library declares no bootstrapping or the program cannot run between its
     bootstraps."""
-    b: BootstrapSet | None = bootstrapping(lib, need.scheme) if need.scheme == "ckks" else None
-    if b is None:
+    sets = bootstrap_sets(lib, need.scheme) if need.scheme == "ckks" else []
+    if not sets:
         return f"{lib} declares no bootstrapping set for {need.scheme.upper()}" if placed else None
+    if need.depth <= min(b.levels for b in sets) and not placed:
+        return None
+    b: BootstrapSet | None = bootstrapping(lib, need.scheme, need.slots)
+    if b is None:
+        widest = max(sets, key=lambda x: x.max_slots or x.N // 2)
+        return (f"{lib}'s bootstrapping sets pack at most {widest.max_slots or widest.N // 2} slots "
+                f"({widest.preset}), and the program needs {need.slots}")
     if need.depth <= b.levels and not placed:
         return None
-    if b.max_slots and need.slots > b.max_slots:
-        return (f"{lib}'s bootstrapping set ({b.preset}) packs at most {b.max_slots} slots, and the program "
-                f"needs {need.slots}")
     booted = ways.bootstrapped(v, b.levels)
     ring = min(need.rings) if need.insecure and need.rings else b.N  # the tests' toy ring: insecure, marked so
     try:

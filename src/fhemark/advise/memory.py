@@ -82,8 +82,8 @@ def booted(library: str, spec: dict, ciphertexts: int) -> Prediction | None:
     """A bootstrapping set's peak: the library's measured peak at its declared ring (keys and the
     bootstrapping's working set: nothing the program changes much), scaled with the ring, plus the
     program's values over the chain a bootstrap gives back."""
-    b = bootstrapping(library, "ckks")
-    if b is None or spec.get("preset") != b.preset:
+    b = bootstrapping(library, "ckks", int(spec.get("sparse_slots") or 1), spec.get("preset"))
+    if b is None:
         return None
     ratio = int(spec.get("N") or b.N) / b.N
     keys = int(b.keys_bytes * ratio)

@@ -71,13 +71,24 @@ class BootstrapSet:
         return {"preset": self.preset, "N": n or self.N, **packed}
 
 
-def bootstrapping(library: str, scheme: str) -> BootstrapSet | None:
-    """The bootstrapping set `library` declares for `scheme`; None where it declares none."""
-    b = (snapshot(library).get("bootstrapping") or {}).get(scheme)
-    if not b:
-        return None
-    return BootstrapSet(library, b["preset"], int(b["N"]), int(b["levels"]), int(b["scale_bits"]),
-                        int(b["peak_bytes"]), int(b.get("keys_bytes", 0)), int(b.get("max_slots", 0)))
+    def packs(self, slots: int) -> bool:
+        return slots <= (self.max_slots or self.N // 2)
+
+
+def bootstrap_sets(library: str, scheme: str) -> list[BootstrapSet]:
+    """The bootstrapping sets `library` declares for `scheme` (capabilities `bootstrapping`: one, or a
+    list, the cheapest first); [] where it declares none."""
+    found = (snapshot(library).get("bootstrapping") or {}).get(scheme) or []
+    return [BootstrapSet(library, b["preset"], int(b["N"]), int(b["levels"]), int(b["scale_bits"]),
+                         int(b["peak_bytes"]), int(b.get("keys_bytes", 0)), int(b.get("max_slots", 0)))
+            for b in (found if isinstance(found, list) else [found])]
+
+
+def bootstrapping(library: str, scheme: str, slots: int = 1, preset: str | None = None) -> BootstrapSet | None:
+    """The first set `library` declares for `scheme` that packs `slots` values (and is `preset`, where
+    given); None where none does."""
+    return next((b for b in bootstrap_sets(library, scheme)
+                 if b.packs(slots) and (preset is None or b.preset == preset)), None)
 
 
 def ring_limits(library: str, scheme: str) -> RingLimits | None:
