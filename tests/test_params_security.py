@@ -27,6 +27,9 @@ def test_batching_prime_is_the_largest_below_the_bound():
     ({"N": 8192, "q_bits": [40, 40], "p_bits": [40]}, "ckks", "scale_bits"),
     ({"N": 8192, "q_bits": [30, 40], "p_bits": [40], "scale_bits": 40}, "ckks", "scale_bits"),
     ({"N": 8192, "q_bits": [40, 40], "p_bits": [40], "bogus": 1}, "bfv", "bogus"),
+    ({"N": 8192, "q_bits": [40, 40], "p_bits": [40], "scale_bits": 30, "sparse_slots": 16}, "ckks", "sparse_slots"),
+    ({"N": 8192, "q_bits": [40, 40], "p_bits": [40], "t_bits": 20, "digit_size": 20}, "bfv", "digit_size"),
+    ({"N": 8192, "q_bits": [40, 40], "p_bits": [40], "t_bits": 20, "secret": "sparse_ternary"}, "bfv", "hamming_weight"),
 ])
 def test_impossible_parameters_name_the_field(spec, scheme, field):
     with pytest.raises(UserError) as e:

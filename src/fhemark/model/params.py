@@ -244,6 +244,9 @@ def _validated(spec: ParamSpec, scheme: str, where: str) -> ParamSet:
         return ParamSet(N=n, q_bits=tuple(spec.q_bits), p_bits=tuple(spec.p_bits), t=spec.t,
                         scale_bits=spec.scale_bits, sigma=spec.sigma, name=spec.name or spec.preset, preset=spec.preset,
                         sparse_slots=spec.sparse_slots)
+    if spec.sparse_slots is not None:
+        raise UserError(f"{where}.sparse_slots: only a library's preset packs fewer slots than N/2",
+                        "remove sparse_slots, or name the preset (e.g. preset: lattigo_bootstrap_sparse)")
     if not spec.q_bits:
         raise UserError(f"{where}.q_bits: empty", "give at least one ciphertext prime, e.g. q_bits: [60, 40, 60]")
     for field, bits in (("q_bits", spec.q_bits), ("p_bits", spec.p_bits)):
@@ -251,47 +254,69 @@ def _validated(spec: ParamSpec, scheme: str, where: str) -> ParamSet:
             if not 17 <= b <= 60:
                 raise UserError(f"{where}.{field}: a {b}-bit prime is outside 17..60 bits",
                                 "use primes of 17 to 60 bits (the common limit of SEAL, Lattigo and OpenFHE)")
-    t = None
-    scale = None
+    t = scale = None
     if scheme == "ckks":
-        scale = spec.scale_bits
-        if scale is None:
-            raise UserError(f"{where}.scale_bits: missing for CKKS", "give scale_bits, e.g. 40")
-        if not 10 <= scale < spec.q_bits[0]:
-            raise UserError(f"{where}.scale_bits: {scale} must be at least 10 and below the first prime ({spec.q_bits[0]} bits)",
-                            "lower scale_bits or enlarge q_bits[0]")
-        rescale = spec.q_bits[1:]
-        if rescale and scale > min(rescale):
-            raise UserError(f"{where}.scale_bits: {scale} is above the {min(rescale)}-bit prime of q_bits {spec.q_bits} "
-                            "(a rescale divides by it: the scale would grow at every level)",
-                            f"use scale_bits <= {min(rescale)} or primes of at least {scale} bits after the first")
-        if 2 * scale >= sum(spec.q_bits):
-            raise UserError(f"{where}.scale_bits: a product's scale (2 x {scale} bits) does not fit the "
-                            f"{sum(spec.q_bits)}-bit modulus q_bits {spec.q_bits} (the library fails: scale out of bounds)",
-                            f"lower scale_bits below {(sum(spec.q_bits) + 1) // 2} or add primes to q_bits")
+        scale = _scale(spec, where)
     elif scheme in ("bfv", "bgv"):
-        if spec.t is not None and not spec.batching:
-            t = spec.t
-            if t < 2:
-                raise UserError(f"{where}.t: {t} is below 2", "use t >= 2")
-        elif spec.t is not None:
-            t = spec.t
-            if not (is_prime(t) and t % (2 * n) == 1):
-                raise UserError(f"{where}.t: {t} is not batching-friendly for N={n} (needs a prime t = 1 mod {2 * n})",
-                                f"use t_bits instead, or t = {_nearest_batching_prime(n, t.bit_length())}")
-        elif spec.t_bits is not None:
-            if not (2 * n).bit_length() < spec.t_bits <= 60:
-                raise UserError(f"{where}.t_bits: {spec.t_bits} leaves no prime t = 1 mod {2 * n}",
-                                f"use t_bits between {(2 * n).bit_length() + 1} and 60")
-            t = batching_prime(n, spec.t_bits)
-        else:
-            raise UserError(f"{where}.t: missing for {scheme.upper()}", "give t (a prime = 1 mod 2N) or t_bits, e.g. 20")
-        if t.bit_length() >= min(spec.q_bits):
-            raise UserError(f"{where}.t: {t.bit_length()}-bit t does not fit under the {min(spec.q_bits)}-bit primes",
-                            "lower t_bits or enlarge q_bits")
+        t = _plain_modulus(spec, scheme, where)
     else:
         raise UserError(f"{where}: scheme '{scheme}' has no RLWE parameter set",
                         f"use one of {', '.join(SCHEMES_RLWE + SCHEMES_BITS)}")
+    _keys_and_secret(spec, where)
+    return ParamSet(N=n, q_bits=tuple(spec.q_bits), p_bits=tuple(spec.p_bits), t=t, scale_bits=scale,
+                    sigma=spec.sigma, name=spec.name, batching=spec.batching or scheme == "ckks",
+                    key_switching=spec.key_switching, digit_size=spec.digit_size, secret=spec.secret,
+                    hamming_weight=spec.hamming_weight)
+
+
+def _scale(spec: ParamSpec, where: str) -> int:
+    """A CKKS set's scale, where its chain can carry it."""
+    scale = spec.scale_bits
+    if scale is None:
+        raise UserError(f"{where}.scale_bits: missing for CKKS", "give scale_bits, e.g. 40")
+    if not 10 <= scale < spec.q_bits[0]:
+        raise UserError(f"{where}.scale_bits: {scale} must be at least 10 and below the first prime ({spec.q_bits[0]} bits)",
+                        "lower scale_bits or enlarge q_bits[0]")
+    rescale = spec.q_bits[1:]
+    if rescale and scale > min(rescale):
+        raise UserError(f"{where}.scale_bits: {scale} is above the {min(rescale)}-bit prime of q_bits {spec.q_bits} "
+                        "(a rescale divides by it: the scale would grow at every level)",
+                        f"use scale_bits <= {min(rescale)} or primes of at least {scale} bits after the first")
+    if 2 * scale >= sum(spec.q_bits):
+        raise UserError(f"{where}.scale_bits: a product's scale (2 x {scale} bits) does not fit the "
+                        f"{sum(spec.q_bits)}-bit modulus q_bits {spec.q_bits} (the library fails: scale out of bounds)",
+                        f"lower scale_bits below {(sum(spec.q_bits) + 1) // 2} or add primes to q_bits")
+    return scale
+
+
+def _plain_modulus(spec: ParamSpec, scheme: str, where: str) -> int:
+    """A BFV/BGV set's plaintext modulus: t as given (batching-friendly unless batching is off), or the
+    largest batching prime of t_bits."""
+    n = spec.N
+    if spec.t is not None and not spec.batching:
+        t = spec.t
+        if t < 2:
+            raise UserError(f"{where}.t: {t} is below 2", "use t >= 2")
+    elif spec.t is not None:
+        t = spec.t
+        if not (is_prime(t) and t % (2 * n) == 1):
+            raise UserError(f"{where}.t: {t} is not batching-friendly for N={n} (needs a prime t = 1 mod {2 * n})",
+                            f"use t_bits instead, or t = {_nearest_batching_prime(n, t.bit_length())}")
+    elif spec.t_bits is not None:
+        if not (2 * n).bit_length() < spec.t_bits <= 60:
+            raise UserError(f"{where}.t_bits: {spec.t_bits} leaves no prime t = 1 mod {2 * n}",
+                            f"use t_bits between {(2 * n).bit_length() + 1} and 60")
+        t = batching_prime(n, spec.t_bits)
+    else:
+        raise UserError(f"{where}.t: missing for {scheme.upper()}", "give t (a prime = 1 mod 2N) or t_bits, e.g. 20")
+    if t.bit_length() >= min(spec.q_bits):
+        raise UserError(f"{where}.t: {t.bit_length()}-bit t does not fit under the {min(spec.q_bits)}-bit primes",
+                        "lower t_bits or enlarge q_bits")
+    return t
+
+
+def _keys_and_secret(spec: ParamSpec, where: str) -> None:
+    """Key switching's and the secret's fields agree with each other and with N."""
     if spec.key_switching == "bv" and spec.p_bits:
         raise UserError(f"{where}.p_bits: BV key switching has no special primes", "write p_bits: [] with key_switching: bv")
     if spec.digit_size is not None and spec.key_switching != "bv":
@@ -299,13 +324,9 @@ def _validated(spec: ParamSpec, scheme: str, where: str) -> ParamSet:
     if (spec.secret == "sparse_ternary") != (spec.hamming_weight is not None):
         raise UserError(f"{where}.hamming_weight: a sparse_ternary secret has a Hamming weight, and only it",
                         "write secret: sparse_ternary with hamming_weight: H (e.g. 192), or neither")
-    if spec.hamming_weight is not None and spec.hamming_weight > n:
-        raise UserError(f"{where}.hamming_weight: {spec.hamming_weight} nonzero entries do not fit N = {n}",
-                        f"use a Hamming weight from 1 to {n}")
-    return ParamSet(N=n, q_bits=tuple(spec.q_bits), p_bits=tuple(spec.p_bits), t=t, scale_bits=scale,
-                    sigma=spec.sigma, name=spec.name, batching=spec.batching or scheme == "ckks",
-                    key_switching=spec.key_switching, digit_size=spec.digit_size, secret=spec.secret,
-                    hamming_weight=spec.hamming_weight)
+    if spec.hamming_weight is not None and spec.hamming_weight > spec.N:
+        raise UserError(f"{where}.hamming_weight: {spec.hamming_weight} nonzero entries do not fit N = {spec.N}",
+                        f"use a Hamming weight from 1 to {spec.N}")
 
 
 def batching_prime(n: int, bits: int) -> int:
