@@ -74,3 +74,11 @@ def test_common_presets_are_secure_with_a_60_bit_special_prime():
             assert p.p_bits == (60,)
             assert estimate(p.N, p.log_qp_nominal, "hestd2018").bits >= 128
             assert estimate(p.N, p.log_qp_nominal, "guidelines2024").bits >= 128
+
+
+def test_two_packings_of_a_preset_are_two_sets():
+    """The bootstrap suite's OpenFHE sparse set at 16 and 64 slots shared one table column (both named
+    after the preset) and one cell read 'out_of_memory' for both."""
+    a, b = (resolve({"N": 65536, "preset": "openfhe_bootstrap_sparse", "sparse_slots": n}, "ckks") for n in (16, 64))
+    assert a.label() == "openfhe_bootstrap_sparse,slots=16" and a.label() != b.label() and a.wire()["sparse_slots"] == 16
+    assert resolve({"N": 65536, "preset": "lattigo_bootstrap_default"}, "ckks").label() == "lattigo_bootstrap_default"

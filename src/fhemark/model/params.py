@@ -242,8 +242,9 @@ def _validated(spec: ParamSpec, scheme: str, where: str) -> ParamSet:
                         f"sigma = 3.2 and SEAL always uses it", "remove sigma (3.2 is the default)")
     if spec.preset is not None:
         return ParamSet(N=n, q_bits=tuple(spec.q_bits), p_bits=tuple(spec.p_bits), t=spec.t,
-                        scale_bits=spec.scale_bits, sigma=spec.sigma, name=spec.name or spec.preset, preset=spec.preset,
-                        sparse_slots=spec.sparse_slots)
+                        scale_bits=spec.scale_bits, sigma=spec.sigma, preset=spec.preset, sparse_slots=spec.sparse_slots,
+                        # two packings of one preset are two sets: a table's column each
+                        name=spec.name or spec.preset + (f",slots={spec.sparse_slots}" if spec.sparse_slots else ""))
     if spec.sparse_slots is not None:
         raise UserError(f"{where}.sparse_slots: only a library's preset packs fewer slots than N/2",
                         "remove sparse_slots, or name the preset (e.g. preset: lattigo_bootstrap_sparse)")

@@ -261,10 +261,7 @@ def build(suite: Suite, available: list[str], allow_insecure: bool = False,
         libs = available if case.libraries == "all" else [_library(lib, known) for lib in case.libraries]
         if only_libraries:
             libs = [lib for lib in libs if lib in only]
-        for lib in libs:
-            if lib not in known and lib.partition("@")[0] not in known:
-                raise UserError(f"{where}.libraries: unknown library '{lib}'",
-                                f"use one of {', '.join(known) or 'none'} (`fhemark list libraries`)")
+        _check_known(libs, known, where)
         built = [lib for lib in libs if _built(lib, available, known)]
         (optional if case.optional else unavailable).update(lib for lib in libs if lib not in built)
         libs = list(dict.fromkeys(built))
@@ -282,30 +279,16 @@ def build(suite: Suite, available: list[str], allow_insecure: bool = False,
                 ops = _ops_for(case.ops, scheme, params, refs)
                 planned.update(ops)
                 tried.append((scheme, params))
-                # Bit schemes' sets and library presets are checked after setup, from what the library built.
-                est = judged(params, suite.security.table, suite.security.min_bits) \
-                    if params.kind == "rlwe" and params.preset is None else None
-                if est is not None and est.bits < suite.security.min_bits and not allow_insecure:
-                    bound = f" (the bound is {est.bound_128} bits)" if est.judged_by == "table" else ""
-                    raise UserError(
-                        f"{where}.params[{pi}] ({params.label()}, {scheme}): log QP = {params.log_qp_nominal} at "
-                        f"N = {params.N} gives {est.describe()} bits under {est.table}, below the required "
-                        f"{suite.security.min_bits}{bound}",
-                        "use a larger N or a smaller modulus, or pass --allow-insecure to run it marked insecure")
-                if not ops:
-                    continue
+                est = _secure(suite, params, scheme, f"{where}.params[{pi}]", allow_insecure)
                 for lib, threads in ((lib, t) for t in thread_counts(case.threads or suite.threads) for lib in libs):
-                    g = groups.get((lib, scheme, params, threads))
-                    for slots in dict.fromkeys(case.slots or [None]):
-                        for op in ops:
-                            job = Job(lib, scheme, params, op, slots, policy, threads, allow_insecure,
-                                      named=case.libraries != "all", workload=refs.get(op))
-                            if job.key in seen:
-                                continue
-                            seen.add(job.key)
-                            if g is None:
-                                g = groups[(lib, scheme, params, threads)] = Group(lib, scheme, params, est, threads=threads)
-                            g.jobs.append(job)
+                    jobs = [Job(lib, scheme, params, op, slots, policy, threads, allow_insecure,
+                                named=case.libraries != "all", workload=refs.get(op))
+                            for slots in dict.fromkeys(case.slots or [None]) for op in ops]
+                    fresh = [j for j in jobs if j.key not in seen]  # a case repeating another's job adds nothing
+                    seen.update(j.key for j in fresh)
+                    if fresh:
+                        groups.setdefault((lib, scheme, params, threads),
+                                          Group(lib, scheme, params, est, threads=threads)).jobs.extend(fresh)
         if not isinstance(case.ops, str):
             for name in case.ops:
                 if name not in planned:
@@ -316,6 +299,29 @@ def build(suite: Suite, available: list[str], allow_insecure: bool = False,
                         "check its libraries, schemes and ops against `fhemark list`; build drivers with make setup")
     return Plan(suite, _interleaved(list(groups.values())), allow_insecure, sorted(unavailable),
                 sorted(optional - unavailable))
+
+
+def _check_known(libs: list[str], known: Known, where: str) -> None:
+    for lib in libs:
+        if lib not in known and lib.partition("@")[0] not in known:
+            raise UserError(f"{where}.libraries: unknown library '{lib}'",
+                            f"use one of {', '.join(known) or 'none'} (`fhemark list libraries`)")
+
+
+def _secure(suite: Suite, params: ParamSet, scheme: str, where: str, allow_insecure: bool) -> Estimate | None:
+    """The set's security estimate, where it is below the suite's bound only with allow_insecure; None for
+    bit schemes' sets and library presets, checked after setup from what the library built."""
+    if params.kind != "rlwe" or params.preset is not None:
+        return None
+    est = judged(params, suite.security.table, suite.security.min_bits)
+    if est.bits < suite.security.min_bits and not allow_insecure:
+        bound = f" (the bound is {est.bound_128} bits)" if est.judged_by == "table" else ""
+        raise UserError(
+            f"{where} ({params.label()}, {scheme}): log QP = {params.log_qp_nominal} at "
+            f"N = {params.N} gives {est.describe()} bits under {est.table}, below the required "
+            f"{suite.security.min_bits}{bound}",
+            "use a larger N or a smaller modulus, or pass --allow-insecure to run it marked insecure")
+    return est
 
 
 # -- how big a plan is -------------------------------------------------------------------------------
