@@ -15,7 +15,9 @@ one that would not fit. The prediction:
   descend it;
 - working: the library's own working set, in ciphertexts over Q·P (a constant count, plus a count per
   key-switching digit where the library expands every digit: OpenFHE), and base, its process at rest: all
-  declared by its driver (capabilities.json `memory`, from measured peaks, see each driver's README).
+  declared by its driver (capabilities.json `memory`, from measured peaks, see each driver's README); a
+  collected heap (Lattigo's Go) adds the values made and dropped since the last collection, up to
+  `gc_heap_growth` times the live data.
 
 The margin (MARGIN) covers what the model leaves out; the closing note of each deep answer compares
 the prediction with the measured peak (the answer's peak memory column shows both)."""
@@ -57,10 +59,11 @@ def declared(library: str) -> dict | None:
     return snapshot(library).get("memory")
 
 
-def predict(library: str, spec: dict, rotations: int, ciphertexts: int) -> Prediction | None:
+def predict(library: str, spec: dict, rotations: int, ciphertexts: int, made: int | None = None) -> Prediction | None:
     """The peak of a process running a program of `ciphertexts` ciphertext values and `rotations` distinct
-    rotation keys at an RLWE set `spec`; None for a library that declares no memory facts, or a preset
-    other than its bootstrapping set's (`booted`)."""
+    rotation keys at an RLWE set `spec`, `made` ciphertexts made in all (default: `ciphertexts`); None
+    for a library that declares no memory facts, or a preset other than its bootstrapping set's
+    (`booted`)."""
     facts = declared(library)
     if facts is not None and spec.get("preset"):
         return booted(library, spec, ciphertexts)
@@ -75,6 +78,11 @@ def predict(library: str, spec: dict, rotations: int, ciphertexts: int) -> Predi
     # OpenFHE's working set grows with the digits its key switching expands (dnum ciphertexts over Q·P each)
     working = int((facts["working_qp_ciphertexts"] + facts.get("working_qp_ciphertexts_per_digit", 0) * dnum) * ct_qp)
     base = int(facts["base_bytes"])
+    # A collected heap (Go's, GOGC=100) lets the values a program made and dropped lie until it has grown
+    # by `gc_heap_growth` times its live data: Lattigo's depth-40 chain at N = 2^16 peaked at 3.96 GB
+    # where keys, live values and working set came to 3.1 GB.
+    made_bytes = (ciphertexts if made is None else made) * 2 * n * (q // 2 + 1) * WORD
+    working += int(facts.get("gc_heap_growth", 0) * min(made_bytes, keys + values + working))
     return Prediction(base + keys + values + working, keys, values, working, base)
 
 
@@ -91,13 +99,16 @@ def booted(library: str, spec: dict, ciphertexts: int) -> Prediction | None:
     return Prediction(int(b.peak_bytes * ratio) + values, keys, values, int(b.peak_bytes * ratio) - keys, 0, True)
 
 
-def shape(w: Workload | None, scheme: str) -> tuple[int, int]:
+def shape(w: Workload | None, scheme: str) -> tuple[int, int, int]:
     """What a set's memory depends on beside its sizes (`predict`): the program's distinct rotation keys and
-    the most ciphertexts it holds at once (a driver frees a value after its last reader)."""
+    the most ciphertexts it holds at once (a driver frees a value after its last reader), and those it
+    makes in all."""
     if w is None:
-        return 0, 0
-    live = w.program(scheme).peak_live(lambda st: st["op"] not in ("encode", "decode", "decrypt"))
-    return len(derive(w, scheme).rotations), live
+        return 0, 0, 0
+    prog = w.program(scheme)
+    cipher = [st for st in prog.steps if st["op"] not in ("encode", "decode", "decrypt")]
+    live = prog.peak_live(lambda st: st["op"] not in ("encode", "decode", "decrypt"))
+    return len(derive(w, scheme).rotations), live, len(cipher)
 
 
 def available() -> int | None:
