@@ -161,38 +161,12 @@ def choose_cmd(file: Path = typer.Argument(..., help="your workload file (Python
     from ..advise import choose as chooser
     from ..advise.auto_params import auto_params
     from ..model.requirements import for_all
-    from ..model.security import TABLES
-    from ..model.workload_file import load as load_workloads
     from ..report.choice import print_answer, print_requirements
     if json_out:
         output(json_out, "--json")
-    if table not in TABLES:
-        fail(UserError(f"--table {table}: unknown security table", f"use one of {', '.join(TABLES)}"))
-    if not 80 <= security <= 256:  # between the tables' rows (128, 192, 256) the estimate judges a set
-        fail(UserError(f"--security {security}: outside 80..256 bits", "use 128, 192 or 256, or a level between"))
-    from ..model.ways import WAYS
-    for way in polynomial or []:
-        if way not in WAYS:
-            fail(UserError(f"--polynomial {way}: unknown way", f"use {' or '.join(WAYS)}"))
-    if objective not in ("latency", "throughput"):
-        fail(UserError(f"--objective {objective}: unknown objective", "use latency or throughput"))
-    if precision is not None and not 1 <= precision <= 50:
-        fail(UserError(f"--precision {precision:g}: CKKS precision must be 1..50 bits", "e.g. --precision 20"))
+    _check_choose_flags(table, security, polynomial or [], objective, precision, compilers or [])
     from ..compile.choose import COMPILERS
-    for comp in compilers or []:
-        if comp not in COMPILERS:
-            fail(UserError(f"--compilers {comp}: unknown compiler", f"use {', '.join(COMPILERS)}"))
-    found = load_workloads(file)
-    if len(found) != 1:
-        fail(UserError(f"{file}: defines {len(found)} workloads ({', '.join(w.name for w in found)}); choose takes one",
-                        "keep one Workload per file for choose"))
-    w = found[0]
-    for s in scheme or []:
-        if s not in w.schemes:
-            fail(UserError(f"--scheme {s}: {w.name} names {', '.join(w.schemes)}", "give one of those"))
-    if scheme:
-        from dataclasses import replace
-        w = replace(w, schemes=tuple(scheme))  # the same file and digest: only the schemes asked are searched
+    w = _one_workload(file, scheme or [])
     from ..advise.expert import pinned
     given = tuple(pinned(w, at or []))  # before the search: a bad --at costs no run
     if explain:
@@ -240,6 +214,44 @@ def choose_cmd(file: Path = typer.Argument(..., help="your workload file (Python
     if json_out:
         write_out(json_out, export_mod.strict_json(answers.to_json(answer)), "--json")
     raise typer.Exit(0 if answer.ranked() else 1)
+
+
+def _check_choose_flags(table: str, security: int, polynomial: list[str], objective: str, precision: float | None,
+                        compilers: list[str]) -> None:
+    """Each of choose's flags that can be wrong, refused in one line before anything is loaded or run."""
+    from ..compile.choose import COMPILERS
+    from ..model.security import TABLES
+    from ..model.ways import WAYS
+    if table not in TABLES:
+        fail(UserError(f"--table {table}: unknown security table", f"use one of {', '.join(TABLES)}"))
+    if not 80 <= security <= 256:  # between the tables' rows (128, 192, 256) the estimate judges a set
+        fail(UserError(f"--security {security}: outside 80..256 bits", "use 128, 192 or 256, or a level between"))
+    for way in polynomial:
+        if way not in WAYS:
+            fail(UserError(f"--polynomial {way}: unknown way", f"use {' or '.join(WAYS)}"))
+    if objective not in ("latency", "throughput"):
+        fail(UserError(f"--objective {objective}: unknown objective", "use latency or throughput"))
+    if precision is not None and not 1 <= precision <= 50:
+        fail(UserError(f"--precision {precision:g}: CKKS precision must be 1..50 bits", "e.g. --precision 20"))
+    for comp in compilers:
+        if comp not in COMPILERS:
+            fail(UserError(f"--compilers {comp}: unknown compiler", f"use {', '.join(COMPILERS)}"))
+
+
+def _one_workload(file: Path, schemes: list[str]):
+    """The file's one workload, with only the schemes asked (the same file and digest: only those are searched)."""
+    from dataclasses import replace
+
+    from ..model.workload_file import load as load_workloads
+    found = load_workloads(file)
+    if len(found) != 1:
+        fail(UserError(f"{file}: defines {len(found)} workloads ({', '.join(w.name for w in found)}); choose takes one",
+                        "keep one Workload per file for choose"))
+    w = found[0]
+    for s in schemes:
+        if s not in w.schemes:
+            fail(UserError(f"--scheme {s}: {w.name} names {', '.join(w.schemes)}", "give one of those"))
+    return replace(w, schemes=tuple(schemes)) if schemes else w
 
 
 def _routine_levels(w) -> None:
