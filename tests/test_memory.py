@@ -92,3 +92,22 @@ def test_a_collected_heap_counts_the_values_a_program_dropped():
     assert one.working - memory.predict("lattigo", spec, 0, 3, 0).working < 0.05 * one.bytes
     assert memory.predict("seal", {**spec, "N": 32768, "q_bits": [51] + [41] * 10}, 0, 3, 82) == \
         memory.predict("seal", {**spec, "N": 32768, "q_bits": [51] + [41] * 10}, 0, 3, 3)
+
+
+def test_openfhe_s_peak_is_the_librarys_not_the_drivers_reading_of_its_special_primes(tmp_path):
+    """The OpenFHE driver reads P's primes from the relinearization key's JSON (the binding says them
+    nowhere else); made whole in memory that text was 13 times the key, and every OpenFHE record's peak
+    held it (a 30 MB key at N = 2^14: 95 -> 499 MB). Streamed through a FIFO, the peak is the library's."""
+    if "openfhe" not in available():
+        pytest.skip("openfhe driver not built here")
+    spec = {"N": 16384, "q_bits": [60] + [40] * 20, "p_bits": [60] * 7, "scale_bits": 40}
+    suite = Suite(name="mem", policy={"min_samples": 2, "max_samples": 2, "warmup": 0, "budget_s": 1},
+                  cases=[{"libraries": ["openfhe"], "schemes": ["ckks"], "ops": ["mul_relin"], "params": [spec]}],
+                  security={"allow_insecure": True})
+    store = Store(tmp_path / "m.db")
+    Runner(build(suite, ["openfhe"]), store, store.start_run("mem", "h", True, {}, {}), {"threads": 1}).execute()
+    (rec,) = store.records()
+    assert rec.status == "ok", rec.error
+    assert rec.effective_params["p_bits"]  # OpenFHE chooses P itself (6 primes here): read from the key
+    key = rec.sizes_bytes["relin_keys"]
+    assert rec.peak_rss_bytes < 4 * key + (200 << 20), (rec.peak_rss_bytes >> 20, key >> 20)
