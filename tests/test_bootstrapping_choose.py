@@ -93,19 +93,33 @@ def test_a_polynomial_bootstraps_inside_its_tree_and_still_computes_it(levels):
     assert np.allclose(booted.reference(plain, vecs, {}), np.polynomial.polynomial.polyval(x, coeffs))
 
 
-def test_a_sparse_bootstrapping_set_packs_the_programs_values_and_no_more(monkeypatch):
-    """A set that packs few slots (OpenFHE's sparse preset) is asked for the program's values rounded up to a
-    power of two (at least 16: what its driver was tried at); a program of more values than it packs is told so."""
+SPARSE, FULL = "lattigo_bootstrap_sparse", "lattigo_bootstrap_default"
+
+
+@pytest.mark.parametrize("bits, preset, packed", [(12.0, SPARSE, 16), (14.0, SPARSE, 16), (17.0, SPARSE, 64),
+                                                  (20.0, FULL, None), (30.0, FULL, None)])
+def test_the_cheapest_bootstrapping_set_whose_measured_precision_reaches_the_requirement(bits, preset, packed):
+    """Lattigo's sets measured 17.3 (16 slots), 19.1 (64) and 24.9 bits (full) after one bootstrap: a program
+    of 16 values asking `bits` (+ the search's 2) gets the cheapest that reaches them, else the most precise."""
+    w = chain(20)
+    boot = booting.way(w, "lattigo", chooser._need(derive(w, "ckks"), chooser.asked(bits, 128, "hestd2018")), False,
+                       chooser.CKKS_SEARCH_MARGIN)
+    assert boot.spec == {"preset": preset, "N": 65536, **({"sparse_slots": packed} if packed else {})}
+
+
+def test_a_sparse_bootstrapping_set_packs_the_slots_it_was_measured_at_and_no_more(monkeypatch):
+    """A set that packs few slots (OpenFHE's sparse preset) is run at the packing its peak and precision were
+    measured at; a program of more values than it packs is told so."""
     from fhemark.drivers.limits import BootstrapSet
     sparse = BootstrapSet("openfhe", "openfhe_bootstrap_sparse", 65536, 8, 59, 10 << 30, max_slots=64)
     monkeypatch.setattr(booting, "bootstrap_sets", lambda lib, scheme: [sparse])
-    monkeypatch.setattr(booting, "bootstrapping", lambda lib, scheme, slots: sparse if sparse.packs(slots) else None)
+    monkeypatch.setattr(booting, "bootstrapping", lambda lib, scheme, slots, **k: sparse if sparse.packs(slots) else None)
     ask = chooser.asked(12.0, 128, "hestd2018")
-    for values, packed in ((8, 16), (17, 32), (64, 64)):
+    for values in (8, 17, 64):
         w = Workload(f"wide{values}_t", _chain(20), {"x": Uniform(-1, 1, length=values),
                                                       "y": Uniform(0.9, 1, length=values)}, schemes=("ckks",))
         boot = booting.way(w, "openfhe", chooser._need(derive(w, "ckks"), ask), False)
-        assert boot.spec == {"preset": "openfhe_bootstrap_sparse", "N": 65536, "sparse_slots": packed}
+        assert boot.spec == {"preset": "openfhe_bootstrap_sparse", "N": 65536, "sparse_slots": 64}
         assert boot.bootstraps == 2
     w = Workload("wide65_t", _chain(20), {"x": Uniform(-1, 1, length=65), "y": Uniform(0.9, 1, length=65)},
                  schemes=("ckks",))
@@ -155,7 +169,8 @@ def test_choose_ranks_the_bootstrapping_set_beside_the_smallest_ring_that_holds_
     rows = chooser._on(chain(12), "lattigo", "ckks", ask, 1, None, lambda *a, **k: None, None)
     assert [c.origin for c in rows] == ["search", "lattigo-bootstrap"]
     name, space, _ = calls[1]
-    assert name == "chain12_t__boot9" and space == [{"preset": "lattigo_bootstrap_sparse", "N": 65536, "sparse_slots": 16}]
+    # 20 bits + the search's 2: only the full-slot set's measured 24.9 bits reach them (the sparse ones 17.3, 19.1)
+    assert name == "chain12_t__boot9" and space == [{"preset": "lattigo_bootstrap_default", "N": 65536}]
     assert rows[1].bootstraps == 1 and rows[1].levels_needed == 9 and rows[0].levels_needed == 12
     calls.clear()
     assert [c.origin for c in chooser._on(chain(12), "seal", "ckks", ask, 1, None, lambda *a, **k: None, None)] == ["search"]
@@ -182,7 +197,7 @@ def test_a_program_that_places_bootstrap_runs_only_at_a_bootstrapping_set(monkey
                  {"x": Uniform(-1, 1, length=8)}, schemes=("ckks",))
     ask = chooser.asked(20.0, 128, "hestd2018")
     (row,) = chooser._on(w, "lattigo", "ckks", ask, 1, None, lambda *a, **k: None, None)
-    assert row.origin == "lattigo-bootstrap" and calls[0][1][0]["preset"] == "lattigo_bootstrap_sparse"
+    assert row.origin == "lattigo-bootstrap" and calls[0][1][0]["preset"] == "lattigo_bootstrap_default"
     (seal,) = chooser._on(w, "seal", "ckks", ask, 1, None, lambda *a, **k: None, None)
     assert not seal.verified and seal.tried == ["seal declares no bootstrapping set for CKKS"]
 
@@ -231,10 +246,10 @@ def test_a_bootstrapping_sets_memory_is_its_measured_peak_and_the_programs_value
     from fhemark.advise import memory
     b = bootstrapping("lattigo", "ckks")
     way = ways.bootstrapped(chain(40), b.levels)
-    rotations, made = memory.shape(way, "ckks")
-    at = memory.predict("lattigo", b.spec(), rotations, made)
-    assert at.bytes == b.peak_bytes + made * 2 * b.N * (b.levels + 1) * 8 and at.keys == b.keys_bytes
-    small = memory.predict("lattigo", b.spec(4096), rotations, made)
+    rotations, live, made = memory.shape(way, "ckks")
+    at = memory.predict("lattigo", b.spec(), rotations, live, made)
+    assert at.bytes == b.peak_bytes + live * 2 * b.N * (b.levels + 1) * 8 and at.keys == b.keys_bytes
+    small = memory.predict("lattigo", b.spec(4096), rotations, live, made)
     assert small.bytes * 16 == pytest.approx(at.bytes, rel=1e-6)
     why = memory.too_large(at, int(at.bytes / 0.9))
     assert why.startswith("not built: predicted peak") and "(a larger machine)" in why

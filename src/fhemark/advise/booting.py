@@ -36,17 +36,19 @@ def calls(w: Workload, scheme: str) -> bool:
     return scheme == "ckks" and any(s["op"] == "bootstrap" for s in w.program(scheme).steps)
 
 
-def way(v: Workload, lib: str, need: Need, placed: bool) -> Booted | str | None:
+def way(v: Workload, lib: str, need: Need, placed: bool, margin: float = 0.0) -> Booted | str | None:
     """`v` on `lib`'s bootstrapping set, where the program needs more levels than a bootstrap gives back
     or places bootstraps itself (`placed`: `calls`); None where neither holds (the ring search answers
     it), a reason where the library declares no bootstrapping or the program cannot run between its
-    bootstraps."""
+    bootstraps. Of the library's sets that pack the program's values, the cheapest whose measured
+    precision reaches the requirement and the search's `margin`, else the most precise."""
     sets = bootstrap_sets(lib, need.scheme) if need.scheme == "ckks" else []
     if not sets:
         return f"{lib} declares no bootstrapping set for {need.scheme.upper()}" if placed else None
     if need.depth <= min(b.levels for b in sets) and not placed:
         return None
-    b: BootstrapSet | None = bootstrapping(lib, need.scheme, need.slots)
+    b: BootstrapSet | None = bootstrapping(lib, need.scheme, need.slots,
+                                          bits=need.precision + margin if need.precision else None)
     if b is None:
         widest = max(sets, key=lambda x: x.max_slots or x.N // 2)
         return (f"{lib}'s bootstrapping sets pack at most {widest.max_slots or widest.N // 2} slots "
@@ -59,7 +61,7 @@ def way(v: Workload, lib: str, need: Need, placed: bool) -> Booted | str | None:
         req = derive(booted, need.scheme)
     except ValueError as exc:  # a step needs more levels than a bootstrap gives back
         return f"bootstrapping ({b.preset}, {b.levels} levels between bootstraps): {exc}"
-    return Booted(booted, replace(need, depth=req.levels), b.spec(ring, need.slots), req.counts.get("bootstrap", 0))
+    return Booted(booted, replace(need, depth=req.levels), b.spec(ring), req.counts.get("bootstrap", 0))
 
 
 def searched(boot: Booted | str, lib: str, scheme: str, by: str | None,

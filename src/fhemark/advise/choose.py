@@ -226,7 +226,7 @@ def _on(v: Workload, lib: str, scheme: str, ask: Need, repeats: int, db: Store |
     by = ways.routine(v, scheme)
     origin = "search" if by in (None, "library") else f"{lib}-{by.split('+')[0]}"
     placed = booting.calls(v, scheme)
-    boot = booting.way(v, lib, need, placed)
+    boot = booting.way(v, lib, need, placed, CKKS_SEARCH_MARGIN)
 
     def booted() -> list[Candidate]:  # the library's bootstrapping set, searched after its rings (booting.py)
         return [] if boot is None else [booting.searched(boot, lib, scheme, by, lambda bw, bn, spec: _search(

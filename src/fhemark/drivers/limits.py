@@ -45,9 +45,6 @@ def declared(library: str) -> dict[str, dict]:
     return {name: dict(sc.get("limits") or {}) for name, sc in (snapshot(library).get("schemes") or {}).items()}
 
 
-SPARSE_MIN_SLOTS = 16  # the fewest a sparse bootstrapping set is asked to pack: the count its driver was tried at
-
-
 @dataclass(frozen=True)
 class BootstrapSet:
     """A library's own bootstrapping set for a scheme, as its driver declares it (capabilities
@@ -62,14 +59,12 @@ class BootstrapSet:
     peak_bytes: int
     keys_bytes: int = 0
     max_slots: int = 0
+    precision_bits: float = 0.0  # measured after one bootstrap (0: not measured)
 
-    def spec(self, n: int | None = None, slots: int | None = None) -> dict:
-        """The set as a suite names it (`n`: the same circuit on another ring, smaller ones insecure; `slots`:
-        the values a sparse preset packs, rounded up to a power of two, at least SPARSE_MIN_SLOTS)."""
-        packed = {"sparse_slots": max(SPARSE_MIN_SLOTS, 1 << (int(slots) - 1).bit_length())} \
-            if self.max_slots and slots else {}
-        return {"preset": self.preset, "N": n or self.N, **packed}
-
+    def spec(self, n: int | None = None) -> dict:
+        """The set as a suite names it (`n`: the same circuit on another ring, smaller ones insecure); a
+        sparse set packs the slots it was measured at (`max_slots`), its peak and precision being those."""
+        return {"preset": self.preset, "N": n or self.N, **({"sparse_slots": self.max_slots} if self.max_slots else {})}
 
     def packs(self, slots: int) -> bool:
         return slots <= (self.max_slots or self.N // 2)
@@ -80,15 +75,20 @@ def bootstrap_sets(library: str, scheme: str) -> list[BootstrapSet]:
     list, the cheapest first); [] where it declares none."""
     found = (snapshot(library).get("bootstrapping") or {}).get(scheme) or []
     return [BootstrapSet(library, b["preset"], int(b["N"]), int(b["levels"]), int(b["scale_bits"]),
-                         int(b["peak_bytes"]), int(b.get("keys_bytes", 0)), int(b.get("max_slots", 0)))
+                         int(b["peak_bytes"]), int(b.get("keys_bytes", 0)), int(b.get("max_slots", 0)),
+                         float(b.get("precision_bits", 0)))
             for b in (found if isinstance(found, list) else [found])]
 
 
-def bootstrapping(library: str, scheme: str, slots: int = 1, preset: str | None = None) -> BootstrapSet | None:
-    """The first set `library` declares for `scheme` that packs `slots` values (and is `preset`, where
-    given); None where none does."""
-    return next((b for b in bootstrap_sets(library, scheme)
-                 if b.packs(slots) and (preset is None or b.preset == preset)), None)
+def bootstrapping(library: str, scheme: str, slots: int = 1, preset: str | None = None,
+                  bits: float | None = None) -> BootstrapSet | None:
+    """The set `library` declares for `scheme` that packs `slots` values (and is `preset`, where given):
+    the cheapest whose measured precision reaches `bits`, where given, else the most precise (the
+    cheapest of equals); None where none packs them."""
+    fits = [b for b in bootstrap_sets(library, scheme) if b.packs(slots) and (preset is None or b.preset == preset)]
+    if bits is not None and fits:
+        return next((b for b in fits if b.precision_bits >= bits), max(fits, key=lambda b: b.precision_bits))
+    return fits[0] if fits else None
 
 
 def ring_limits(library: str, scheme: str) -> RingLimits | None:
