@@ -44,7 +44,32 @@ func stableScalingPrimes(logN, scaleBits int, qBits []int, q, p []uint64) []uint
 		out[i] = prime
 		ratio = ratio * ratio * target / float64(prime)
 	}
-	return out
+	return keepModulusSize(out, qBits, m, used)
+}
+
+// keepModulusSize lowers the first prime (no value is rescaled by it) so that
+// Q stays below 2^(sum of q_bits), as primes made downward keep it: some scaling
+// primes lie above 2^b, and a set asked at exactly a security bound (log QP 218
+// at N = 8192) would otherwise read as above it. Where no such first prime of
+// its asked size exists, the chain is left as chosen.
+func keepModulusSize(q []uint64, qBits []int, m uint64, used map[uint64]bool) []uint64 {
+	excess := 0.0
+	for i := 1; i < len(q); i++ {
+		excess += math.Log2(float64(q[i])) - float64(qBits[i])
+	}
+	if excess <= 0 {
+		return q
+	}
+	top := math.Ldexp(1, qBits[0]) * math.Exp2(-excess-1e-9)
+	k := uint64(top-1) / m
+	for d := uint64(0); d < 1<<16 && k > d; d++ {
+		c := (k-d)*m + 1
+		if c >= 1<<uint(qBits[0]-1) && !used[c] && new(big.Int).SetUint64(c).ProbablyPrime(20) {
+			out := append([]uint64{c}, q[1:]...)
+			return out
+		}
+	}
+	return q
 }
 
 // nearestNTTPrime is the prime = 1 mod m in [lo, hi) nearest to x not in used, 0

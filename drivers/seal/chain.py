@@ -10,6 +10,8 @@ above 2^b, by less than 2^(b-10): fhemark counts it as b bits (protocol.py prime
 none lies that near the chain is left as asked."""
 from __future__ import annotations
 
+import math
+
 import seal
 
 SPAN = 4096  # candidates k * 2N + 1 tried each side of the target before giving the chain up
@@ -31,7 +33,22 @@ def stable(n: int, scale_bits: int, q_bits: list[int], primes: list[int]) -> lis
         used.add(prime)
         out[i] = prime
         ratio = ratio * ratio * target / prime
-    return out
+    return _keep_modulus_size(out, q_bits, m, used)
+
+
+def _keep_modulus_size(primes: list[int], q_bits: list[int], m: int, used: set[int]) -> list[int]:
+    """The first prime (no value is rescaled by it) lowered so that Q stays below 2^(sum of q_bits), as
+    primes made downward keep it: some scaling primes lie above 2^b, and a set asked at exactly a security
+    bound would otherwise read as above it. As chosen where no such first prime of its size exists."""
+    excess = sum(math.log2(x) - b for x, b in zip(primes[1:len(q_bits)], q_bits[1:]))
+    if excess <= 0:
+        return primes
+    k = (int(2.0 ** (q_bits[0] - excess - 1e-9)) - 1) // m
+    for j in range(k, max(k - (1 << 16), 0), -1):
+        c = j * m + 1
+        if c >= 1 << (q_bits[0] - 1) and c not in used and seal.Modulus(c).is_prime():
+            return [c, *primes[1:]]
+    return primes
 
 
 def _nearest(x: float, m: int, used: set[int], lo: int, hi: int) -> int | None:
