@@ -20,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "python_shared")
 import chain  # noqa: E402
 from jsonl_driver import Failure, array_out, merged, run_samples, serve, static_capabilities  # noqa: E402
 
-DRIVER_VERSION = "0.9.0"  # 0.9.0: scaling primes that hold the CKKS scale, Q kept within the bits asked (chain.py); values freed after their last reader
+DRIVER_VERSION = "0.9.0"  # 0.9.0: scaling primes that hold the CKKS scale (chain.py); values freed after their last reader
 SCHEMES = {"bfv": seal.scheme_type.bfv, "bgv": seal.scheme_type.bgv, "ckks": seal.scheme_type.ckks}
 COMMON = ["encode", "decode", "encrypt_pk", "encrypt_sk", "decrypt", "add", "sub", "add_plain", "mul",
           "mul_relin", "square_relin", "mul_plain", "mul_scalar", "square", "relinearize", "keygen_secret", "keygen_public",
