@@ -106,9 +106,10 @@ def shape(w: Workload | None, scheme: str) -> tuple[int, int, int]:
     if w is None:
         return 0, 0, 0
     prog = w.program(scheme)
-    cipher = [st for st in prog.steps if st["op"] not in ("encode", "decode", "decrypt")]
-    live = prog.peak_live(lambda st: st["op"] not in ("encode", "decode", "decrypt"))
-    return len(derive(w, scheme).rotations), live, len(cipher)
+
+    def cipher(st: dict) -> bool:
+        return st["op"] not in ("encode", "decode", "decrypt")
+    return len(derive(w, scheme).rotations), prog.peak_live(cipher), sum(map(cipher, prog.steps))
 
 
 def available() -> int | None:
