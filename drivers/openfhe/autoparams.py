@@ -4,7 +4,7 @@ size and a security level, under the HE standard's 2018 table. Read back with th
 readers of a context, as a setup reports them."""
 import openfhe as ofhe
 
-from contexts import CKKS_SCALING, make_context, p_primes, q_primes, scale_bits
+from contexts import CKKS_SCALING, make_context, q_primes, scale_bits, special_primes
 from jsonl_driver import Failure
 
 SCHEMES = ("ckks",)  # the schemes capabilities.json says it answers for
@@ -40,6 +40,6 @@ def auto_params(req):
     kp = cc.KeyGen()
     cc.EvalMultKeyGen(kp.secretKey)  # the relinearization key holds the special primes
     q = q_primes(cc)
-    p = p_primes(cc.GetEvalMultKeyVector(kp.secretKey.GetKeyTag())[0], set(q))
+    p, _ = special_primes(list(cc.GetEvalMultKeyVector(kp.secretKey.GetKeyTag())), set(q), int(cc.GetRingDimension()))
     return {"N": int(cc.GetRingDimension()), "q_primes": q, "p_primes": p, "scale_bits": scale_bits(cc, scale),
             "notes": ["OpenFHE's choice under its HEStd_%d_classic table (the HE standard of 2018)" % security]}

@@ -12,7 +12,7 @@ import os
 import sys
 from functools import partial
 
-DRIVER_VERSION = "0.11.0"  # 0.11.0: values freed after their last reader; openfhe_bootstrap_sparse
+DRIVER_VERSION = "0.12.0"  # 0.12.0: P read from the key's binary (no JSON reading in the setup's time); 0.11.0: values freed
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path[:0] = [HERE, os.path.join(HERE, "..", "python_shared")]

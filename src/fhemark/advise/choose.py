@@ -284,6 +284,7 @@ def _search(w: Workload, need: Need, lib: str, space: list[dict], repeats: int, 
     unmade: dict[int, int] = {}  # ring -> the largest smallest prime of a chain whose primes the library could not make
     switched: set[int] = set()  # rings searched under the library's other key switching (key_switching_instead)
     cut: dict[int, dict] = {}  # CKKS ring -> the refused set with its first prime cut (advisor.first_trimmed)
+    unfit: set[int] = set()  # rings whose set was predicted not to fit this machine's memory
     scale_floor = 0
     queue = list(space)
     while queue:
@@ -293,7 +294,7 @@ def _search(w: Workload, need: Need, lib: str, space: list[dict], repeats: int, 
         if deadline is not None and time.monotonic() > deadline:
             c.tried.append(f"{set_text(spec)} and larger: not tried, the search's --budget was spent")
             break
-        if spec.get("N") in refused or (spec.get("scale_bits") or 0) < scale_floor:
+        if spec.get("N") in refused | unfit or (spec.get("scale_bits") or 0) < scale_floor:
             continue
         if spec.get("q_bits") and min(spec["q_bits"]) <= unmade.get(spec.get("N"), 0):
             continue  # its smallest prime is no larger than one the library could not make in this ring
@@ -302,7 +303,10 @@ def _search(w: Workload, need: Need, lib: str, space: list[dict], repeats: int, 
         pred = memory.predict(lib, spec, *shape)
         if too_large := memory.too_large(pred, memory.available()):
             c.tried.append(f"{set_text(spec)}: {too_large}")
-            break  # the sets after it are larger: the same ring's longer chains, then larger rings
+            # The ring's sets after it are larger; the next ring's need not be: its modulus holds more special
+            # primes, so fewer key-switching digits (OpenFHE at depth 40: 41 digits at N = 2^16, 9 at 2^17).
+            unfit.add(spec["N"])
+            continue
         say("searching parameters", f"{lib} {need.scheme} {set_text(spec)}", 1)
         why, rec = verify(w, need, lib, spec, repeats, db)
         refusal = rec.refusal if rec is not None and rec.status != "ok" else None
