@@ -808,7 +808,7 @@ def test_resume_without_an_earlier_run_says_it_starts_anew(fault_run):
 
 
 def test_the_suggested_resume_command_names_the_store_and_the_flags():
-    again = cli_run._again("my suite.yaml", Path("/tmp/x y.db"), True, True, ["seal"], None, False)
+    again = cli_run.RunOptions("my suite.yaml", Path("/tmp/x y.db"), full=True, allow_insecure=True, library=["seal"]).again()
     assert again == "fhemark run --suite 'my suite.yaml' --full --allow-insecure --library seal --db '/tmp/x y.db' --resume"
 
 

@@ -21,7 +21,6 @@ library runs it correctly at, proven by running it, then measured side by side a
 
 from __future__ import annotations
 
-import math
 import time
 from dataclasses import replace
 from typing import Callable
@@ -35,17 +34,12 @@ from ..plan.suites import Case, Suite
 from ..store.record import Record
 from ..store.sqlite import Store
 from . import booting, measuring, memory
-from .advisor import MAX_TRIES, Need, at_scale, candidates, first_trimmed, key_switching_instead, short_of
+from .advisor import MAX_TRIES, Need, candidates, short_of
 from .budgets import measure_policy, worst_budget
 from .candidates import Answer, Candidate, set_text
 from .preset_suite import integer_set
+from .steering import Steering
 from .worst import EDGES, SEARCH, Worst, probe
-
-# Larger sets will not help: the library lacks an op, fails on its own, or the program is wrong for it
-# (internal: e.g. a scale mismatch the program made, which no parameter set changes; workload_error: the
-# computation itself failed at this ring, and a larger one will not mend it).
-STOP = ("unsupported", "crashed", "timeout", "out_of_memory", "internal", "workload_error")
-
 
 def asked(precision: float, security: int, table: str, insecure: bool = False) -> Need:
     """What the user asks of every scheme's need (`_need`): precision, security, and the tests' toy rings."""
@@ -269,43 +263,20 @@ def _pinned(w: Workload, lib: str, scheme: str, spec: dict, origin: str, ask: Ne
 def _search(w: Workload, need: Need, lib: str, space: list[dict], repeats: int, db: Store | None,
             say: Callable[..., None], origin: str = "search", deadline: float | None = None) -> Candidate:
     """The first set of `space` the program passes at, none begun after `deadline` (time.monotonic(): the
-    search's --budget). What a failure measured steers the search:
-    a ring the library refuses as insecure is left for the next one, unless the refusal was the
-    library's own key switching's (OpenFHE's HYBRID special primes: key_switching_instead), where the
-    same chain is tried under its other key switching, and the ring's larger chains with it, or a CKKS
-    set's first prime is cut (advisor.first_trimmed) once in the ring. The rest is read from the
-    refusal's kind and numbers (PROTOCOL.md "Refusals"), never from its words: a chain with primes the
-    library cannot make (prime_unavailable) skips the ring's chains whose smallest prime is no larger; a t
-    the library cannot hold on a chain (t_too_wide) skips every chain of `chain_primes_from` primes or more;
-    and a CKKS set short of precision (precision_short) by d bits moves the scale up by at least d."""
+    search's --budget); what a failure measured steers the rest (steering.py)."""
     c = Candidate(lib, need.scheme, origin=origin)
     shape = memory.shape(w, need.scheme)
-    refused: set[int] = set()
-    unmade: dict[int, int] = {}  # ring -> the largest smallest prime of a chain whose primes the library could not make
-    switched: set[int] = set()  # rings searched under the library's other key switching (key_switching_instead)
-    cut: dict[int, dict] = {}  # CKKS ring -> the refused set with its first prime cut (advisor.first_trimmed)
-    unfit: set[int] = set()  # rings whose set was predicted not to fit this machine's memory
-    scale_floor = 0
-    queue = list(space)
-    while queue:
-        spec = queue.pop(0)
-        if len(c.tried) >= MAX_TRIES:
-            break
+    steer = Steering(lib, need, list(space))
+    while (spec := steer.next()) is not None and len(c.tried) < MAX_TRIES:
         if deadline is not None and time.monotonic() > deadline:
             c.tried.append(f"{set_text(spec)} and larger: not tried, the search's --budget was spent")
             break
-        if spec.get("N") in refused | unfit or (spec.get("scale_bits") or 0) < scale_floor:
-            continue
-        if spec.get("q_bits") and min(spec["q_bits"]) <= unmade.get(spec.get("N"), 0):
-            continue  # its smallest prime is no larger than one the library could not make in this ring
-        if spec.get("N") in switched and not spec.get("key_switching"):
-            continue  # the ring's chains are queued switched
         pred = memory.predict(lib, spec, *shape)
         if too_large := memory.too_large(pred, memory.available()):
             c.tried.append(f"{set_text(spec)}: {too_large}")
             # The ring's sets after it are larger; the next ring's need not be: its modulus holds more special
             # primes, so fewer key-switching digits (OpenFHE at depth 40: 41 digits at N = 2^16, 9 at 2^17).
-            unfit.add(spec["N"])
+            steer.unfit.add(spec["N"])
             continue
         say("searching parameters", f"{lib} {need.scheme} {set_text(spec)}", 1)
         why, rec = verify(w, need, lib, spec, repeats, db)
@@ -321,45 +292,8 @@ def _search(w: Workload, need: Need, lib: str, space: list[dict], repeats: int, 
             break
         c.tried.append(f"{set_text(spec)}: {why}")
         c.last_status = rec.status if rec is not None else None
-        kind = (refusal or {}).get("kind")
-        if why.startswith(NOT_PLANNED):
-            continue  # a larger ring may hold what this one could not
-        if kind == "prime_unavailable" and spec.get("q_bits"):  # whatever status the driver gave it: the set's primes
-            unmade[spec["N"]] = max(unmade.get(spec["N"], 0), min(spec["q_bits"]))
-            continue
-        if kind == "t_too_wide":  # the same t in every set searched: every chain that long is refused
-            longest = int(refusal.get("chain_primes_from", 2))
-            queue = [x for x in queue if len(x.get("q_bits") or []) < longest]
-            continue
-        if rec is None or rec.status in STOP:
-            break
-        if rec.status == "insecure_params" and spec.get("N"):
-            instead = [] if spec["N"] in switched else key_switching_instead(lib, spec, need)
-            if instead:  # the library's own key switching was refused, not the ring: the ring's chains switched first
-                switched.add(spec["N"])
-                queue[:0] = instead
-            elif spec["N"] not in cut and (trimmed := first_trimmed(spec, need)) is not None:
-                cut[spec["N"]] = trimmed  # once a ring: a second refusal there is the ring's (its larger scales)
-                queue.insert(0, trimmed)  # the library's own count of log QP, not the ring's: the cut chain first
-            else:
-                refused.add(spec["N"])
-        # A cut chain's shortfall stays in its ring (the library built that scale there only cut), not a floor for
-        # the next ring: OpenFHE on the MLP example, 12.3 bits at 2^37 at N = 8192, 15.5 at 2^38 at N = 16384.
-        if kind == "precision_short" and spec.get("scale_bits") and cut.get(spec.get("N")) != spec:
-            # at least a bit: a shortfall of "14.0 bits, below the required 14" would retry the same set
-            scale_floor = spec["scale_bits"] + max(1, math.ceil(float(refusal["need"]) - float(refusal["got"])))
-            # The space steps the scale by 4 bits and may step over the scale the shortfall asks for
-            # (34 short by 9: 43, between 42 and 46), which this ring may hold where 46 is refused.
-            exact = at_scale(need, spec["N"], scale_floor) if not spec.get("key_switching") else None
-            if exact is None and not spec.get("key_switching"):
-                # The ring cannot hold the scale asked: its largest scale above this set's is tried before the
-                # ring is left (a shortfall's step is an estimate: OpenFHE at depth 40, N = 2^16, 19.6 bits at
-                # 2^39 asked 2^42, which only 2^17 holds, where 2^41 was the ring's last word).
-                exact = next((x for s in range(scale_floor - 1, spec["scale_bits"], -1)
-                              if (x := at_scale(need, spec["N"], s)) is not None), None)
-                scale_floor = exact["scale_bits"] if exact else scale_floor
-            if exact and all(x.get("N") != spec["N"] or x.get("scale_bits") != exact["scale_bits"] for x in queue):
-                queue.insert(0, exact)
+        if not why.startswith(NOT_PLANNED) and steer.failed(spec, rec, refusal):
+            break  # else a larger ring may hold what this one could not
     return c
 
 

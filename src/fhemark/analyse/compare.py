@@ -242,17 +242,7 @@ def compare(base_recs: list[Record], new_recs: list[Record], base_env: dict, new
         raise UserError(f"the runs were measured on different hosts ({'; '.join(diffs)}): their timings do not compare",
                         "rerun both on one machine, or pass --other-host to compare anyway (marked)")
     edited = edited_files(base.values(), new.values())
-    if not base.keys() & new.keys():
-        # A gate that judged nothing must not pass: an empty run (interrupted, refused) or another
-        # suite's run would otherwise read "N removed", exit 0.
-        if edited:
-            raise UserError(f"the runs measured different versions of the same computation: workload file "
-                            f"{'; '.join(edited.values())}: the comparison would judge nothing",
-                            "compare runs of the same file contents (restore the file and run it again, or save the "
-                            "edited file's run as a new baseline)")
-        raise UserError(f"the runs have no case in common ({len(base)} in the baseline, {len(new)} in the new run): "
-                        "the comparison would judge nothing",
-                        "compare a run with one of the same suite (same library, scheme, parameters, op, policy, threads)")
+    _something_in_common(base, new, edited)
     # A library measured at another version changed on purpose: it tells nothing of the machine.
     upgraded = {n.library for _, n in pairs}
     shifts, source = machine_shift(base, new, upgraded)
@@ -271,6 +261,21 @@ def compare(base_recs: list[Record], new_recs: list[Record], base_env: dict, new
                for c in changes]
     return Comparison(changes, diffs, library_changes(changes, shifts, library_threshold, alpha), source,
                       list(edited.values()), _versions_line(pairs))
+
+
+def _something_in_common(base: dict, new: dict, edited: dict) -> None:
+    """A gate that judged nothing must not pass: an empty run (interrupted, refused) or another suite's
+    run would otherwise read "N removed", exit 0."""
+    if base.keys() & new.keys():
+        return
+    if edited:
+        raise UserError(f"the runs measured different versions of the same computation: workload file "
+                        f"{'; '.join(edited.values())}: the comparison would judge nothing",
+                        "compare runs of the same file contents (restore the file and run it again, or save the "
+                        "edited file's run as a new baseline)")
+    raise UserError(f"the runs have no case in common ({len(base)} in the baseline, {len(new)} in the new run): "
+                    "the comparison would judge nothing",
+                    "compare a run with one of the same suite (same library, scheme, parameters, op, policy, threads)")
 
 
 def _file(r: Record) -> tuple[str, str] | None:

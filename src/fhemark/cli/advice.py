@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 from typing import Callable, Optional, Sequence
@@ -157,83 +158,126 @@ def choose_cmd(file: Path = typer.Argument(..., help="your workload file (Python
                                                    "Lattigo; repeatable)")) -> None:
     """Find, prove and rank the parameters each library runs YOUR computation at: smallest secure set per
     library, verified by running the program with fresh keys, then measured side by side."""
+    _choose(ChooseOptions(**locals()))
+
+
+@dataclass(frozen=True)
+class ChooseOptions:
+    """`fhemark choose`'s flags, as given."""
+    file: Path
+    explain: bool = False
+    precision: float | None = None
+    security: int = 128
+    table: str = "hestd2018"
+    library: list[str] | None = None
+    scheme: list[str] | None = None
+    repeats: int = 3
+    budget: float | None = None
+    threads: int = 1
+    objective: str = "latency"
+    auto: bool = True
+    polynomial: list[str] | None = None
+    db: Path | None = None
+    verify_db: Path | None = None
+    out: Path | None = None
+    json_out: Path | None = None
+    at: list[str] | None = None
+    compilers: list[str] | None = None
+
+
+def _choose(o: ChooseOptions) -> None:
     from ..advise import answer as answers
-    from ..advise import choose as chooser
-    from ..advise.auto_params import auto_params
+    from ..advise.expert import pinned
     from ..model.requirements import for_all
     from ..report.choice import print_answer, print_requirements
-    if json_out:
-        output(json_out, "--json")
-    _check_choose_flags(table, security, polynomial or [], objective, precision, compilers or [])
-    from ..compile.choose import COMPILERS
-    w = _one_workload(file, scheme or [])
-    from ..advise.expert import pinned
-    given = tuple(pinned(w, at or []))  # before the search: a bad --at costs no run
-    if explain:
+    if o.json_out:
+        output(o.json_out, "--json")
+    _check_choose_flags(o)
+    w = _one_workload(o.file, o.scheme or [])
+    given = tuple(pinned(w, o.at or []))  # before the search: a bad --at costs no run
+    if o.explain:
         print_requirements(w.name, for_all(w), console)
         _routine_levels(w)
         raise typer.Exit(0)
-    known = manifests()
-    for lib in library or []:
-        if lib not in known:
-            fail(UserError(f"--library {lib}: unknown library", f"use one of {', '.join(known)}"))
-    libs = {lib: known[lib].schemes for lib in available(library) if set(known[lib].schemes) & set(w.schemes)}
-    if not libs:
-        fail(UserError(f"no library built here runs {', '.join(w.schemes)}", "run `fhemark setup`, or name one with --library"))
+    libs = _libraries(o, w)
     # Every path is checked before the search, and each store opened as the search begins (its first `say`):
     # nothing it finds is lost to a bad flag, and a refusal before it (impossible) writes nothing.
-    folder = out or Path("choose") / report_files.safe_name(w.name)
+    folder = o.out or Path("choose") / report_files.safe_name(w.name)
     report_files.check_out(folder, "--out", "snippet folder")
-    store = LaterStore(store_to_write(db or default_db(), "--db"))
-    search_store = LaterStore(store_to_write(verify_db, "--verify-db")) if verify_db else None
-    opening = [x for x in (store, search_store) if x is not None]
+    store = LaterStore(store_to_write(o.db or default_db(), "--db"))
+    search_store = LaterStore(store_to_write(o.verify_db, "--verify-db")) if o.verify_db else None
     print_requirements(w.name, for_all(w), console)
+    answer = _searched(o, w, libs, given, store, search_store)
+    answers.write_snippets(answer, folder)
+    print_answer(answer, console)
+    _compiled_rows(o, w, answer, store)
+    if o.json_out:
+        write_out(o.json_out, export_mod.strict_json(answers.to_json(answer)), "--json")
+    raise typer.Exit(0 if answer.ranked() else 1)
+
+
+def _libraries(o: ChooseOptions, w) -> dict[str, list[str]]:
+    """The libraries built here that run one of the workload's schemes (those named, where named)."""
+    known = manifests()
+    for lib in o.library or []:
+        if lib not in known:
+            fail(UserError(f"--library {lib}: unknown library", f"use one of {', '.join(known)}"))
+    libs = {lib: known[lib].schemes for lib in available(o.library) if set(known[lib].schemes) & set(w.schemes)}
+    if not libs:
+        fail(UserError(f"no library built here runs {', '.join(w.schemes)}", "run `fhemark setup`, or name one with --library"))
+    return libs
+
+
+def _searched(o: ChooseOptions, w, libs: dict, given: tuple, store: LaterStore, search_store: LaterStore | None):
+    """chooser.choose() under a progress line that counts down the --budget."""
+    from ..advise import choose as chooser
+    from ..advise.auto_params import auto_params
+    opening = [x for x in (store, search_store) if x is not None]
     with Progress(*_choose_columns(), console=err_console, transient=True) as progress:
         task = progress.add_task("searching parameters", total=None, last="", since=None,
-                                 deadline=time.monotonic() + budget * 60 if budget else None)
+                                 deadline=time.monotonic() + o.budget * 60 if o.budget else None)
         try:
-            answer = chooser.choose(w, libs, precision, security, table, repeats, store, search_store,
-                                    say=_say(progress, task, opening), auto=auto_params if auto else None,
-                                    threads=threads, objective=objective,
-                                    polynomial=tuple(dict.fromkeys(polynomial or ())), at=given,
-                                    budget_s=budget * 60 if budget else None)
+            return chooser.choose(w, libs, o.precision, o.security, o.table, o.repeats, store, search_store,
+                                  say=_say(progress, task, opening), auto=auto_params if o.auto else None,
+                                  threads=o.threads, objective=o.objective,
+                                  polynomial=tuple(dict.fromkeys(o.polynomial or ())), at=given,
+                                  budget_s=o.budget * 60 if o.budget else None)
         except KeyboardInterrupt:
             progress.stop()
             err_console.print(f"interrupted: nothing was chosen; measurements finished so far are in {store.path}",
                               highlight=False, markup=False, soft_wrap=True)
             raise typer.Exit(130)
-    answers.write_snippets(answer, folder)
-    print_answer(answer, console)
+
+
+def _compiled_rows(o: ChooseOptions, w, answer, store: LaterStore) -> None:
+    """--compilers: each compiler's rows beside the answer (compile/choose.py)."""
     from ..advise.candidates import verified_specs
-    from ..compile.choose import beside_choose
-    for comp in dict.fromkeys(compilers or []):
+    from ..compile.choose import COMPILERS, beside_choose
+    for comp in dict.fromkeys(o.compilers or []):
         console.print(beside_choose(w, comp, verified_specs(answer, COMPILERS[comp]),
                                     say=lambda line: err_console.print(line, highlight=False, markup=False),
-                                    store=store, run_id=answer.run_id, security=(table, security)),
+                                    store=store, run_id=answer.run_id, security=(o.table, o.security)),
                       highlight=False, markup=False, soft_wrap=True)
-    if json_out:
-        write_out(json_out, export_mod.strict_json(answers.to_json(answer)), "--json")
-    raise typer.Exit(0 if answer.ranked() else 1)
 
 
-def _check_choose_flags(table: str, security: int, polynomial: list[str], objective: str, precision: float | None,
-                        compilers: list[str]) -> None:
+def _check_choose_flags(o: ChooseOptions) -> None:
     """Each of choose's flags that can be wrong, refused in one line before anything is loaded or run."""
     from ..compile.choose import COMPILERS
     from ..model.security import TABLES
     from ..model.ways import WAYS
+    table, security, precision, objective = o.table, o.security, o.precision, o.objective
     if table not in TABLES:
         fail(UserError(f"--table {table}: unknown security table", f"use one of {', '.join(TABLES)}"))
     if not 80 <= security <= 256:  # between the tables' rows (128, 192, 256) the estimate judges a set
         fail(UserError(f"--security {security}: outside 80..256 bits", "use 128, 192 or 256, or a level between"))
-    for way in polynomial:
+    for way in o.polynomial or []:
         if way not in WAYS:
             fail(UserError(f"--polynomial {way}: unknown way", f"use {' or '.join(WAYS)}"))
     if objective not in ("latency", "throughput"):
         fail(UserError(f"--objective {objective}: unknown objective", "use latency or throughput"))
     if precision is not None and not 1 <= precision <= 50:
         fail(UserError(f"--precision {precision:g}: CKKS precision must be 1..50 bits", "e.g. --precision 20"))
-    for comp in compilers:
+    for comp in o.compilers or []:
         if comp not in COMPILERS:
             fail(UserError(f"--compilers {comp}: unknown compiler", f"use {', '.join(COMPILERS)}"))
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shlex
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
@@ -30,22 +31,38 @@ from ..store.sqlite import Store
 from .application import app, console, err_console
 
 
-def _again(suite: str, db: Path | None, full: bool, allow_insecure: bool, library: list[str] | None,
-           report: Path | None, yes: bool, cluster: str | None = None, workloads: list[Path] | None = None,
-           params: list[str] | None = None, smoke: bool = False) -> str:
-    """The command that continues this run: the same plan (flags included) and the same store."""
-    parts = ["fhemark", "run"] + ([x for f in workloads for x in ("--workload", str(f))] if workloads else ["--suite", suite])
-    parts += [x for p in params or [] for x in ("--params", p)]
-    parts += ["--full"] if full else []
-    parts += ["--smoke"] if smoke else []
-    parts += ["--allow-insecure"] if allow_insecure else []
-    for lib in library or []:
-        parts += ["--library", lib]
-    parts += ["--db", str(db)] if db else []
-    parts += ["--report", str(report)] if report else []
-    parts += ["--yes"] if yes else []
-    parts += ["--cluster", cluster] if cluster else []
-    return shlex.join(parts + ["--resume"])
+@dataclass(frozen=True)
+class RunOptions:
+    """`fhemark run`'s flags, as given."""
+    suite: str = "quick"
+    db: Path | None = None
+    resume: bool = False
+    allow_insecure: bool = False
+    library: list[str] | None = None
+    full: bool = False
+    smoke: bool = False
+    report: Path | None = None
+    yes: bool = False
+    build_drivers: bool = True
+    cluster_spec: str | None = None
+    workload: list[Path] | None = None
+    params: list[str] | None = None
+
+    def again(self) -> str:
+        """The command that continues this run: the same plan (flags included) and the same store."""
+        parts = ["fhemark", "run"] + ([x for f in self.workload for x in ("--workload", str(f))] if self.workload
+                                      else ["--suite", self.suite])
+        parts += [x for p in self.params or [] for x in ("--params", p)]
+        parts += ["--full"] if self.full else []
+        parts += ["--smoke"] if self.smoke else []
+        parts += ["--allow-insecure"] if self.allow_insecure else []
+        for lib in self.library or []:
+            parts += ["--library", lib]
+        parts += ["--db", str(self.db)] if self.db else []
+        parts += ["--report", str(self.report)] if self.report else []
+        parts += ["--yes"] if self.yes else []
+        parts += ["--cluster", self.cluster_spec] if self.cluster_spec else []
+        return shlex.join(parts + ["--resume"])
 
 
 def _param_arg(text: str) -> str | dict:
@@ -100,33 +117,62 @@ def run(suite: str = typer.Option("quick", help="built-in suite name or path to 
         params: list[str] = typer.Option(None, "--params", help="with --workload: these presets (default: the smallest "
                                                                 "common preset that holds the program)")) -> None:
     """Plan, check, run, store and print a result table; write the report."""
+    _run(RunOptions(**locals()))
+
+
+def _run(o: RunOptions) -> None:
     # Everything that can be refused is refused here, before a job runs or a byte is stored.
-    if workload:
-        from ..advise.preset_suite import preset_suite
-        from ..model.workload_file import load as load_workloads
-        s = preset_suite([w for f in workload for w in load_workloads(f)], [_param_arg(p) for p in params or []] or None)
-    elif params:
-        raise UserError("--params is for --workload", "give the parameter sets in the suite file")
-    else:
-        s = load(suite, full)
-    s = _smoke(s) if smoke else s
-    known = manifests()
-    for lib in library or []:
+    s, known = _suite_of(o), manifests()
+    for lib in o.library or []:
         if lib not in known:
             raise UserError(f"--library {lib}: unknown library", f"use one of {', '.join(known) or 'none'}")
-    if build_drivers:  # the first run of a suite builds what it uses (TFHE-rs only when asked for)
-        drivers_build.build_needed(without_versions(s) if smoke else s, err_console, library or None)
-    plan = build(s, available(), allow_insecure, library or None, known=known)
+    if o.build_drivers:  # the first run of a suite builds what it uses (TFHE-rs only when asked for)
+        drivers_build.build_needed(without_versions(s) if o.smoke else s, err_console, o.library or None)
+    plan = build(s, available(), o.allow_insecure, o.library or None, known=known)
     # The report goes beside the store it reports, wherever the run measures (here or on Dask workers)
     # and whatever folder it was started from.
-    store_path = db or default_db()
-    out = report or store_path.parent / "report" / report_files.safe_name(s.name)
+    store_path = o.db or default_db()
+    out = o.report or store_path.parent / "report" / report_files.safe_name(s.name)
     report_files.check_out(out)
     store = Store(store_path)
-    again = _again(suite, db, full, allow_insecure, library, report, yes, cluster_spec, workload, params, smoke)
-    env = environment(s.threads, project_root()) | ({"smoke": True} if smoke else {})
-    client = session.connect(cluster_spec)
+    env = environment(s.threads, project_root()) | ({"smoke": True} if o.smoke else {})
     tally, resumed = session.Tally(), []
+    started = time.monotonic()
+    done = _measured(o, s, plan, store, env, tally, resumed)
+    wall = time.monotonic() - started
+    print_results(done.records, console)
+    if wall > 0 and not resumed:
+        timed = timed_seconds(done.records)
+        console.print(f"time inside timed regions: {timed:.1f} s of the run's {wall:.0f} s ({100 * timed / wall:.0f}%); "
+                      "the rest is setups and keys, fresh inputs encoded and encrypted, outputs decrypted and checked",
+                      highlight=False, markup=False)
+    for where, why in tally.refusals.items():
+        err_console.print(Text.assemble(("not run:", "yellow"), f" {where}: {why}"), highlight=False)
+    for line in tally.failures:
+        err_console.print(Text.assemble(("failed:", "red"), f" {line}"), highlight=False)
+    _report(s, store, out, env, done.records, done.run_id)
+    if tally.failures:
+        raise typer.Exit(1)
+
+
+def _suite_of(o: RunOptions) -> Suite:
+    """The suite the flags name: a file's workloads at presets, or a suite (its smoke form with --smoke)."""
+    if o.workload:
+        from ..advise.preset_suite import preset_suite
+        from ..model.workload_file import load as load_workloads
+        s = preset_suite([w for f in o.workload for w in load_workloads(f)], [_param_arg(p) for p in o.params or []] or None)
+    elif o.params:
+        raise UserError("--params is for --workload", "give the parameter sets in the suite file")
+    else:
+        s = load(o.suite, o.full)
+    return _smoke(s) if o.smoke else s
+
+
+def _measured(o: RunOptions, s: Suite, plan, store: Store, env: dict, tally: session.Tally, resumed: list):
+    """measure() with a progress bar, each record tallied as it arrives; an interrupted or refused run
+    says the command that continues it."""
+    known = manifests()
+    client = session.connect(o.cluster_spec)
     with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   TextColumn("{task.fields[last]}", markup=False), console=console, transient=False) as progress:
         task = progress.add_task(escape(s.name), total=None, last="", visible=False)
@@ -148,36 +194,25 @@ def run(suite: str = typer.Option("quick", help="built-in suite name or path to 
             progress.update(task, advance=1, last=f"{job.library} {job.scheme} N={job.params.N} {job.op}")
             tally.add(job, recs)
 
-        started = time.monotonic()
         try:
-            done = measure(plan, store, env=env, resume=resume, yes=yes, client=client, on_start=on_start,
+            return measure(plan, store, env=env, resume=o.resume, yes=o.yes, client=client, on_start=on_start,
                            on_record=on_record, on_wait=lambda holder: err_console.print(
                                f"waiting: another fhemark is measuring on this host ({holder}); this run measures "
                                "when it ends, so that neither reads the other's load", highlight=False, markup=False))
         except KeyboardInterrupt:
             store.close()
-            err_console.print(f"interrupted: results so far are in {store.path}; continue with: {again}",
+            err_console.print(f"interrupted: results so far are in {store.path}; continue with: {o.again()}",
                               highlight=False, markup=False, soft_wrap=True)
             raise typer.Exit(130)
         except UserError as exc:  # refused before a job ran, or the store failed (full disk, read-only)
             store.close()
-            raise UserError(exc.problem, f"{exc.fix}; then continue with: {again}" if progress.tasks[0].total
+            raise UserError(exc.problem, f"{exc.fix}; then continue with: {o.again()}" if progress.tasks[0].total
                             else exc.fix)
         finally:
             session.disconnect(client)
-    run_id = done.run_id
-    wall = time.monotonic() - started
-    recs = done.records
-    print_results(recs, console)
-    if wall > 0 and not resumed:
-        timed = timed_seconds(recs)
-        console.print(f"time inside timed regions: {timed:.1f} s of the run's {wall:.0f} s ({100 * timed / wall:.0f}%); "
-                      "the rest is setups and keys, fresh inputs encoded and encrypted, outputs decrypted and checked",
-                      highlight=False, markup=False)
-    for where, why in tally.refusals.items():
-        err_console.print(Text.assemble(("not run:", "yellow"), f" {where}: {why}"), highlight=False)
-    for line in tally.failures:
-        err_console.print(Text.assemble(("failed:", "red"), f" {line}"), highlight=False)
+
+
+def _report(s: Suite, store: Store, out: Path, env: dict, recs: list, run_id: str) -> None:
     try:
         files = report_files.write(recs, out, f"fhemark: suite {s.name}, run {run_id}", env,
                                    [r for r in store.runs() if r["run_id"] == run_id])
@@ -189,5 +224,3 @@ def run(suite: str = typer.Option("quick", help="built-in suite name or path to 
     console.print(f"stored in {store.path} (run {run_id}); report: {files[0]} and {files[1]}",
                   highlight=False, markup=False, soft_wrap=True)
     store.close()
-    if tally.failures:
-        raise typer.Exit(1)

@@ -102,6 +102,26 @@ def _status(exc: Exception) -> str:
     return "internal" if msg.startswith("go build") else "unsupported"
 
 
+def _checked(row: Row, w: Workload, e, refs: list, replies: list, warmup: int) -> None:
+    """Every reply checked against its cleartext reference; the samples after the warm-up kept."""
+    worst = 0.0
+    for i, (ref, reply) in enumerate(zip(refs, replies, strict=True)):
+        err = _errors(e, ref, reply["out"])
+        row.checked += 1
+        row.wrong += err > 2.0 ** -w.precision_bits
+        if i >= warmup:
+            row.samples_ns.append(int(reply["ns"]))
+            worst = max(worst, err)
+        else:
+            row.warmup_ns.append(int(reply["ns"]))
+    row.max_abs_error = worst
+    row.precision_bits = round(-math.log2(worst), 1) if worst > 0 else 64.0
+    if row.wrong:
+        row.status = "wrong_result"
+        row.error = (f"{row.wrong} of {row.checked} samples missed the workload's {w.precision_bits:g} bits "
+                     f"(worst {row.precision_bits:g} bits)")
+
+
 def run_row(w: Workload, given: ParamSet | None = None, samples: int = 10, warmup: int = 1, seed: int = 1,
             compile_timeout: float = heir.COMPILE_TIMEOUT_S) -> Row:
     """Compile, build and measure one row; a failure to compile or build is the row's one-line error
@@ -144,24 +164,8 @@ def run_row(w: Workload, given: ParamSet | None = None, samples: int = 10, warmu
         batch = [{"args": [x[a.name][: a.length].tolist() for a in e.args]} for x in drawn]
         proc.stdin.write(json.dumps({"samples": batch}) + "\n")
         proc.stdin.flush()
-        replies = json.loads(_line(proc))
-        worst = 0.0
-        for i, (ref, reply) in enumerate(zip(refs, replies, strict=True)):
-            err = _errors(e, ref, reply["out"])
-            row.checked += 1
-            row.wrong += err > 2.0 ** -w.precision_bits
-            if i >= warmup:
-                row.samples_ns.append(int(reply["ns"]))
-                worst = max(worst, err)
-            else:
-                row.warmup_ns.append(int(reply["ns"]))
-        row.max_abs_error = worst
-        row.precision_bits = round(-math.log2(worst), 1) if worst > 0 else 64.0
+        _checked(row, w, e, refs, json.loads(_line(proc)), warmup)
         row.peak_rss_bytes = _peak_rss(proc.pid)
-        if row.wrong:
-            row.status = "wrong_result"
-            row.error = (f"{row.wrong} of {row.checked} samples missed the workload's {w.precision_bits:g} bits "
-                         f"(worst {row.precision_bits:g} bits)")
     except (OSError, ValueError, KeyError, subprocess.TimeoutExpired) as exc:
         crashed(row, proc, exc)
     finally:

@@ -58,19 +58,7 @@ def figure(setup: Setup, ov: Overview, colours: dict[str, str]):
             part = [c for c in mine if bool(c.deviation) == odd]
             if not part:
                 continue
-            symbols = ["diamond-open" if odd else "circle"] * len(part)
-            if setup.compared:
-                xs = [c.ratio for c in part]
-                spans = [c.ci or (c.ratio, c.ratio) for c in part]
-                if odd and lo_hi:
-                    for j, x in enumerate(xs):
-                        if not lo_hi[0] <= x <= lo_hi[1]:
-                            xs[j] = min(max(x, lo_hi[0]), lo_hi[1])
-                            spans[j] = (xs[j], xs[j])
-                            symbols[j] = "triangle-right" if x > lo_hi[1] else "triangle-left"
-            else:
-                xs = [c.rec.median_ns / 1e6 for c in part]
-                spans = [tuple(v / 1e6 for v in c.rec.ci95_ns or (c.rec.median_ns,) * 2) for c in part]
+            xs, spans, symbols = _points(setup, part, odd, lo_hi)
             fig.add_trace(go.Scatter(
                 x=xs, y=[setup.ops.index(c.op) + (i - (len(libs) - 1) / 2) * step for c in part],
                 name=lib, legendgroup=lib, showlegend=not odd or len(part) == len(mine),
@@ -105,6 +93,24 @@ def figure(setup: Setup, ov: Overview, colours: dict[str, str]):
     if setup.compared:
         fig.add_vline(x=1, line={"color": "#888", "width": 1, "dash": "dot"})
     return fig
+
+
+def _points(setup: Setup, part: list, odd: bool, lo_hi: tuple[float, float] | None) -> tuple[list, list, list]:
+    """Each cell's x (its ratio, or its median in ms where one library ran the setup), interval and
+    symbol; a deviating cell beyond the axis' span is drawn at its edge, pointing out."""
+    symbols = ["diamond-open" if odd else "circle"] * len(part)
+    if not setup.compared:
+        return ([c.rec.median_ns / 1e6 for c in part],
+                [tuple(v / 1e6 for v in c.rec.ci95_ns or (c.rec.median_ns,) * 2) for c in part], symbols)
+    xs = [c.ratio for c in part]
+    spans = [c.ci or (c.ratio, c.ratio) for c in part]
+    if odd and lo_hi:
+        for j, x in enumerate(xs):
+            if not lo_hi[0] <= x <= lo_hi[1]:
+                xs[j] = min(max(x, lo_hi[0]), lo_hi[1])
+                spans[j] = (xs[j], xs[j])
+                symbols[j] = "triangle-right" if x > lo_hi[1] else "triangle-left"
+    return xs, spans, symbols
 
 
 def _span(setup: Setup) -> tuple[float, float] | None:
