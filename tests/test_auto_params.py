@@ -89,3 +89,44 @@ def test_choose_asks_every_library_and_ranks_its_choice_by_name(monkeypatch):
     assert [(c.library, c.origin) for c in ans.chosen] == [("a", "search"), ("b", "search"), ("b", "b-auto"),
                                                           ("c", "search")]
     assert ans.chosen[2].spec["p_bits"] == [61]
+
+
+def test_a_library_s_own_choice_starts_at_the_scale_the_search_s_shortfalls_asked(monkeypatch):
+    """Where the search verified no set (OpenFHE at depth 40: 11.8 bits at 2^34, the ring's largest scale
+    short too), the library's own choice is asked at the least scale the shortfalls asked for, not the
+    rules of thumb's first scale, which the search already found short."""
+    (w,) = load(EXAMPLES / "statistics.py")
+    w = replace(w, schemes=("ckks",))
+    asked = []
+
+    def fake_search(w, need, lib, space, repeats, db, say, origin="search", deadline=None):
+        return chooser.Candidate(lib, need.scheme, None, origin, scale_floor=47)
+    monkeypatch.setattr(chooser, "_search", fake_search)
+    monkeypatch.setattr(chooser, "_measure", lambda ans, store, say: None)
+    chooser.choose(w, {"a": ("ckks",)}, None, 128, "hestd2018", 1,
+                   auto=lambda lib, need, found: asked.append(found) or None)
+    assert asked == [{"scale_bits": 47}]
+
+
+def test_under_a_budget_the_bootstrapped_way_comes_before_the_library_s_own_choice(monkeypatch):
+    """A deep program on a library that bootstraps: its rings searched, then its bootstrapping set, then
+    the library's own choice of a ring (a --budget spent early cuts the last, not the other way to run it)."""
+    from fhemark.workload import Uniform, Workload
+
+    def chain(c):
+        x, y = c.encrypted("x"), c.encrypted("y")
+        for _ in range(40):
+            x = c.rescaled(c.mul(x, y))
+        return x
+    w = Workload("deep40", chain, schemes=("ckks",), precision_bits=16.0,
+                 inputs={"x": Uniform(-1, 1, length=16), "y": Uniform(-1, 1, length=16)})
+    origins = []
+
+    def fake_search(w, need, lib, space, repeats, db, say, origin="search", deadline=None):
+        origins.append(origin)
+        return chooser.Candidate(lib, need.scheme, space[0], origin, verified=True)
+    monkeypatch.setattr(chooser, "_search", fake_search)
+    monkeypatch.setattr(chooser, "_measure", lambda ans, store, say: None)
+    chooser.choose(w, {"openfhe": ("ckks",)}, None, 128, "hestd2018", 1,
+                   auto=lambda lib, need, found: {**found, "p_bits": [60] * 6})
+    assert origins == ["search", "openfhe-bootstrap", "openfhe-auto"], origins

@@ -16,7 +16,8 @@ TIMEOUT_S = 120.0  # a choice is a context and one key pair: seconds, even at th
 
 def auto_params(library: str, need: Need, found: dict | None) -> dict | None:
     """The library's own CKKS set for the depth, at the scale and first prime the search found it
-    needs for the precision (the rules of thumb's where it found none), as a spec the drivers take;
+    needs for the precision (`found`: its set, or only the least scale its shortfalls asked; the rules
+    of thumb's where it found neither), as a spec the drivers take;
     None where the library offers no choice of its own or is not here. Only at 128 bits under the
     HE standard's 2018 table: the table the libraries' choices follow (OpenFHE's); under another,
     the search alone answers."""
@@ -26,7 +27,7 @@ def auto_params(library: str, need: Need, found: dict | None) -> dict | None:
     if m is None or not m.available:
         return None
     scale = found["scale_bits"] if found else first_scale(need)
-    first = found["q_bits"][0] if found else ckks_chain(need, scale)[0]
+    first = found["q_bits"][0] if found and found.get("q_bits") else ckks_chain(need, scale)[0]
     drv = Driver(m)
     try:
         if not drv.request("capabilities", timeout_s=TIMEOUT_S)["schemes"].get(need.scheme, {}).get("auto_params"):

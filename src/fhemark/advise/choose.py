@@ -236,14 +236,18 @@ def _on(v: Workload, lib: str, scheme: str, ask: Need, repeats: int, db: Store |
         instead = _on(ways.named(v, native=False), lib, scheme, ask, repeats, db, say, auto, deadline)
         instead[0].tried[:0] = [f"the library's routine: {why}" for why in c.tried]
         return instead
-    out = [c]
-    extra = auto(lib, need, c.spec) if auto is not None else None  # None: the library offers none
+    # The other way to run a deep program comes before the library's own choice of the same way's set:
+    # under a --budget, that is the row the answer would miss.
+    boots, out = booted(), [c]
+    # Where the search found no set, the library's choice starts at the least scale its shortfalls asked.
+    found = c.spec or ({"scale_bits": c.scale_floor} if c.scale_floor else None)
+    extra = auto(lib, need, found) if auto is not None else None  # None: the library offers none
     if extra and extra not in space:
         say("searching parameters", f"{lib} {scheme}: the library's own choice N = {extra['N']}")
         out.append(_search(v, need, lib, [extra], repeats, db, say, origin=f"{lib}-auto", deadline=deadline))
     for x in out:
         x.workload, x.routine, x.levels_needed = v, by, need.depth
-    return out + booted()
+    return out + boots
 
 
 def _pinned(w: Workload, lib: str, scheme: str, spec: dict, origin: str, ask: Need, repeats: int, db: Store | None,
@@ -294,6 +298,7 @@ def _search(w: Workload, need: Need, lib: str, space: list[dict], repeats: int, 
         c.last_status = rec.status if rec is not None else None
         if not why.startswith(NOT_PLANNED) and steer.failed(spec, rec, refusal):
             break  # else a larger ring may hold what this one could not
+    c.scale_floor = steer.scale_floor
     return c
 
 
