@@ -176,6 +176,16 @@ def judge(reference: list[list[float]], fhemark: list[list[float]]) -> dict:
             "median_ratio": statistics.median(fm) / statistics.median(ref), "median_ratio_by_round": by_round}
 
 
+def judged_cells(j: dict, reference: str = "reference") -> dict:
+    """judge()'s figures as a row's JSON fields, the reference side named `reference` (e.g. lattigo)."""
+    return {f"{reference}_floor_ns": j["reference_floor_ns"], "fhemark_floor_ns": j["fhemark_floor_ns"],
+            "ratio_floor": j["ratio"], "ratio_floor_ci95": j["ratio_ci95"], "p": j["p"], "rounds": j["rounds"],
+            f"{reference}_fast_rounds": j["reference_fast_rounds"], "fhemark_fast_rounds": j["fhemark_fast_rounds"],
+            f"{reference}_readings": j["reference_readings"], "fhemark_samples": j["fhemark_samples"],
+            f"{reference}_median_ns": j.get("reference_median_ns"), "fhemark_median_ns": j.get("fhemark_median_ns"),
+            "ratio_median_unpaired": j["median_ratio"], "ratio_median_by_round": j["median_ratio_by_round"]}
+
+
 def fast_cell(j: dict, rounds: int) -> str:
     """'5/6' rounds at the fast level, reference then fhemark."""
     return f"{j['reference_fast_rounds']}/{j['fhemark_fast_rounds']} of {rounds}"

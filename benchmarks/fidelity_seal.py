@@ -152,12 +152,7 @@ def build_rows(scheme: str, n: int, ops: list[str], rounds: list[dict], records:
         j = fidelity_run.judge(ref, fm)
         rows.append({"scheme": scheme, "N": n, "op": op, "status": bad.get("status") if bad else "ok",
                      "error": bad.get("error") if bad else None,
-                     "reference_floor_ns": j["reference_floor_ns"], "fhemark_floor_ns": j["fhemark_floor_ns"],
-                     "ratio_floor": j["ratio"], "ratio_floor_ci95": j["ratio_ci95"], "p": j["p"], "rounds": j["rounds"],
-                     "reference_fast_rounds": j["reference_fast_rounds"], "fhemark_fast_rounds": j["fhemark_fast_rounds"],
-                     "reference_readings": j["reference_readings"], "fhemark_samples": j["fhemark_samples"],
-                     "reference_median_ns": j.get("reference_median_ns"), "fhemark_median_ns": j.get("fhemark_median_ns"),
-                     "ratio_median_unpaired": j["median_ratio"], "ratio_median_by_round": j["median_ratio_by_round"],
+                     **fidelity_run.judged_cells(j),
                      "reference_median_ns_by_round": [statistics.median(x) if x else None for x in ref],
                      "fhemark_median_ns_by_round": [r.get("median_ns") for r in recs],
                      "input_state": recs[0].get("input_state"), "copies": recs[0].get("copies")})

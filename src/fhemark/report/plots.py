@@ -91,16 +91,24 @@ def _op_figures(recs: list[Record], out: Path) -> list[Path]:
                         label=f"{lib} {marks}" if marks else lib)
         # An op some library times differently is labelled ‡ (the tables' footnotes say how).
         labels = [op + (" ‡" if any(r.deviations for r in by_op[op].values()) else "") for op in ops]
-        ax.set_yticks([j + height * (len(libs) - 1) / 2 for j in range(len(ops))], labels, fontsize=7)
-        ax.set_ylim(len(ops) - 0.1, -0.3)
-        ax.set_xscale("log")
-        ax.set_xlabel("time (ms), median and 95% CI; log scale")
-        ax.set_title(f"{scheme.upper()} {label}: every result decrypted and checked", fontsize=9)
-        ax.grid(True, which="both", alpha=0.3)
-        ax.legend(fontsize=7)
-        fig.tight_layout()
-        written += _save(fig, out, f"ops-{scheme}-{label}".replace("/", "_"))
-        plt.close(fig)
+        written += _finish(plt, fig, ax, labels, height * (len(libs) - 1) / 2, "time (ms), median and 95% CI; log scale",
+                           f"{scheme.upper()} {label}: every result decrypted and checked", out,
+                           f"ops-{scheme}-{label}")
+    return written
+
+
+def _finish(plt, fig, ax, labels: list[str], offset: float, xlabel: str, title: str, out: Path, name: str) -> list[Path]:
+    """A figure of one row of points per op (each library's `offset` apart), log x axis, saved and closed."""
+    ax.set_yticks([j + offset for j in range(len(labels))], labels, fontsize=7)
+    ax.set_ylim(len(labels) - 0.1, -0.3)
+    ax.set_xscale("log")
+    ax.set_xlabel(xlabel)
+    ax.set_title(title, fontsize=9)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    written = _save(fig, out, name.replace("/", "_"))
+    plt.close(fig)
     return written
 
 
@@ -129,18 +137,10 @@ def _ratio_figures(ov: Overview, out: Path) -> list[Path]:
                     ax.plot([x], [y], "D", markersize=7, mfc="none", color=colour)
                     ax.annotate(c.deviation.strip(), (x, y), xytext=(5, -2), textcoords="offset points", fontsize=6)
         deviating = s.deviating_ops()
-        ax.set_yticks([j + height * (len(s.libraries) - 1) / 2 for j in range(len(s.ops))],
-                      [op + (" ‡" if op in deviating else "") for op in s.ops], fontsize=7)
-        ax.set_ylim(len(s.ops) - 0.1, -0.3)
-        ax.set_xscale("log")
         ax.axvline(1, color="#888", linewidth=0.8, linestyle=":")
-        ax.set_xlabel("time / the fastest library's time (log scale), 95% interval")
-        ax.set_title(f"{s.title}: ratio to the fastest library per operation", fontsize=9)
-        ax.grid(True, which="both", alpha=0.3)
-        ax.legend(fontsize=7)
-        fig.tight_layout()
-        written += _save(fig, out, f"ratio-{s.scheme}-{s.params}".replace("/", "_"))
-        plt.close(fig)
+        written += _finish(plt, fig, ax, [op + (" ‡" if op in deviating else "") for op in s.ops],
+                           height * (len(s.libraries) - 1) / 2, "time / the fastest library's time (log scale), 95% interval",
+                           f"{s.title}: ratio to the fastest library per operation", out, f"ratio-{s.scheme}-{s.params}")
     return written
 
 
