@@ -17,10 +17,14 @@ def test_bootstrap_suite_is_opt_in_and_secure():
 
 
 @pytest.mark.skipif("lattigo" not in available(), reason="lattigo driver not built here")
-def test_lattigo_bootstrap_small_ring(tmp_path):
+# lattigo_bootstrap_dense: the set of Lattigo's own bootstrapping benchmark (benchmarks/fidelity_bootstrap.py),
+# whose residual secret is dense (N/2 nonzero); its bootstrapping keys live under the bootstrapping
+# parameters' own secret (Lattigo's default, h = 192), which the record reports with their modulus.
+@pytest.mark.parametrize("preset", ["lattigo_bootstrap_default", "lattigo_bootstrap_dense"])
+def test_lattigo_bootstrap_small_ring(tmp_path, preset):
     suite = Suite(name="boot", policy={"min_samples": 1, "max_samples": 1, "warmup": 0, "budget_s": 1},
                   cases=[{"libraries": ["lattigo"], "schemes": ["ckks"], "ops": ["bootstrap"],
-                          "params": [{"preset": "lattigo_bootstrap_default", "N": 4096}]}])
+                          "params": [{"preset": preset, "N": 4096}]}])
     store = Store(tmp_path / "b.db")
     run_id = store.start_run("boot", "h", True, {}, {})
     Runner(build(suite, available(), allow_insecure=True), store, run_id, {"threads": 1}).execute()

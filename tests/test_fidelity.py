@@ -23,6 +23,7 @@ def _load(name: str):
 run = _load("fidelity_run")
 lattigo = _load("fidelity_lattigo")
 seal = _load("fidelity_seal")
+boot = _load("fidelity_bootstrap")
 
 _NAME = "BenchmarkCKKS/Evaluator/{}/RingType=Standard/logN={}/logQP=390/Qi=8/Pi=1/LogScale=40/PrecMode=PREC64"
 _GO_OUT = "\n".join([
@@ -177,3 +178,21 @@ def test_seal_rows_judge_each_op_over_the_rounds():
 
 def test_the_within_share_counts_floor_ratios():
     assert run.within([1.02, 0.97, 1.2, None]) == "2 of 3 cells (67%) within ±5%"
+
+
+def test_lattigo_s_bootstrapping_benchmark_line_is_read_as_one_mean_of_its_bootstraps():
+    """BenchmarkConcurrentBootstrap's sub-benchmark, named by ParamsToString ("Bootstrap/logN=16/..."), run
+    with -test.cpu 1 -test.benchtime 3x: one line, 3 iterations, the mean ns a bootstrap."""
+    line = ("BenchmarkConcurrentBootstrap/Bootstrap/logN=16/LogSlots=15/logQP=1767.000000/levels=30/a=6/b=5 \t"
+            "       3\t17123456789 ns/op")
+    got = lattigo.parse_bench(line)[boot.GO_BENCH]
+    assert got["iterations"] == [3] and got["ns_per_op"] == [17123456789.0]
+
+
+def test_the_bootstrap_summary_reads_rounds_too_few_for_a_p_value():
+    """Three rounds of one Go reading each: judge() gives no p; the summary says so (a run of 30 minutes
+    once ended in a TypeError there, after every reading was taken)."""
+    j = run.judge([[36.4e9], [36.8e9], [32.7e9]], [[33.5e9, 33.6e9, 33.4e9], [32.3e9, 32.4e9, 32.2e9],
+                                                   [34.8e9, 34.9e9, 34.7e9]])
+    text = boot.summary({**j, "p": None}, {"effective_params": {"bootstrap": {"lattigo_parameters": "x"}}}, 1.0)
+    assert "no p: too few readings" in text and "fhemark's record: set x" in text

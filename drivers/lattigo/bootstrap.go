@@ -5,6 +5,7 @@ import (
 	"math/bits"
 
 	"github.com/tuneinsight/lattigo/v6/circuits/ckks/bootstrapping"
+	"github.com/tuneinsight/lattigo/v6/ring"
 	"github.com/tuneinsight/lattigo/v6/schemes/ckks"
 	"github.com/tuneinsight/lattigo/v6/utils"
 )
@@ -21,14 +22,35 @@ import (
 // bootstrapping.ParametersLiteral.LogSlots allows: its linear transforms need
 // far fewer rotation keys, so the keys and the peak shrink (measured, see
 // capabilities.json) and a bootstrap takes less time, with the same 9 levels.
+//
+// densePreset is Lattigo's first dense set, bootstrapping.N16QP1767H32768H32
+// (DefaultParametersDense[0]: residual Q 60+13*40 bits, secret H=N/2, 2^15
+// slots), the set of Lattigo's own BenchmarkConcurrentBootstrap: what
+// benchmarks/fidelity_bootstrap.py times both ways. Heavier than the default
+// (log QP 1767): no search declares it.
 const (
 	bootstrapPreset    = "lattigo_bootstrap_default"
 	bootstrapPresetDoc = "Lattigo bootstrapping.N16QP1546H192H32 (N=2^16, 2^15 slots, scale 2^40, residual levels 9); a setup param N < 65536 runs the same circuit on a smaller, insecure ring (needs allow_insecure)"
 	sparsePreset       = "lattigo_bootstrap_sparse"
 	sparsePresetDoc    = "the same with LogSlots = log2(sparse_slots), a power of two up to 64 (default 16): fewer keys, faster bootstraps"
+	densePreset        = "lattigo_bootstrap_dense"
+	densePresetDoc     = "Lattigo bootstrapping.N16QP1767H32768H32 (DefaultParametersDense[0]: N=2^16, 2^15 slots, secret H=N/2, residual levels 13), the set of Lattigo's own BenchmarkConcurrentBootstrap"
 	sparseDefault      = 16
 	sparseMaxSlots     = 64
 )
+
+// bootSet is one of Lattigo's default bootstrapping sets, under the name its preset reports.
+type bootSet struct {
+	name   string
+	scheme ckks.ParametersLiteral
+	boot   bootstrapping.ParametersLiteral
+}
+
+var bootSets = map[string]bootSet{
+	bootstrapPreset: {"bootstrapping.N16QP1546H192H32", bootstrapping.N16QP1546H192H32.SchemeParams, bootstrapping.N16QP1546H192H32.BootstrappingParams},
+	sparsePreset:    {"bootstrapping.N16QP1546H192H32", bootstrapping.N16QP1546H192H32.SchemeParams, bootstrapping.N16QP1546H192H32.BootstrappingParams},
+	densePreset:     {"bootstrapping.N16QP1767H32768H32", bootstrapping.N16QP1767H32768H32.SchemeParams, bootstrapping.N16QP1767H32768H32.BootstrappingParams},
+}
 
 type bootContext struct {
 	params ckks.Parameters // the bootstrapping keys' parameters (their ring, modulus and secret)
@@ -42,8 +64,9 @@ func newBootstrapContext(req *request) (c *fheContext, err error) {
 	if req.Scheme != "ckks" {
 		return nil, newErr(errUnsupported, "preset %q is a ckks preset", sp.Preset)
 	}
-	if sp.Preset != bootstrapPreset && sp.Preset != sparsePreset {
-		return nil, newErr(errInvalidParams, "unknown preset %q (known: %s, %s)", sp.Preset, bootstrapPreset, sparsePreset)
+	def, known := bootSets[sp.Preset]
+	if !known {
+		return nil, newErr(errInvalidParams, "unknown preset %q (known: %s, %s, %s)", sp.Preset, bootstrapPreset, sparsePreset, densePreset)
 	}
 	logSlots := 0
 	if sp.Preset == sparsePreset {
@@ -56,20 +79,19 @@ func newBootstrapContext(req *request) (c *fheContext, err error) {
 		}
 		logSlots = bits.Len(uint(n)) - 1
 	}
-	def := bootstrapping.N16QP1546H192H32
-	logN := def.SchemeParams.LogN
+	logN := def.scheme.LogN
 	if sp.N != 0 {
 		if sp.N < 0 || sp.N&(sp.N-1) != 0 {
 			return nil, newErr(errInvalidParams, "N=%d is not a power of two", sp.N)
 		}
 		logN = bits.Len(uint(sp.N)) - 1
 	}
-	insecure := logN < def.SchemeParams.LogN
+	insecure := logN < def.scheme.LogN
 	if insecure && !req.AllowInsecure {
-		return nil, newErr(errInsecure, "preset %s with N=2^%d < 2^%d is insecure (set allow_insecure for tests)", bootstrapPreset, logN, def.SchemeParams.LogN)
+		return nil, newErr(errInsecure, "preset %s with N=2^%d < 2^%d is insecure (set allow_insecure for tests)", sp.Preset, logN, def.scheme.LogN)
 	}
-	if logN > def.SchemeParams.LogN || logN < 10 {
-		return nil, newErr(errInvalidParams, "preset %s supports N from 2^10 to 2^%d", bootstrapPreset, def.SchemeParams.LogN)
+	if logN > def.scheme.LogN || logN < 10 {
+		return nil, newErr(errInvalidParams, "preset %s supports N from 2^10 to 2^%d", sp.Preset, def.scheme.LogN)
 	}
 	defer func() {
 		if r := recover(); r != nil {
@@ -77,13 +99,16 @@ func newBootstrapContext(req *request) (c *fheContext, err error) {
 		}
 	}()
 
-	lit := def.SchemeParams
+	lit := def.scheme
 	lit.LogN = logN
+	if t, ok := lit.Xs.(ring.Ternary); ok && 2*t.H >= 1<<def.scheme.LogN && logN < def.scheme.LogN {
+		lit.Xs = ring.Ternary{H: t.H >> (def.scheme.LogN - logN)} // a dense secret (H = N/2) stays dense on a smaller ring
+	}
 	params, perr := ckks.NewParametersFromLiteral(lit)
 	if perr != nil {
 		return nil, classifyLattigoErr(perr)
 	}
-	btpLit := def.BootstrappingParams
+	btpLit := def.boot
 	btpLit.LogN = utils.Pointy(logN)
 	if logSlots > 0 {
 		btpLit.LogSlots = utils.Pointy(logSlots)
@@ -93,7 +118,7 @@ func newBootstrapContext(req *request) (c *fheContext, err error) {
 		return nil, classifyLattigoErr(perr)
 	}
 	if insecure {
-		btpParams.Mod1ParametersLiteral.LogMessageRatio += def.SchemeParams.LogN - logN
+		btpParams.Mod1ParametersLiteral.LogMessageRatio += def.scheme.LogN - logN
 	}
 
 	slots := params.MaxSlots()
@@ -117,7 +142,7 @@ func newBootstrapContext(req *request) (c *fheContext, err error) {
 	c.boot = &bootContext{params: bp, eval: ev, keys: evk, facts: map[string]any{
 		"preset":                  sp.Preset,
 		"slots":                   slots,
-		"lattigo_parameters":      "bootstrapping.N16QP1546H192H32",
+		"lattigo_parameters":      def.name,
 		"insecure":                insecure,
 		"secret_hamming_weight":   params.XsHammingWeight(),
 		"ephemeral_secret_weight": btpParams.EphemeralSecretWeight,

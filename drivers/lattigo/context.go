@@ -550,7 +550,8 @@ func (d *driver) capabilities() map[string]any {
 		sc["ops"], sc["limits"] = opsFor(name), limits
 		schemes[name] = sc
 	}
-	schemes["ckks"].(map[string]any)["presets"] = map[string]any{bootstrapPreset: bootstrapPresetDoc, sparsePreset: sparsePresetDoc}
+	schemes["ckks"].(map[string]any)["presets"] = map[string]any{bootstrapPreset: bootstrapPresetDoc, sparsePreset: sparsePresetDoc,
+		densePreset: densePresetDoc}
 	caps := maps.Clone(staticCaps)
 	maps.Copy(caps, map[string]any{"protocol": protocolVersion, "library_version": libraryVersion(),
 		"driver_version": driverVersion, "build": buildFacts(), "threads": runtime.GOMAXPROCS(0), "schemes": schemes})

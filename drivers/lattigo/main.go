@@ -15,7 +15,7 @@ import (
 	"strconv"
 )
 
-const driverVersion = "0.9.0" // 0.9.0: scaling primes that hold the CKKS scale (scale.go); values freed after their last reader (liveness.go)
+const driverVersion = "0.10.0" // 0.10.0: preset lattigo_bootstrap_dense (Lattigo's own bootstrapping benchmark's set); 0.9.0: scaling primes that hold the scale, values freed
 
 func main() {
 	log.SetOutput(os.Stderr)

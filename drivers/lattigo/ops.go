@@ -756,29 +756,28 @@ func opKeygenSecret(x *execState, s *step, args []*value, out *value, into bool)
 	}, nil
 }
 
-func opKeygenPublic(x *execState, s *step, args []*value, out *value, into bool) (func() error, error) {
-	sk, err := x.keyAttr(s, "key", "sk", x.c.std["sk"])
-	if err != nil {
-		return nil, err
+// keyFromSecret makes an op that derives a key from the secret key the step's `key` names (the setup's by default).
+func keyFromSecret(derive func(x *execState, sk *keyVal) *keyVal) opFn {
+	return func(x *execState, s *step, args []*value, out *value, into bool) (func() error, error) {
+		sk, err := x.keyAttr(s, "key", "sk", x.c.std["sk"])
+		if err != nil {
+			return nil, err
+		}
+		out.kind = "key"
+		return func() error {
+			out.key = derive(x, sk)
+			return nil
+		}, nil
 	}
-	out.kind = "key"
-	return func() error {
-		out.key = &keyVal{kind: "pk", pk: x.c.kgen.GenPublicKeyNew(sk.sk), owner: sk}
-		return nil
-	}, nil
 }
 
-func opKeygenRelin(x *execState, s *step, args []*value, out *value, into bool) (func() error, error) {
-	sk, err := x.keyAttr(s, "key", "sk", x.c.std["sk"])
-	if err != nil {
-		return nil, err
-	}
-	out.kind = "key"
-	return func() error {
-		out.key = &keyVal{kind: "rlk", rlk: x.c.kgen.GenRelinearizationKeyNew(sk.sk), owner: sk}
-		return nil
-	}, nil
-}
+var opKeygenPublic = keyFromSecret(func(x *execState, sk *keyVal) *keyVal {
+	return &keyVal{kind: "pk", pk: x.c.kgen.GenPublicKeyNew(sk.sk), owner: sk}
+})
+
+var opKeygenRelin = keyFromSecret(func(x *execState, sk *keyVal) *keyVal {
+	return &keyVal{kind: "rlk", rlk: x.c.kgen.GenRelinearizationKeyNew(sk.sk), owner: sk}
+})
 
 func opKeygenGalois(x *execState, s *step, args []*value, out *value, into bool) (func() error, error) {
 	c := x.c
