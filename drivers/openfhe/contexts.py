@@ -153,8 +153,9 @@ def special_primes(keys, qset, n):
 
 
 def _probably_prime(n):
-    """Fermat to bases 2 and 3: a composite passing both is a strong pseudoprime to neither (about one
-    number in 10^11 below 2^64), and one taken for a prime is only looked for in the key and not found."""
+    """Fermat to bases 2 and 3. A composite passing both (a pseudoprime to both bases: about one number in
+    10^11 below 2^64) would be looked for in the key, not found, and end p_primes' list early: the
+    reported P would be short."""
     return pow(2, n - 1, n) == 1 and pow(3, n - 1, n) == 1
 
 

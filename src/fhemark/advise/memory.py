@@ -72,16 +72,16 @@ def predict(library: str, spec: dict, rotations: int, ciphertexts: int, made: in
     n, q, p = spec["N"], len(spec["q_bits"]), len(spec.get("p_bits") or [])
     ct_qp = 2 * n * (q + p) * WORD
     dnum = math.ceil(q / p) if p else q  # BV (no P): one digit per prime, over Q alone
-    key = dnum * (2 * n * (q + p) * WORD if p else 2 * n * q * WORD)
-    keys = ct_qp + key * (1 + rotations)
-    values = ciphertexts * 2 * n * (q // 2 + 1) * WORD  # a deep program's values descend the chain: half-way on average
+    keys = ct_qp + dnum * ct_qp * (1 + rotations)  # a key-switching key: dnum digits over Q·P (BV: over Q, p = 0)
+    value = 2 * n * (q // 2 + 1) * WORD  # a deep program's values descend the chain: half-way on average
+    values = ciphertexts * value
     # OpenFHE's working set grows with the digits its key switching expands (dnum ciphertexts over Q·P each)
     working = int((facts["working_qp_ciphertexts"] + facts.get("working_qp_ciphertexts_per_digit", 0) * dnum) * ct_qp)
     base = int(facts["base_bytes"])
     # A collected heap (Go's, GOGC=100) lets the values a program made and dropped lie until it has grown
     # by `gc_heap_growth` times its live data: Lattigo's depth-40 chain at N = 2^16 peaked at 3.96 GB
     # where keys, live values and working set came to 3.1 GB.
-    made_bytes = (ciphertexts if made is None else made) * 2 * n * (q // 2 + 1) * WORD
+    made_bytes = (ciphertexts if made is None else made) * value
     working += int(facts.get("gc_heap_growth", 0) * min(made_bytes, keys + values + working))
     return Prediction(base + keys + values + working, keys, values, working, base)
 

@@ -138,7 +138,7 @@ def _run(o: RunOptions) -> None:
     env = environment(s.threads, project_root()) | ({"smoke": True} if o.smoke else {})
     tally, resumed = session.Tally(), []
     started = time.monotonic()
-    done = _measured(o, s, plan, store, env, tally, resumed)
+    done = _measured(o, s, plan, known, store, env, tally, resumed)
     wall = time.monotonic() - started
     print_results(done.records, console)
     if wall > 0 and not resumed:
@@ -168,10 +168,9 @@ def _suite_of(o: RunOptions) -> Suite:
     return _smoke(s) if o.smoke else s
 
 
-def _measured(o: RunOptions, s: Suite, plan, store: Store, env: dict, tally: session.Tally, resumed: list):
+def _measured(o: RunOptions, s: Suite, plan, known: dict, store: Store, env: dict, tally: session.Tally, resumed: list):
     """measure() with a progress bar, each record tallied as it arrives; an interrupted or refused run
     says the command that continues it."""
-    known = manifests()
     client = session.connect(o.cluster_spec)
     with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   TextColumn("{task.fields[last]}", markup=False), console=console, transient=False) as progress:
