@@ -108,18 +108,11 @@ def test_a_library_s_own_choice_starts_at_the_scale_the_search_s_shortfalls_aske
     assert asked == [{"scale_bits": 47}]
 
 
-def test_under_a_budget_the_bootstrapped_way_comes_before_the_library_s_own_choice(monkeypatch):
+def test_under_a_budget_the_bootstrapped_way_comes_before_the_library_s_own_choice(monkeypatch, tmp_path):
     """A deep program on a library that bootstraps: its rings searched, then its bootstrapping set, then
     the library's own choice of a ring (a --budget spent early cuts the last, not the other way to run it)."""
-    from fhemark.workload import Uniform, Workload
-
-    def chain(c):
-        x, y = c.encrypted("x"), c.encrypted("y")
-        for _ in range(40):
-            x = c.rescaled(c.mul(x, y))
-        return x
-    w = Workload("deep40", chain, schemes=("ckks",), precision_bits=16.0,
-                 inputs={"x": Uniform(-1, 1, length=16), "y": Uniform(-1, 1, length=16)})
+    from made_workloads import chain
+    w = chain(tmp_path, 40, 16.0, "deep40")
     origins = []
 
     def fake_search(w, need, lib, space, repeats, db, say, origin="search", deadline=None):

@@ -16,6 +16,7 @@ from fhemark.model.requirements import derive
 from fhemark.model.semantics import Plain
 from fhemark.model.workload import Uniform, Workload
 from fhemark.workload import load
+from made_workloads import chain
 
 
 @pytest.fixture(autouse=True)
@@ -118,3 +119,47 @@ def test_choose_rejects_a_set_that_uniform_draws_alone_accept(tmp_path):
     assert "scale 2^40" in c.tried[0] and "at the worst input found" in c.tried[0], c.tried
     saved = json.loads(c.worst.write(tmp_path / "w.json", {"library": "seal"}).read_text())
     assert saved["library"] == "seal" and saved["budget"] and len(saved["inputs"]["x"]) == 2048
+
+
+
+def test_a_program_that_keeps_slots_apart_carries_many_inputs_an_evaluation(tmp_path):
+    """A chain of products keeps every slot to itself: one evaluation at N = 8192 holds 32 inputs of 16
+    values side by side, so the worst-input search sees 160 inputs in 5 evaluations where it saw 32 in 32
+    (a depth-40 evaluation takes 45 s); a rotation, a routine or bootstrapping mixes slots and keeps one."""
+    from fhemark.advise import budgets
+    from fhemark.advise import choose as chooser
+    from fhemark.advise.advisor import Need
+    from fhemark.advise.worst import EDGES, PACK, SEARCH, packing, per_evaluation, runs
+    w = chain(tmp_path, 2, 12.0)
+    assert packing(w, w.program("ckks"), 4096) == (PACK, 16)
+    assert packing(w, w.program("ckks"), 16) == (1, 0)                      # no room for a second
+    dot = Workload("dot_t", _dot, {"x": Uniform(-3, 3, length=8), "y": Uniform(0, 2, length=8)}, schemes=("ckks",))
+    assert packing(dot, dot.program("ckks"), 4096) == (1, 0)                # rotations
+    booted = Workload("boot_t", lambda c: c.bootstrap(c.encrypted("x")), {"x": Uniform(-1, 1, length=8)}, schemes=("ckks",))
+    assert packing(booted, booted.program("ckks"), 4096) == (1, 0)         # bootstrapping reads every slot
+    assert runs(EDGES, SEARCH, 1) == EDGES + SEARCH and runs(EDGES, SEARCH, PACK) == 1 + SEARCH // 4
+    (edges, search), cut = budgets.worst_budget(100.0, PACK)              # 3 evaluations fit 300 s
+    assert runs(edges, search, PACK) == 3 and "3 evaluations of the default 5, 32 inputs each" in cut, cut
+
+    need = Need("ckks", 2, 12.0, slots=16, magnitude_bits=derive(w, "ckks").magnitude_bits)
+    spec = {"N": 8192, "q_bits": [60, 40, 40], "p_bits": [60], "scale_bits": 40}
+    assert per_evaluation(w, "ckks", spec) == PACK
+    why, found, _ = chooser.hardest(w, need, "lattigo", spec)
+    assert why == "", why
+    assert (found.evaluations, found.runs) == (PACK + SEARCH // 4 * PACK, 1 + SEARCH // 4)
+    assert f"of {found.evaluations} in {found.runs} evaluations" in found.describe()
+    # the input kept is one input's, not the evaluation's 512 slots
+    assert len(found.inputs["x"]) <= 16 and 20 < found.precision_bits < 40, found.describe()
+
+
+def test_each_block_of_a_packed_output_is_checked_on_its_own():
+    """A block off by 2^-10 beside blocks off by 2^-30: its error is its own, not its neighbours'."""
+    from fhemark.drivers.protocol import Vector
+    from fhemark.measure.checked import error_of
+    plain = Plain("ckks", 64)
+    want = {"z": np.linspace(-1, 1, 64)}
+    got = want["z"] + 2.0 ** -30
+    got[20] += 2.0 ** -10
+    errs = [error_of(plain, want, {"z": Vector.of(got)}, slice(k * 16, (k + 1) * 16)) for k in range(4)]
+    assert [round(-np.log2(e.abs_error)) for e in errs] == [30, 10, 30, 30]
+    assert error_of(plain, want, {"z": Vector.of(got)}).abs_error == errs[1].abs_error

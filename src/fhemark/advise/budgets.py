@@ -7,20 +7,27 @@ from __future__ import annotations
 
 from . import measuring
 from .candidates import Answer
-from .worst import EDGES, ROUND, SEARCH
+from .worst import EDGES, ROUND, SEARCH, runs
 
 WORST_BUDGET_S = 300.0   # the worst-input search of one set
 MEASURE_BUDGET_S = 300.0  # the measurement of one set
 DEEP_MEASURE = {"warmup": 0, "min_samples": 4, "max_samples": 4, "processes": 2, "rounds": 2}
 
 
-def worst_budget(eval_s: float | None) -> tuple[tuple[int, int], str]:
-    """The worst-input search's (edges, search) evaluations for a set whose evaluation takes `eval_s`,
-    and '' or what was cut."""
-    full = EDGES + SEARCH
+def worst_budget(eval_s: float | None, per: int = 1) -> tuple[tuple[int, int], str]:
+    """The worst-input search's (edges, search) inputs for a set whose evaluation takes `eval_s` and holds
+    `per` inputs (worst.packing), and '' or what was cut: the evaluations (worst.runs) fit WORST_BUDGET_S."""
+    full = runs(EDGES, SEARCH, per)
     if not eval_s or eval_s * full <= WORST_BUDGET_S:
         return (EDGES, SEARCH), ""
-    n = max(2 * ROUND, int(WORST_BUDGET_S / eval_s) // ROUND * ROUND)
+    n = int(WORST_BUDGET_S / eval_s)
+    if per > 1:  # the edges in one evaluation, then as many rounds as the rest allows (one at least)
+        edges, search = min(EDGES, per), max(1, n - 1) * ROUND
+        n = runs(edges, search, per)
+        return (edges, search), (f"worst-input search: {n} evaluations of the default {full}, {per} inputs each (the edges "
+                                 f"in one, {n - 1} rounds of search; an evaluation takes {eval_s:.1f} s, the budget "
+                                 f"{WORST_BUDGET_S:.0f} s)")
+    n = max(2 * ROUND, n // ROUND * ROUND)
     edges = n // 2
     return (edges, n - edges), (f"worst-input search: {n} evaluations of the default {full} ({edges} at the edges, "
                                 f"{n - edges} searched; an evaluation takes {eval_s:.1f} s, the budget {WORST_BUDGET_S:.0f} s)")

@@ -39,7 +39,7 @@ from .budgets import measure_policy, worst_budget
 from .candidates import Answer, Candidate, set_text
 from .preset_suite import integer_set
 from .steering import Steering
-from .worst import EDGES, SEARCH, Worst, probe
+from .worst import EDGES, SEARCH, Worst, per_evaluation, probe, runs
 
 def asked(precision: float, security: int, table: str, insecure: bool = False) -> Need:
     """What the user asks of every scheme's need (`_need`): precision, security, and the tests' toy rings."""
@@ -138,7 +138,7 @@ def hardest(w: Workload, need: Need, library: str, spec: dict,
     want = (need.precision or 0.0) + WORST_MARGIN
     if need.scheme == "ckks" and found.precision_bits < want:
         return (f"precision {found.precision_bits:.1f} bits, below the required {want:g} at the worst input found "
-                f"of {found.evaluations} ({found.how}; {found.relative_bits:.1f} bits relative, max error "
+                f"of {found.of()} ({found.how}; {found.relative_bits:.1f} bits relative, max error "
                 f"{found.error.abs_error:.3g} in {found.error.output})"), found, \
             {"kind": "precision_short", "got": found.precision_bits, "need": want}
     return "", found, None
@@ -287,8 +287,10 @@ def _search(w: Workload, need: Need, lib: str, space: list[dict], repeats: int, 
         refusal = rec.refusal if rec is not None and rec.status != "ok" else None
         if not why:
             c.eval_s = rec.median_ns / 1e9 if rec is not None and rec.median_ns else None
-            budget, smaller = worst_budget(c.eval_s)
-            say("searching parameters", f"{lib} {need.scheme} {set_text(spec)}: the worst input, {sum(budget)} evaluations")
+            per = per_evaluation(w, need.scheme, spec)
+            budget, smaller = worst_budget(c.eval_s, per)
+            say("searching parameters", f"{lib} {need.scheme} {set_text(spec)}: the worst input, "
+                f"{runs(*budget, per)} evaluations")
             why, c.worst, refusal = hardest(w, need, lib, spec, budget)
             c.reduced = [smaller] if smaller else []
         if not why:

@@ -13,6 +13,12 @@ In one driver process with fresh keys and one setup, EDGES + SEARCH evaluations 
    integers are largest): SEARCH more, ROUND per request, each round from the worst input found so
    far, some slots of one input moved to the other end of its range or inside it; a function's
    inputs: its next draws in the replay's order.
+Where the program keeps its slots apart (no rotation, no routine that mixes or refreshes them:
+SLOTWISE) and its inputs are declared ranges of a known length, one evaluation carries up to PACK
+inputs side by side, each in its own block of slots, and each block is checked on its own: an
+error in one slot comes from that slot's values and the ring's noise, not from its neighbours' values.
+The edges then fill whole evaluations and each search round is one evaluation of that many moves;
+a deep set (an evaluation of tens of seconds) sees more inputs in fewer evaluations.
 The worst is the sample whose output is furthest from its reference (the largest absolute error,
 what the check judges); its precision is said in absolute and relative bits (that error over the
 output's largest |value|), and the input itself is kept (the file beside the snippet).
@@ -36,6 +42,7 @@ from ..measure.checked import Error, run_given
 from ..model import guard, workload_file
 from ..model.requirements import replay_top
 from ..model.semantics import Plain
+from ..model.program import Program
 from ..model.workload import Workload
 from ..plan.jobs import build
 from . import measuring
@@ -47,18 +54,49 @@ POOL = 64     # a function's draws ranked by the replay, of which EDGES + SEARCH
 SEED = 35
 SETUP = "worst-input"
 BITS_AT_ZERO = 64.0  # an error of exactly 0, as checks.py reads it
+PACK = 32     # inputs one evaluation carries at most, side by side, where the program keeps slots apart
+# The steps that compute each slot from the same slot of their operands (rotations, conjugation, a
+# native routine and bootstrapping do not: bootstrapping's error depends on every slot's value).
+SLOTWISE = frozenset({"encode", "decode", "encrypt_pk", "encrypt_sk", "decrypt", "add", "sub", "add_plain",
+                      "sub_plain", "negate", "mul", "mul_relin", "mul_plain", "mul_scalar", "square", "square_relin",
+                      "relinearize", "rescale", "mod_switch"})
+
+
+def packing(w: Workload, program: Program, slots: int) -> tuple[int, int]:
+    """(inputs an evaluation carries, slots each takes): (1, 0) unless the program keeps slots apart and
+    every varying input is a declared range of a known length."""
+    width = w.values()
+    if not w.ranged() or callable(w.inputs) or not width \
+            or {st["op"].removesuffix("_into") for st in program.steps} - SLOTWISE:
+        return 1, 0
+    per = min(PACK, slots // width)
+    return (per, width) if per > 1 else (1, 0)
+
+
+def per_evaluation(w: Workload | None, scheme: str, spec: dict) -> int:
+    """The inputs an evaluation at `spec` will carry (packing's first figure), read before it is built
+    (1 where no computation is given, as memory.shape reads none)."""
+    n = spec.get("N")
+    return packing(w, w.program(scheme), n // 2 if scheme == "ckks" else n)[0] if n and w is not None else 1
+
+
+def runs(edges: int, search: int, per: int) -> int:
+    """The evaluations a hunt of `edges` + `search` inputs takes at `per` inputs an evaluation: the edges
+    fill whole evaluations, each of the search // ROUND rounds is max(ROUND, per) moves."""
+    return math.ceil(edges / per) + search // ROUND * math.ceil(max(ROUND, per) / per)
 
 
 @dataclass
 class Worst:
     """The worst sample found: its error, where it was found, and the input itself."""
 
-    evaluations: int
+    evaluations: int               # inputs evaluated
     error: Error
     how: str                       # which edge or search step found it
     inputs: dict[str, list]        # each input's values up to its last nonzero slot
     scalars: dict[str, Any]
     drawn: Error | None = None     # the worst of `probe(drawn=n)`'s drawn inputs, under the same keys
+    runs: int = 0                  # the program's evaluations that held them (fewer where inputs were packed)
 
     @property
     def precision_bits(self) -> float:
@@ -72,12 +110,17 @@ class Worst:
         if self.error.wrong:
             return f"{self.error.wrong} at the worst input found ({self.how})"
         return (f"precision {self.precision_bits:.1f} bits ({self.relative_bits:.1f} relative, max error "
-                f"{self.error.abs_error:.3g} in {self.error.output}) at the worst input found of {self.evaluations} "
-                f"({self.how})")
+                f"{self.error.abs_error:.3g} in {self.error.output}) at the worst input found of {self.of()} ({self.how})")
+
+    def of(self) -> str:
+        """How many inputs were looked at, and in how many evaluations where they were packed."""
+        packed = f" in {self.runs} evaluations" if self.runs and self.runs < self.evaluations else ""
+        return f"{self.evaluations}{packed}"
 
     def to_json(self) -> dict:
         e = self.error
-        return {"evaluations": self.evaluations, "budget": {"edges": EDGES, "search": SEARCH}, "found_by": self.how,
+        return {"evaluations": self.evaluations, "runs": self.runs or self.evaluations,
+                "budget": {"edges": EDGES, "search": SEARCH}, "found_by": self.how,
                 "output": e.output, "max_abs_error": e.abs_error if math.isfinite(e.abs_error) else None,
                 "precision_bits": self.precision_bits, "relative_error": e.rel_error if math.isfinite(e.rel_error)
                 else None, "relative_bits": self.relative_bits, "wrong": e.wrong or None,
@@ -123,13 +166,21 @@ def probe(w: Workload, scheme: str, library: str, spec: dict, security: int, tab
             return f"workload_error: {built.where}: {built.what}"
         program = replace(built, noise=[], sizes=[], levels=[])  # the errors are wanted, not the facts
 
-        def run(given: list[dict[str, np.ndarray]], scalars: list[dict]) -> list[Error]:
-            return run_given(drv, job, op, plain, SETUP, program, list(zip(given, scalars)))
-        found = _hunt(w, plain, run, edges, search if scheme == "ckks" else 0)
+        per, width = packing(w, program, eff.slots)
+        evaluations = [0]
+
+        def run(given: list[dict[str, np.ndarray]], scalars: list[dict], per: int = per) -> list[Error]:
+            packs = [(_packed(given[i:i + per], width), scalars[i]) for i in range(0, len(given), per)]
+            evaluations[0] += len(packs)
+            errs = run_given(drv, job, op, plain, SETUP, program, packs, width * (per > 1),
+                             [min(per, len(given) - i) for i in range(0, len(given), per)])
+            return [e for pack in errs for e in pack]
+        found = _hunt(w, plain, run, edges, search if scheme == "ckks" else 0, per)
+        found.runs = evaluations[0]
         if drawn:
             rng = np.random.default_rng(SEED)
             errs = run([w.draw(plain, rng) for _ in range(drawn)],
-                       [(w.scalars or (lambda p, r: {}))(plain, rng) for _ in range(drawn)])
+                       [(w.scalars or (lambda p, r: {}))(plain, rng) for _ in range(drawn)], per=1)
             found.drawn = max(errs, key=lambda e: (bool(e.wrong), e.abs_error))
         return found
     except DriverError as exc:
@@ -138,13 +189,17 @@ def probe(w: Workload, scheme: str, library: str, spec: dict, security: int, tab
         drv.stop()
 
 
-def _hunt(w: Workload, plain: Plain, run, edges: int, search: int) -> Worst:
+def _hunt(w: Workload, plain: Plain, run, edges: int, search: int, per: int = 1) -> Worst:
+    """`per` > 1 (inputs packed side by side): the edges fill whole evaluations, a round is max(ROUND, per)
+    moves, and the inputs of one evaluation share its scalars."""
     rng = np.random.default_rng(SEED)
     draw_scalars = w.scalars or (lambda p, r: {})
     seen: list[tuple[Error, str, dict, dict, dict | None]] = []  # error, how, inputs, scalars, positions
+    edges, moves = math.ceil(edges / per) * per, max(ROUND, per) if per > 1 else ROUND
 
     def evaluate(points: list[tuple[str, dict, dict | None]]) -> None:
-        scalars = [draw_scalars(plain, rng) for _ in points]
+        drawn = [draw_scalars(plain, rng) for _ in range(math.ceil(len(points) / per))]
+        scalars = [drawn[i // per] for i in range(len(points))]
         for (how, vecs, where), sc, err in zip(points, scalars, run([v for _, v, _ in points], scalars)):
             seen.append((err, how, vecs, sc, where))
 
@@ -156,8 +211,8 @@ def _hunt(w: Workload, plain: Plain, run, edges: int, search: int) -> Worst:
         evaluate([(_where_text(w, where), w.at(plain, where, rng), where) for where in w.edges(plain, rng, edges)])
         for _ in range(search // ROUND if not worst()[0].wrong else 0):
             base = worst()[4]
-            moves = [_move(base, rng) for _ in range(ROUND)]
-            evaluate([(f"search: {what}", w.at(plain, where, rng), where) for what, where in moves])
+            steps = [_move(base, rng) for _ in range(moves)]
+            evaluate([(f"search: {what}", w.at(plain, where, rng), where) for what, where in steps])
     else:
         pool = [w.draw(plain, rng) for _ in range(max(POOL, edges + search))]
         top = replay_top(w, plain)
@@ -168,6 +223,17 @@ def _hunt(w: Workload, plain: Plain, run, edges: int, search: int) -> Worst:
                       for v in ranked[i:min(i + ROUND, edges + search)]])
     err, how, vecs, sc, _ = worst()
     return Worst(len(seen), err, how, {k: _used(v) for k, v in vecs.items()}, sc)
+
+
+def _packed(given: list[dict[str, np.ndarray]], width: int) -> dict[str, np.ndarray]:
+    """Inputs side by side: input i's first `width` slots at slots [i * width, (i + 1) * width)."""
+    if len(given) == 1:
+        return given[0]
+    out = {k: np.zeros_like(v) for k, v in given[0].items()}
+    for i, vecs in enumerate(given):
+        for k, v in vecs.items():
+            out[k][i * width:(i + 1) * width] = v[:width]
+    return out
 
 
 def _move(base: dict[str, np.ndarray], rng: np.random.Generator) -> tuple[str, dict[str, np.ndarray]]:

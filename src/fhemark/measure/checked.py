@@ -8,14 +8,14 @@ from __future__ import annotations
 
 import math
 import time
-from typing import Callable, NamedTuple
+from typing import Callable, NamedTuple, Sequence
 
 import numpy as np
 
 from ..drivers.protocol import Pool, RunResult, Sample, Vector
 from ..drivers.supervise import Driver
 from ..errors import DriverError
-from ..model.checks import check
+from ..model.checks import check, received
 from ..model.ops import BenchOp
 from ..model.program import Program, base_name
 from ..model.semantics import Plain
@@ -162,29 +162,40 @@ class Error(NamedTuple):
 
 
 def run_given(drv: Driver, job: Job, op: BenchOp, plain: Plain, setup_id: str, program: Program,
-              given: list[tuple[dict, dict]]) -> list[Error]:
+              given: list[tuple[dict, dict]], width: int = 0, blocks: Sequence[int] = ()) -> list[list[Error]]:
     """One request of chosen inputs (each sample's vectors and scalars, one copy each), not drawn:
     every output checked against its reference, and each sample's error kept rather than judged
-    (the worst input search, advise/worst.py, compares them)."""
+    (the worst input search, advise/worst.py, compares them). `width` > 0: sample i holds blocks[i]
+    inputs side by side, one per `width` slots (a program that keeps slots apart computes each in its
+    own), and each block's error is its own; else one error a sample."""
     samples = [Sample(inputs={n: Vector.of(v) for n, v in vecs.items()}, scalars=sc) for vecs, sc in given]
     raw = drv.request("run", timeout_s=job.policy.timeout_s, memory_limit_mb=job.policy.memory_limit_mb,
                       setup_id=setup_id, program=program.wire(), samples=samples)
     res = RunResult(**raw)
     check_reply(job, program, res, len(given))
-    return [error_of(job, op, plain, vecs, sc, smp.outputs) for (vecs, sc), smp in zip(given, res.samples)]
+    out = []
+    for i, ((vecs, sc), smp) in enumerate(zip(given, res.samples)):
+        want = reference(job, op, plain, vecs, sc)
+        cuts = [slice(k * width, (k + 1) * width) for k in range(blocks[i])] if width else [slice(None)]
+        out.append([error_of(plain, want, smp.outputs, cut) for cut in cuts])
+    return out
 
 
-def error_of(job: Job, op: BenchOp, plain: Plain, vecs: dict, scalars: dict, outputs: dict[str, Vector]) -> Error:
+def error_of(plain: Plain, want: dict[str, np.ndarray], outputs: dict[str, Vector], window: slice = slice(None)) -> Error:
+    """The output furthest from its reference `want`, over the slots of `window`."""
     worst = Error(0.0, 0.0, "")
-    for name, want in reference(job, op, plain, vecs, scalars).items():
+    for name, ref in want.items():
         if name not in outputs:
             raise DriverError("wrong_result", f"driver returned no output '{name}' to check")
-        c = check(plain, want, outputs[name].array(), -math.inf)  # judged by the caller
+        got = outputs[name].array()
+        if window != slice(None):
+            got, ref = received(got, ref.size)[window], ref[window]  # padded as check pads it, then cut to the block
+        c = check(plain, ref, got, -math.inf)  # judged by the caller
         if not c.passed:
             return Error(math.inf, math.inf, name, c.message)
         err = c.max_abs_error or 0.0
         if err > worst.abs_error or not worst.output:
-            top = float(np.max(np.abs(want))) if want.size else 0.0
+            top = float(np.max(np.abs(ref))) if ref.size else 0.0
             worst = Error(err, err / top if top > 0 else err, name)
     return worst
 
