@@ -1,4 +1,4 @@
-"""Parameter snippets (src/fhemark/advise/snippets/) run with the real libraries.
+"""Parameter snippets (src/fhemark/advise/snippets/, each library's drivers/<library>/snippet.py) run with the real libraries.
 
 Each snippet prints one JSON line: what the library built. It must be what was asked (N, prime sizes,
 t or scale, the security level checked) and what the library's driver builds for the same set. A
@@ -126,7 +126,7 @@ def tfhe_bins(tmp_path_factory) -> Path:
     driver = ROOT / "drivers" / "tfhe"
     manifest = (driver / "Cargo.toml").read_text()
     profile = manifest[manifest.index("[profile.release]"):]
-    features = ", ".join(f'"{f}"' for f in snippets.TFHE_FEATURES)
+    features = ", ".join(f'"{f}"' for f in snippets.builder("tfhe-rs").FEATURES)
     (project / "Cargo.toml").write_text(
         f'[package]\nname = "fhemark-snippets"\nversion = "0.1.0"\nedition = "2021"\npublish = false\n\n'
         f'[dependencies]\ntfhe = {{ version = "=1.8.2", features = [{features}] }}\n\n{profile}')
@@ -174,7 +174,7 @@ def reports(request, tmp_path_factory):
 def _asked(case: Case) -> dict:
     ps = case.resolved
     if ps.kind == "bits":
-        name, _ = snippets.tfhe_preset(case.scheme, ps.preset)
+        name, _ = snippets.builder("tfhe-rs").constant(case.scheme, ps.preset)
         if case.scheme == "tfhe_bool":
             return {"preset": name, "message_modulus": 2, "carry_modulus": 1}
         out = {"preset": name, "message_modulus": 4, "carry_modulus": 4}  # every preset here is a 2_2 one
@@ -233,10 +233,11 @@ def test_snippet_names_header_and_t():
 
 
 def test_each_library_with_a_builder_declares_its_snippet_facts_and_no_other():
-    """A library's snippet facts live in its driver.json, its template's builder in BUILDERS: one
-    without the other is a library half added."""
+    """A library's snippet facts live in its driver.json, its template's builder in its folder
+    (snippet.py): one without the other is a library half added."""
     declared = {lib for lib, m in manifests().items() if m.snippet}
-    assert declared == set(snippets.BUILDERS) == set(FORMS)
+    built = {lib for lib, m in manifests().items() if (m.folder / snippets.BUILDER).is_file()}
+    assert declared == built == set(FORMS)
     for lib, form in FORMS.items():
         assert form.language in COMMANDS and form.install and form.title != lib, lib
         assert set(form.schemes) <= set(manifests()[lib].schemes), f"{lib}: snippets for schemes its driver lacks"

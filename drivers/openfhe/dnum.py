@@ -1,5 +1,5 @@
 """How many digits OpenFHE's hybrid key switching splits the chain into: the driver's rule, in a
-module with no imports, so that fhemark's snippets (src/fhemark/advise/snippets/python.py) read
+module with no imports, so that fhemark's snippets (snippet.py beside it) read
 the same rule from this file instead of keeping a copy."""
 
 AUX_BITS = 60  # OpenFHE's special primes are 60-bit (AUXMODSIZE), whatever P the request names

@@ -25,6 +25,7 @@ class Snippet(BaseModel):
     language: str = Field(min_length=1)
     install: str = Field(min_length=1)
     schemes: tuple[str, ...] = Field((), strict=False)  # a JSON list
+    key_switching: bool = False  # takes a set's key_switching / digit_size choice (OpenFHE: hybrid or BV)
 
 
 @dataclass(frozen=True)

@@ -7,32 +7,30 @@ SEAL and TenSEAL take the bit sizes as given (the special prime last), OpenFHE d
 multiplicative depth, a first-prime size and a scaling size with 60-bit key-switching primes, Lattigo
 gets primes of exactly the asked sizes from its own generator, TFHE-rs gets the named parameter set.
 `fhemark choose` hands them to users; tests/test_snippets.py runs them against the real libraries.
+A library's template and its builder are its driver's (drivers/<library>/snippet.py: `build(scheme,
+params, insecure)`); what else a snippet says of it (title, language, what to install, schemes, whether
+it takes OpenFHE-style key-switching choices) its driver.json declares.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import json
 from dataclasses import dataclass
+from functools import cache
+from types import ModuleType
 from pathlib import Path
 from typing import Any, Callable
 
 from ...drivers.registry import manifests, named
 from ...errors import UserError
 from ...model.params import SCHEMES_BITS, ParamSet, resolve
-from .go import build_lattigo
-from .python import build_openfhe, build_seal, build_tenseal
-from .rust import build_tfhe, tfhe_preset
 
-# The one table of code per library: its template's builder. What else a snippet says of a library
-# (title, language, what to install, schemes) its driver.json declares (PROTOCOL.md "driver.json").
-BUILDERS: dict[str, Callable[[str, ParamSet, bool], str]] = {
-    "seal": build_seal, "openfhe": build_openfhe, "tenseal": build_tenseal, "lattigo": build_lattigo,
-    "tfhe-rs": build_tfhe}
+BUILDER = "snippet.py"  # in a driver's folder: its template and `build`
 _SUFFIX = {"python": "py", "go": "go", "rust": "rs"}
 _COMMENT = {"python": "#", "go": "//", "rust": "//"}
 _SPEC_KEYS = ("N", "q_bits", "p_bits", "t", "t_bits", "scale_bits", "sigma", "name", "preset", "batching", "bits",
               "key_switching", "digit_size")
-TFHE_FEATURES = ("boolean", "shortint", "integer")
 _RUN = {"python": "python {file}", "go": "go run {file}", "rust": "cargo run --release (this file as src/main.rs)"}
 
 
@@ -43,16 +41,26 @@ class Form:
     language: str
     install: str
     schemes: tuple[str, ...]
+    key_switching: bool
     build: Callable[[str, ParamSet, bool], str]
 
 
 def forms() -> dict[str, Form]:
-    """Every library with a snippet form, in BUILDERS' order: a builder and its driver.json's
-    `snippet` facts (tests/test_snippets.py checks that no library has one without the other)."""
-    known = manifests()
-    return {lib: Form(known[lib].title, known[lib].snippet.language, known[lib].snippet.install,
-                      known[lib].snippet.schemes, build)
-            for lib, build in BUILDERS.items() if lib in known and known[lib].snippet}
+    """Every library whose driver.json declares `snippet` facts, with its folder's builder
+    (tests/test_snippets.py checks that no library has one without the other)."""
+    return {lib: Form(m.title, m.snippet.language, m.snippet.install, m.snippet.schemes, m.snippet.key_switching,
+                      builder(lib).build)
+            for lib, m in manifests().items() if m.snippet}
+
+
+@cache
+def builder(library: str) -> ModuleType:
+    """A library's snippet module, loaded from its driver's folder."""
+    path = manifests()[library].folder / BUILDER
+    spec = importlib.util.spec_from_file_location(f"fhemark_snippet_{library.replace('-', '_')}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 @dataclass(frozen=True)
@@ -79,8 +87,8 @@ def snippet(library: str, scheme: str, params: dict | ParamSet, header: str | No
     if ps.kind == "rlwe" and ps.preset:
         raise UserError(f"no snippet for the {form.title} preset '{ps.preset}'",
                         "snippets cover explicit N / q_bits / p_bits sets")
-    if ps.key_switching and lib != "openfhe":
-        raise UserError(f"key_switching {ps.key_switching!r} is OpenFHE's choice: {form.title} has none",
+    if ps.key_switching and not form.key_switching:
+        raise UserError(f"key_switching {ps.key_switching!r} is a choice {form.title} does not offer",
                         "remove key_switching and digit_size")
     language = form.language
     stem = lib.removesuffix("-rs")
@@ -134,7 +142,7 @@ def _describe(scheme: str, ps: ParamSet) -> str:
     return f"N={ps.N}, q_bits={list(ps.q_bits)}, p_bits={list(ps.p_bits)}, {value}{switching}"
 
 
-__all__ = ["BUILDERS", "TFHE_FEATURES", "Form", "Snippet", "forms", "parse_report", "snippet", "tfhe_preset", "write"]
+__all__ = ["BUILDER", "Form", "Snippet", "builder", "forms", "parse_report", "snippet", "write"]
 
 
 def parse_report(stdout: str) -> dict:

@@ -1,10 +1,16 @@
-"""The Rust snippet: TFHE-rs, the named parameter set of the scheme's API (boolean, shortint, integer)."""
+"""TFHE-rs's parameter snippet (Rust): the named parameter set of the scheme's API (boolean, shortint,
+integer), as this driver's src/presets.rs resolves it.
+
+Loaded by fhemark's snippets (src/fhemark/advise/snippets) from this folder: `build(scheme, params,
+insecure)` returns the program's text. It runs in fhemark's process, never in the driver's."""
 
 from __future__ import annotations
 
-from ...model.params import ParamSet
-from .common import fill
+from fhemark.advise.snippets.common import fill
+from fhemark.model.params import ParamSet
 
+
+FEATURES = ("boolean", "shortint", "integer")  # the tfhe crate features a snippet project enables
 # ---------------------------------------------------------------- TFHE-rs 1.8.2, as drivers/tfhe/src
 
 BOOL_DEFAULT = "DEFAULT_PARAMETERS"
@@ -84,7 +90,7 @@ fn main() {
 '''
 
 
-def tfhe_preset(scheme: str, preset: str | None) -> tuple[str, str]:
+def constant(scheme: str, preset: str | None) -> tuple[str, str]:
     """(the constant's name, its Rust path) for a preset name as the driver resolves it
     (drivers/tfhe/src/presets.rs): 'default', a versioned V1_8_ name, the same without V1_8_, an alias."""
     name = preset or "default"
@@ -99,8 +105,8 @@ def tfhe_preset(scheme: str, preset: str | None) -> tuple[str, str]:
     return name, f"tfhe::shortint::parameters::v1_8::{name}"
 
 
-def build_tfhe(scheme: str, ps: ParamSet, insecure: bool) -> str:
-    name, path = tfhe_preset(scheme, ps.preset)
+def build(scheme: str, ps: ParamSet, insecure: bool) -> str:
+    name, path = constant(scheme, ps.preset)
     if scheme == "tfhe_bool":
         return fill(_TFHE_BOOL, name=name, path=path)
     if scheme == "tfhe_shortint":

@@ -1,10 +1,15 @@
-"""The Go snippet: Lattigo v6, primes of exactly the asked sizes from its own generator."""
+"""Lattigo's parameter snippet (Go, Lattigo v6): primes of exactly the asked sizes from its own
+generator, as this driver's context.go makes them.
+
+Loaded by fhemark's snippets (src/fhemark/advise/snippets) from this folder: `build(scheme, params,
+insecure)` returns the program's text. It runs in fhemark's process, never in the driver's."""
 
 from __future__ import annotations
 
-from ...errors import UserError
-from ...model.params import ParamSet
-from .common import fill, t_note
+from fhemark.advise.snippets.common import fill, t_note
+from fhemark.errors import UserError
+from fhemark.model.params import ParamSet
+
 
 # ---------------------------------------------------------------- Lattigo v6, as drivers/lattigo/context.go
 
@@ -79,7 +84,7 @@ func check(err error) {
 '''
 
 
-def build_lattigo(scheme: str, ps: ParamSet, insecure: bool) -> str:
+def build(scheme: str, ps: ParamSet, insecure: bool) -> str:
     if not ps.batching:
         raise UserError("Lattigo (as fhemark drives it) needs a batching t: a prime = 1 mod 2N", "use t_bits or a batching t")
     fields = [("LogN", "logN", f"N = {ps.N}"),
