@@ -5,7 +5,6 @@ tiny rings, marked insecure; nothing here asserts a time."""
 
 from __future__ import annotations
 
-import ast
 import textwrap
 from dataclasses import replace
 from pathlib import Path
@@ -23,7 +22,6 @@ from fhemark.model.workload import WorkloadRef
 from fhemark.store.sqlite import Store
 from fhemark.workload import Uniform, Workload, load
 
-ROOT = Path(__file__).parent.parent
 # Four levels of 40 bits below a 50-bit first prime: degree 15 at logarithmic depth, and 2^-26 or so
 # of error at the scale 2^40, well within the 20 bits every output is checked to.
 FOUR = "{N: 4096, q_bits: [50, 40, 40, 40, 40], p_bits: [50], scale_bits: 40}"
@@ -90,13 +88,14 @@ def test_a_native_polynomial_is_the_librarys_step_and_its_levels_are_the_library
     assert ways.routine(portable, "ckks") == "fhemark" and routines.levels(portable.program("ckks"), "openfhe") == 4
 
 
-def test_openfhes_table_is_the_drivers():
-    """The driver refuses a chain shorter than its table says; fhemark gives OpenFHE those levels."""
-    tree = ast.parse((ROOT / "drivers/openfhe/routines.py").read_text())
-    table = next(ast.literal_eval(n.value) for n in ast.walk(tree) if isinstance(n, ast.Assign)
-                 and any(getattr(t, "id", None) == "_PS_DEPTH" for t in n.targets))
-    assert tuple(table) == routines.OPENFHE_PS_DEPTH
-    assert [routines.openfhe_poly_levels(d) for d in (1, 2, 3, 4, 7, 15, 27, 28)] == [1, 2, 3, 3, 4, 5, 5, 6]
+def test_a_routine_s_levels_are_its_driver_s_declared_table():
+    """OpenFHE's EvalPoly levels by degree are one table, its capabilities' limits.routine_levels: the
+    driver refuses a chain shorter than it says and fhemark gives OpenFHE those levels; a library that
+    declares none (Lattigo) is counted as the program's tree."""
+    assert [routines.step_levels("openfhe", {"op": "poly_eval", "attrs": {"coeffs": [1] * (d + 1)}})
+            for d in (1, 2, 3, 4, 7, 15, 27, 28, 4095)] == [1, 2, 3, 3, 4, 5, 5, 6, 12]
+    assert routines.level_tables("lattigo") == {} and routines.counting() == ["openfhe"]
+    assert routines.step_levels("lattigo", {"op": "poly_eval", "attrs": {"coeffs": [1] * 16}}) == 4
 
 
 def test_the_search_gives_openfhe_its_fifth_level_and_seal_fhemarks_routine(tmp_path, monkeypatch):

@@ -28,7 +28,9 @@ comes back is the call that the timed region brackets.
   levels linear (degree 3: 3 levels) and one more than ceil(log2(d + 1)) with Paterson-Stockmeyer
   (degree 7: 4 levels). BFV/BGV: unsupported, OpenFHE's polynomial evaluator is CKKS only.
 """
+import json
 from functools import partial
+from pathlib import Path
 
 import numpy as np
 import openfhe as ofhe
@@ -206,20 +208,23 @@ def baby_giant(span):
     return b, -(-span // b)
 
 
-# Paterson-Stockmeyer (degree >= 5): the highest degree EvalPoly evaluates in a given number of levels
-# (OpenFHE's src/pke/examples/FUNCTION_EVALUATION.md table; measured on this build at degrees 5 to 128)
-_PS_DEPTH = ((5, 3), (13, 4), (27, 5), (59, 6), (119, 7), (247, 8), (495, 9), (1007, 10), (2031, 11))
+# The levels EvalPoly consumes by degree, its last rescale included: capabilities.json's
+# limits.routine_levels.poly_eval, [highest degree, levels] pairs: EvalPolyLinear below degree 5 (the
+# powers by a binary tree, ceil(log2 d) levels, then one for the coefficient products), then
+# Paterson-Stockmeyer (OpenFHE's src/pke/examples/FUNCTION_EVALUATION.md table; measured on this build
+# at degrees 5 to 128). fhemark's search reads the same pairs from the capabilities reply.
+_LEVELS = json.loads((Path(__file__).parent / "capabilities.json").read_text())["schemes"]["ckks"]["limits"][
+    "routine_levels"]["poly_eval"]
 
 
 def poly_levels(deg):
-    """Levels EvalPoly consumes, its last rescale included: EvalPolyLinear below degree 5 (the powers by a
-    binary tree, ceil(log2 d) levels, then one for the coefficient products), Paterson-Stockmeyer above."""
-    if deg < 5:
-        return (deg - 1).bit_length() + 1
-    for top, levels in _PS_DEPTH:
+    """Levels EvalPoly consumes for degree `deg`: the first pair whose degree is at least it; past the
+    table, one more a doubling (PROTOCOL.md, limits.routine_levels)."""
+    for top, levels in _LEVELS:
         if deg <= top:
             return levels
-    return _PS_DEPTH[-1][1] + (deg.bit_length() - _PS_DEPTH[-1][0].bit_length())
+    top, levels = _LEVELS[-1]
+    return levels + deg.bit_length() - top.bit_length()
 
 
 def prepare(prog, op, attrs, args, names, towers):

@@ -304,7 +304,7 @@ def _routine_levels(w) -> None:
     if "ckks" not in w.schemes:
         return
     prog = w.program("ckks")
-    for lib in sorted({lib for lib, _ in routines.LEVELS}):
+    for lib in routines.counting():
         if extra := routines.extra_levels(prog, lib):
             console.print(f"CKKS on {lib}: its own routines consume {extra} level(s) more, {routines.levels(prog, lib)} "
                           "in all; its search gives it them", highlight=False)

@@ -5,11 +5,10 @@ one level short is not a library that cannot run the program).
 
 The program counts a `poly_eval` at the power tree's ceil(log2(d + 1)) levels: Lattigo's evaluator
 (Paterson-Stockmeyer over the monomial basis, its scale management absorbing the constants) and
-TenSEAL's polyval spend that. OpenFHE's EvalPoly (under FLEXIBLEAUTO, as under FIXEDMANUAL) spends more: EvalPolyLinear
-below degree 5 (the powers by a binary tree, then one level for the coefficient products),
-EvalPolyPS from degree 5, whose depth OpenFHE tabulates (src/pke/examples/FUNCTION_EVALUATION.md,
-"Polynomial degree - multiplicative depth"); the driver refuses a shorter chain with the same
-count (drivers/openfhe/routines.py), and tests/test_poly_eval.py holds the two to each other.
+TenSEAL's polyval spend that. A driver whose library spends more declares it, by degree, in its
+capabilities (limits.routine_levels: OpenFHE's EvalPoly, EvalPolyLinear below degree 5 and
+Paterson-Stockmeyer above, as OpenFHE tabulates it); the driver refuses a shorter chain by the same
+table, read from the same file, and the search gives the library those levels.
 
 The other routines consume no level in either way, the library's or fhemark's (apps/builder.py):
 inner_sum is rotations and additions (fhemark's: log2(n) of each, Galois keys 1, 2, ..., n / 2);
@@ -24,36 +23,25 @@ from __future__ import annotations
 
 import json
 from functools import lru_cache
-from typing import Callable
+from typing import Sequence
 
 from ..locations import project_root
 from .program import Program
 from .requirements import LOWERING
-
-# OpenFHE's table: the highest degree EvalPolyPS evaluates within a number of levels.
-OPENFHE_PS_DEPTH = ((5, 3), (13, 4), (27, 5), (59, 6), (119, 7), (247, 8), (495, 9), (1007, 10), (2031, 11))
-
 
 def tree_levels(degree: int) -> int:
     """A power tree's levels for a polynomial of this degree: ceil(log2(d + 1))."""
     return max(degree, 0).bit_length()
 
 
-def openfhe_poly_levels(degree: int) -> int:
-    """Levels OpenFHE's EvalPoly consumes for a polynomial of this degree (the driver's FLEXIBLEAUTO; FIXEDMANUAL the same)."""
-    if degree < 5:
-        return (degree - 1).bit_length() + 1
-    for top, lv in OPENFHE_PS_DEPTH:
+def table_levels(table: Sequence[Sequence[int]], degree: int) -> int:
+    """Levels by a driver's routine_levels table ([highest degree, levels] pairs, PROTOCOL.md): the first
+    pair whose degree is at least `degree`; past the table, one more a doubling."""
+    for top, lv in table:
         if degree <= top:
             return lv
-    top, lv = OPENFHE_PS_DEPTH[-1]
+    top, lv = table[-1]
     return lv + degree.bit_length() - top.bit_length()
-
-
-# (library, routine) -> levels it consumes, from the step's attrs; absent: the program's own count.
-LEVELS: dict[tuple[str, str], Callable[[dict], int]] = {
-    ("openfhe", "poly_eval"): lambda attrs: openfhe_poly_levels(len(attrs.get("coeffs", [0, 0])) - 1),
-}
 
 
 def step_levels(library: str | None, step: dict) -> int:
@@ -63,8 +51,9 @@ def step_levels(library: str | None, step: dict) -> int:
         return 1
     if op != "poly_eval":
         return 0
-    own = LEVELS.get((library, op)) if library else None
-    return own(attrs) if own else tree_levels(len(attrs.get("coeffs", [0, 0])) - 1)
+    degree = len(attrs.get("coeffs", [0, 0])) - 1
+    own = level_tables(library).get(op) if library else None
+    return table_levels(own, degree) if own else tree_levels(degree)
 
 
 def levels(prog: Program, library: str | None = None) -> int:
@@ -89,15 +78,29 @@ ROUTINES = ("inner_sum", "inner_product", "linear_transform", "poly_eval")
 
 
 @lru_cache(maxsize=None)
-def promised(library: str) -> dict[str, frozenset[str]]:
-    """Per scheme, the ops `library`'s driver promises: its checked-in capabilities snapshot
-    (protocol/capabilities/, which a conformance test holds to the driver's live reply), read without
-    starting the driver. Empty for a library with no snapshot."""
+def _snapshot(library: str) -> dict:
+    """`library`'s checked-in capabilities snapshot (protocol/capabilities/, which a conformance test holds
+    to the driver's live reply), read without starting the driver; empty for a library with none."""
     path = project_root() / "protocol" / "capabilities" / f"{library}.json"
-    if not path.is_file():
-        return {}
-    schemes = json.loads(path.read_text()).get("schemes") or {}
-    return {name: frozenset(sc.get("ops") or ()) for name, sc in schemes.items()}
+    return json.loads(path.read_text()) if path.is_file() else {}
+
+
+def promised(library: str) -> dict[str, frozenset[str]]:
+    """Per scheme, the ops `library`'s driver promises (its snapshot)."""
+    return {name: frozenset(sc.get("ops") or ()) for name, sc in (_snapshot(library).get("schemes") or {}).items()}
+
+
+def level_tables(library: str) -> dict[str, list[list[int]]]:
+    """Per routine, the levels `library`'s own CKKS routine consumes by degree, where its driver declares
+    them (limits.routine_levels: OpenFHE's EvalPoly spends more than a power tree)."""
+    ckks = (_snapshot(library).get("schemes") or {}).get("ckks") or {}
+    return (ckks.get("limits") or {}).get("routine_levels") or {}
+
+
+def counting() -> list[str]:
+    """The libraries whose drivers declare routine levels of their own."""
+    folder = project_root() / "protocol" / "capabilities"
+    return sorted(p.stem for p in folder.glob("*.json") if level_tables(p.stem))
 
 
 def lacking(prog: Program, library: str, scheme: str) -> list[str]:
