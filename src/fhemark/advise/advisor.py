@@ -34,7 +34,7 @@ import math
 from dataclasses import dataclass, field, replace
 from typing import Callable, Iterator
 
-from ..drivers.limits import ring_limits
+from ..drivers.limits import declared, ring_limits
 from ..drivers.registry import manifests
 from ..errors import UserError
 from ..model.security import bound, estimates
@@ -186,14 +186,16 @@ BV_DIGIT_BITS = 20
 
 
 def key_switching_instead(library: str, spec: dict, need: Need) -> list[dict]:
-    """The ring's sets under a library's other key switching, where the library's own choice, not the
-    ring, made a set insecure: OpenFHE's HYBRID adds 60-bit special primes of its own (P covers one digit
-    of the chain), BV has none, so log QP is the chain alone, and the ring holds longer chains than the
-    search offered it with a P (from this chain up by INT_STEP, to the ring's bound). Empty for every
-    other library (its P is the request's: a refusal there is the ring's), and for CKKS: BV's noise of a
-    20-bit digit times N costs a scale-sized product most of its precision (N = 8192, q 59+46, scale 2^46:
-    7.2 bits where 22 were asked), so a CKKS ring HYBRID cannot hold is left as before."""
-    if library != "openfhe" or need.scheme == "ckks" or "preset" in spec or spec.get("key_switching"):
+    """The ring's sets under a library's other key switching (one whose driver declares `bv` among its limits'
+    key_switching), where the library's own choice, not the ring, made a set insecure: OpenFHE's HYBRID adds
+    60-bit special primes of its own (P covers one digit of the chain), BV has none, so log QP is the chain
+    alone, and the ring holds longer chains than the search offered it with a P (from this chain up by
+    INT_STEP, to the ring's bound). Empty for every other library (its P is the request's: a refusal there is
+    the ring's), and for CKKS: BV's noise of a 20-bit digit times N costs a scale-sized product most of its
+    precision (N = 8192, q 59+46, scale 2^46: 7.2 bits where 22 were asked), so a CKKS ring HYBRID cannot hold
+    is left as before."""
+    if "bv" not in declared(library).get(need.scheme, {}).get("key_switching", ()) or need.scheme == "ckks" \
+            or "preset" in spec or spec.get("key_switching"):
         return []
     bv = {k: v for k, v in spec.items() if k != "p_bits"} | {"p_bits": [], "key_switching": "bv",
                                                              "digit_size": BV_DIGIT_BITS}

@@ -27,7 +27,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from ..drivers.limits import bootstrapping, snapshot
+from ..drivers.limits import bootstrapping
+from ..model.declared import snapshot
 from ..model.requirements import derive
 from ..model.workload import Workload
 

@@ -6,11 +6,9 @@ no ring list of its own: a library that builds N = 2^16 is searched there, one t
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
-from functools import lru_cache
 
-from ..locations import project_root
+from ..model.declared import snapshot
 
 # The security tables' largest ring (data/he-security-tables.tsv): no set above it can be judged by them.
 TABLE_LOG_N_MAX = 17
@@ -31,13 +29,6 @@ class RingLimits:
         """The ring sizes a search offers this library, smallest first: those it builds that the tables judge."""
         lo, hi = max(self.log_n_min, SEARCH_LOG_N_MIN), min(self.log_n_max, TABLE_LOG_N_MAX)
         return tuple(1 << k for k in range(lo, hi + 1))
-
-
-@lru_cache(maxsize=None)
-def snapshot(library: str) -> dict:
-    """The library's checked-in capabilities snapshot, read once (empty where it has none)."""
-    path = project_root() / "protocol" / "capabilities" / f"{library.partition('@')[0]}.json"
-    return json.loads(path.read_text()) if path.is_file() else {}
 
 
 def declared(library: str) -> dict[str, dict]:

@@ -21,11 +21,9 @@ Which library offers which routine (`promised`) decides where fhemark's program 
 
 from __future__ import annotations
 
-import json
-from functools import lru_cache
 from typing import Sequence
 
-from ..locations import project_root
+from .declared import declaring, snapshot
 from .program import Program
 from .requirements import LOWERING
 
@@ -77,30 +75,21 @@ def uses(prog: Program) -> list[str]:
 ROUTINES = ("inner_sum", "inner_product", "linear_transform", "poly_eval")
 
 
-@lru_cache(maxsize=None)
-def _snapshot(library: str) -> dict:
-    """`library`'s checked-in capabilities snapshot (protocol/capabilities/, which a conformance test holds
-    to the driver's live reply), read without starting the driver; empty for a library with none."""
-    path = project_root() / "protocol" / "capabilities" / f"{library}.json"
-    return json.loads(path.read_text()) if path.is_file() else {}
-
-
 def promised(library: str) -> dict[str, frozenset[str]]:
     """Per scheme, the ops `library`'s driver promises (its snapshot)."""
-    return {name: frozenset(sc.get("ops") or ()) for name, sc in (_snapshot(library).get("schemes") or {}).items()}
+    return {name: frozenset(sc.get("ops") or ()) for name, sc in (snapshot(library).get("schemes") or {}).items()}
 
 
 def level_tables(library: str) -> dict[str, list[list[int]]]:
     """Per routine, the levels `library`'s own CKKS routine consumes by degree, where its driver declares
     them (limits.routine_levels: OpenFHE's EvalPoly spends more than a power tree)."""
-    ckks = (_snapshot(library).get("schemes") or {}).get("ckks") or {}
+    ckks = (snapshot(library).get("schemes") or {}).get("ckks") or {}
     return (ckks.get("limits") or {}).get("routine_levels") or {}
 
 
 def counting() -> list[str]:
     """The libraries whose drivers declare routine levels of their own."""
-    folder = project_root() / "protocol" / "capabilities"
-    return sorted(p.stem for p in folder.glob("*.json") if level_tables(p.stem))
+    return [lib for lib in declaring() if level_tables(lib)]
 
 
 def lacking(prog: Program, library: str, scheme: str) -> list[str]:
