@@ -20,8 +20,9 @@ SCHEMES_RLWE = ("bfv", "bgv", "ckks")
 SCHEMES_BITS = ("tfhe_bool", "tfhe_shortint", "tfhe_int")
 INT_BITS = (8, 16, 32, 64)
 
-# SEAL's CoeffModulus::BFVDefault(N, tc128): the last prime is the special prime.
-_SEAL_DEFAULT_BITS = {
+# The n<N> presets, for every library: the chains of SEAL's CoeffModulus::BFVDefault(N, tc128), the
+# HE standard's 128-bit defaults; the last prime is the special prime.
+_DEFAULT_CHAINS = {
     4096: [36, 36, 37],
     8192: [43, 43, 44, 44, 44],
     16384: [48, 48, 48, 49, 49, 49, 49, 49, 49],
@@ -153,7 +154,7 @@ class ParamSpec(BaseModel):
 
 
 def preset_names() -> list[str]:
-    return [f"n{n}" for n in _SEAL_DEFAULT_BITS] + [f"c{n}" for n in _COMMON_CHAINS]
+    return [f"n{n}" for n in _DEFAULT_CHAINS] + [f"c{n}" for n in _COMMON_CHAINS]
 
 
 def inline_set(text: str, what: str, example: str) -> Any:
@@ -222,7 +223,7 @@ def _preset(name: str, scheme: str, where: str) -> ParamSet:
         spec = (ParamSpec(N=n, q_bits=q_ckks, p_bits=[60], scale_bits=40, name=name) if scheme == "ckks" else
                 ParamSpec(N=n, q_bits=q_int, p_bits=[60], t_bits=_PRESET_T_BITS, name=name))
         return _validated(spec, scheme, where)
-    bits = _SEAL_DEFAULT_BITS[n]
+    bits = _DEFAULT_CHAINS[n]
     if scheme == "ckks":
         q, p, scale = _CKKS_CHAINS[n]
         spec = ParamSpec(N=n, q_bits=q, p_bits=p, scale_bits=scale, name=name)
