@@ -44,6 +44,17 @@ def _imports(path: Path, names: bool = False) -> list[tuple[int, list[str]]]:
     return out
 
 
+def _caught(check, *seen: str, unseen: str = "\0") -> None:
+    """A checker shown to fail on a planted violation: `check` raises, its message naming each of `seen`
+    and not `unseen`."""
+    try:
+        check()
+    except AssertionError as exc:
+        assert all(x in str(exc) for x in seen) and unseen not in str(exc), str(exc)
+    else:
+        raise AssertionError(f"{check.__name__} saw nothing of {seen}")
+
+
 def test_every_module_belongs_to_a_layer():
     tops = {p.relative_to(ROOT).parts[0].removesuffix(".py") for p in ROOT.rglob("*.py")} - {"__init__"}
     assert tops <= set(RANK), f"not in any layer: {sorted(tops - set(RANK))}: add them to LAYERS"
@@ -68,12 +79,7 @@ def test_the_checker_sees_an_upward_import(tmp_path, monkeypatch):
     (pkg / "model" / "bad.py").write_text("def f():\n    from ..store.sqlite import Store\n")
     monkeypatch.setattr(__import__(__name__), "ROOT", pkg)
     assert _imports(pkg / "model" / "bad.py") == [(2, ["store", "sqlite"])]
-    try:
-        test_every_import_points_down_the_layers()
-    except AssertionError as exc:
-        assert "model/bad.py:2 imports store.sqlite" in str(exc)
-    else:
-        raise AssertionError("an upward import went unseen")
+    _caught(test_every_import_points_down_the_layers, "model/bad.py:2 imports store.sqlite")
 
 
 MAX_LINES = 450  # a module longer than this mixes concerns: split it by what it does
@@ -124,12 +130,7 @@ def test_the_door_checker_sees_a_lazy_import_of_the_runner(tmp_path, monkeypatch
     (pkg / "cli" / "bad.py").write_text("def f():\n    from ..measure import runner\n")
     monkeypatch.setattr(__import__(__name__), "ROOT", pkg)
     monkeypatch.setattr(__import__(__name__), "BENCHMARKS", tmp_path / "benchmarks")
-    try:
-        test_only_the_measure_package_imports_its_runner()
-    except AssertionError as exc:
-        assert "cli/bad.py:2" in str(exc)
-    else:
-        raise AssertionError("an import of the runner went unseen")
+    _caught(test_only_the_measure_package_imports_its_runner, "cli/bad.py:2")
 
 
 def _cycle(graph: dict) -> list | None:
@@ -172,12 +173,7 @@ def test_the_circle_checker_sees_a_circle_under_type_checking(tmp_path, monkeypa
     (pkg / "measure" / "b.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
                                           "    from .a import g\n")
     monkeypatch.setattr(__import__(__name__), "ROOT", pkg)
-    try:
-        test_no_import_circle_among_fhemark_modules()
-    except AssertionError as exc:
-        assert "fhemark.measure.a -> fhemark.measure.b -> fhemark.measure.a" in str(exc)
-    else:
-        raise AssertionError("an import circle went unseen")
+    _caught(test_no_import_circle_among_fhemark_modules, "fhemark.measure.a -> fhemark.measure.b -> fhemark.measure.a")
 
 
 MAX_FUNCTION_LINES = 60  # a longer function is several steps that want names of their own
@@ -199,12 +195,7 @@ def test_the_length_checker_sees_a_long_function(tmp_path, monkeypatch):
     body = "".join(f"    x{i} = {i}\n" for i in range(59))
     (pkg / "measure" / "long.py").write_text(f"@staticmethod\ndef short():\n{body}\n\ndef long():\n{body}    return 0\n")
     monkeypatch.setattr(__import__(__name__), "ROOT", pkg)
-    try:
-        test_no_function_in_src_is_over_60_lines()
-    except AssertionError as exc:
-        assert "measure/long.py:64 long: 61 lines" in str(exc) and "short" not in str(exc)
-    else:
-        raise AssertionError("a long function went unseen")
+    _caught(test_no_function_in_src_is_over_60_lines, "measure/long.py:64 long: 61 lines", unseen="short")
 
 
 # -- a library's facts live in its folder ---------------------------------------------------
@@ -253,10 +244,4 @@ def test_the_name_checker_sees_a_library_compared_in_code(tmp_path, monkeypatch)
     (pkg / "advise" / "bad.py").write_text('def f(lib):\n    if lib == "openfhe":\n        raise ValueError("OpenFHE only")\n'
                                            "OPENFHE_DEPTHS = (5, 13)\n")
     monkeypatch.setattr(__import__(__name__), "ROOT", pkg)
-    try:
-        test_src_code_names_no_library()
-    except AssertionError as exc:
-        assert "advise/bad.py:2: openfhe" in str(exc) and "advise/bad.py:4: OPENFHE_DEPTHS" in str(exc)
-        assert "OpenFHE only" not in str(exc)
-    else:
-        raise AssertionError("a library's name in code went unseen")
+    _caught(test_src_code_names_no_library, "advise/bad.py:2: openfhe", "advise/bad.py:4: OPENFHE_DEPTHS", unseen="OpenFHE only")
