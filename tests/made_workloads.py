@@ -30,3 +30,10 @@ def chain(folder: Path, depth: int, precision: float, name: str = "chain_t") -> 
     path.write_text(CHAIN.format(depth=depth, precision=precision, name=name))
     (w,) = load(path)
     return w
+
+
+def every_row(found: tuple) -> list:
+    """One library's rows from choose's `_on`: those it found, then its later steps' (`choose` takes
+    those after every library's rings; a test of one library takes them at once)."""
+    now, steps = found
+    return now + [row for step in steps for row in step()]

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from made_workloads import every_row
 
 from fhemark.advise import booting
 from fhemark.advise import choose as chooser
@@ -166,16 +167,17 @@ def test_choose_ranks_the_bootstrapping_set_beside_the_smallest_ring_that_holds_
     set (one bootstrap); SEAL, which declares none, in its rings alone."""
     calls = _searched(monkeypatch)
     ask = chooser.asked(20.0, 128, "hestd2018")
-    rows = chooser._on(chain(12), "lattigo", "ckks", ask, 1, None, lambda *a, **k: None, None)
+    rows = every_row(chooser._on(chain(12), "lattigo", "ckks", ask, 1, None, lambda *a, **k: None, None))
     assert [c.origin for c in rows] == ["search", "lattigo-bootstrap"]
     name, space, _ = calls[1]
     # 20 bits + the search's 2: only the full-slot set's measured 24.9 bits reach them (the sparse ones 17.3, 19.1)
     assert name == "chain12_t__boot9" and space == [{"preset": "lattigo_bootstrap_default", "N": 65536}]
     assert rows[1].bootstraps == 1 and rows[1].levels_needed == 9 and rows[0].levels_needed == 12
     calls.clear()
-    assert [c.origin for c in chooser._on(chain(12), "seal", "ckks", ask, 1, None, lambda *a, **k: None, None)] == ["search"]
+    none = lambda *a, **k: None  # noqa: E731
+    assert [c.origin for c in every_row(chooser._on(chain(12), "seal", "ckks", ask, 1, None, none, None))] == ["search"]
     # shallower than a bootstrap's levels: the rings alone
-    assert [c.origin for c in chooser._on(chain(5), "lattigo", "ckks", ask, 1, None, lambda *a, **k: None, None)] == ["search"]
+    assert [c.origin for c in every_row(chooser._on(chain(5), "lattigo", "ckks", ask, 1, None, none, None))] == ["search"]
 
 
 def test_a_depth_no_ring_holds_is_answered_by_bootstrapping_not_called_impossible(monkeypatch):
@@ -196,9 +198,9 @@ def test_a_program_that_places_bootstrap_runs_only_at_a_bootstrapping_set(monkey
     w = Workload("placed_t", lambda c: c.rescaled(c.square(c.bootstrap(c.rescaled(c.square(c.encrypted("x")))))),
                  {"x": Uniform(-1, 1, length=8)}, schemes=("ckks",))
     ask = chooser.asked(20.0, 128, "hestd2018")
-    (row,) = chooser._on(w, "lattigo", "ckks", ask, 1, None, lambda *a, **k: None, None)
+    (row,) = every_row(chooser._on(w, "lattigo", "ckks", ask, 1, None, lambda *a, **k: None, None))
     assert row.origin == "lattigo-bootstrap" and calls[0][1][0]["preset"] == "lattigo_bootstrap_default"
-    (seal,) = chooser._on(w, "seal", "ckks", ask, 1, None, lambda *a, **k: None, None)
+    (seal,) = every_row(chooser._on(w, "seal", "ckks", ask, 1, None, lambda *a, **k: None, None))
     assert not seal.verified and seal.tried == ["seal declares no bootstrapping set for CKKS"]
 
 

@@ -11,7 +11,8 @@ library runs it correctly at, proven by running it, then measured side by side a
    exact, with NOISE_SEARCH_MARGIN of noise budget left); then the worst input found in a budgeted search
    (worst.py: the edges of the inputs' box, then a short search) must check too, against the requirement
    itself (`hardest`; the rule at CKKS_SEARCH_MARGIN: a margin is demanded once).
-   The smallest passing set is kept.
+   The smallest passing set is kept. Every library's rings are searched before any library's
+   bootstrapping set or own choice, so that a --budget cuts those, not the next library's rings.
 3. Measurement: every chosen set, and each scheme's largest chosen set on every library (so the
    user sees how much of a gap is the library and how much its parameter constraints), in one
    run of the user's store, every sample checked against the requirement itself.
@@ -191,11 +192,21 @@ def choose(w: Workload, libraries: dict[str, tuple[str, ...]], precision: float 
             whose = f"{' or '.join(libs)} builds" if libs else "any library here builds"
             ans.impossible[scheme] = f"{w.name} on {scheme.upper()}: {short_of(need, whose)}"
             continue
+        # Every library's rings are searched before any library's other ways (its bootstrapping set, then
+        # its own choice of a ring): under a --budget, the first library's bootstrapping must not spend the
+        # time the next library's rings need (depth 60: Lattigo's search and bootstrapping took the 50
+        # minutes OpenFHE's rings needed).
+        later: list[list[Callable[[], list[Candidate]]]] = [[], []]
         for lib, schemes in libraries.items():
             if scheme not in schemes:
                 continue
             for v in dict.fromkeys(ways.named(w, polynomial=p) for p in polynomial or (None,)):
-                ans.chosen += _on(v, lib, scheme, ask, repeats, verify_db, say, auto, deadline)
+                now, then = _on(v, lib, scheme, ask, repeats, verify_db, say, auto, deadline)
+                ans.chosen += now
+                for stage, step in zip(later, then):
+                    stage.append(step)
+        for step in (step for stage in later for step in stage):
+            ans.chosen += step()
     if len(ans.impossible) == len(reqs):  # before any set is run, --at's included: a refusal runs and writes nothing
         raise UserError(f"impossible: {'; '.join(ans.impossible.values())}",
                         "lower the depth (fewer multiplications in sequence), the precision or the security level")
@@ -206,12 +217,16 @@ def choose(w: Workload, libraries: dict[str, tuple[str, ...]], precision: float 
     return ans
 
 
+Steps = tuple[Callable[[], list[Candidate]], ...]
+
+
 def _on(v: Workload, lib: str, scheme: str, ask: Need, repeats: int, db: Store | None,
         say: Callable[..., None], auto: Callable[[str, Need, dict | None], dict | None] | None,
-        deadline: float | None = None) -> list[Candidate]:
+        deadline: float | None = None) -> tuple[list[Candidate], Steps]:
     """`v` searched on `lib` with the levels the library's own routines consume (routines.py: OpenFHE's
     EvalPoly more than the tree's), and where the library lacks a routine the program calls, fhemark's
-    program of primitives in its place (ways.py); then the library's own choice of parameters."""
+    program of primitives in its place (ways.py): the rows found, and the later steps, which `choose`
+    takes after every library's rings (the library's bootstrapping set, then its own choice of a ring)."""
     req = derive(v, scheme)
     need = _need(req, ask).for_library(lib)
     if scheme == "ckks":
@@ -222,32 +237,32 @@ def _on(v: Workload, lib: str, scheme: str, ask: Need, repeats: int, db: Store |
     placed = booting.calls(v, scheme)
     boot = booting.way(v, lib, need, placed, CKKS_SEARCH_MARGIN)
 
-    def booted() -> list[Candidate]:  # the library's bootstrapping set, searched after its rings (booting.py)
+    def booted() -> list[Candidate]:  # the library's bootstrapping set (booting.py)
         return [] if boot is None else [booting.searched(boot, lib, scheme, by, lambda bw, bn, spec: _search(
             bw, bn, lib, [spec], repeats, db, say, origin=f"{lib}-bootstrap", deadline=deadline))]
     if placed:  # the program's own bootstraps: only a bootstrapping set runs it
-        return booted()
+        return booted(), ()
     if not space:
         return [Candidate(lib, scheme, origin=origin, tried=[f"no ring {lib} builds holds it: {short_of(need, lib + ' builds')}"],
-                          workload=v, routine=by, levels_needed=need.depth)] + booted()
+                          workload=v, routine=by, levels_needed=need.depth)], (booted,)
     c = _search(v, need, lib, space, repeats, db, say, origin=origin, deadline=deadline)
+    c.workload, c.routine, c.levels_needed = v, by, need.depth
     if not c.verified and v.native and c.last_status == "unsupported" and by and "library" in by:
         say("searching parameters", f"{lib} {scheme}: fhemark's routines in place of the library's")
-        instead = _on(ways.named(v, native=False), lib, scheme, ask, repeats, db, say, auto, deadline)
+        instead, steps = _on(ways.named(v, native=False), lib, scheme, ask, repeats, db, say, auto, deadline)
         instead[0].tried[:0] = [f"the library's routine: {why}" for why in c.tried]
-        return instead
-    # The other way to run a deep program comes before the library's own choice of the same way's set:
-    # under a --budget, that is the row the answer would miss.
-    boots, out = booted(), [c]
-    # Where the search found no set, the library's choice starts at the least scale its shortfalls asked.
-    found = c.spec or ({"scale_bits": c.scale_floor} if c.scale_floor else None)
-    extra = auto(lib, need, found) if auto is not None else None  # None: the library offers none
-    if extra and extra not in space:
+        return instead, steps
+
+    def own() -> list[Candidate]:  # where the search found no set, it starts at the least scale its shortfalls asked
+        found = c.spec or ({"scale_bits": c.scale_floor} if c.scale_floor else None)
+        extra = auto(lib, need, found) if auto is not None else None  # None: the library offers none
+        if not extra or extra in space:
+            return []
         say("searching parameters", f"{lib} {scheme}: the library's own choice N = {extra['N']}")
-        out.append(_search(v, need, lib, [extra], repeats, db, say, origin=f"{lib}-auto", deadline=deadline))
-    for x in out:
+        x = _search(v, need, lib, [extra], repeats, db, say, origin=f"{lib}-auto", deadline=deadline)
         x.workload, x.routine, x.levels_needed = v, by, need.depth
-    return out + boots
+        return [x]
+    return [c], (booted, own)
 
 
 def _pinned(w: Workload, lib: str, scheme: str, spec: dict, origin: str, ask: Need, repeats: int, db: Store | None,
