@@ -248,10 +248,10 @@ def test_a_bootstrapping_sets_memory_is_its_measured_peak_and_the_programs_value
     from fhemark.advise import memory
     b = bootstrapping("lattigo", "ckks")
     way = ways.bootstrapped(chain(40), b.levels)
-    rotations, live, made = memory.shape(way, "ckks")
-    at = memory.predict("lattigo", b.spec(), rotations, live, made)
+    rotations, live = memory.shape(way, "ckks")
+    at = memory.predict("lattigo", b.spec(), rotations, live)
     assert at.bytes == b.peak_bytes + live * 2 * b.N * (b.levels + 1) * 8 and at.keys == b.keys_bytes
-    small = memory.predict("lattigo", b.spec(4096), rotations, live, made)
+    small = memory.predict("lattigo", b.spec(4096), rotations, live)
     assert small.bytes * 16 == pytest.approx(at.bytes, rel=1e-6)
     why = memory.too_large(at, int(at.bytes / 0.9))
     assert why.startswith("not built: predicted peak") and "(a larger machine)" in why

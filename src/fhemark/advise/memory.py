@@ -14,10 +14,9 @@ one that would not fit. The prediction:
   that reads it, Program.peak_live): 2 polynomials over half the chain, as a deep program's values
   descend it;
 - working: the library's own working set, in ciphertexts over Q·P (a constant count, plus a count per
-  key-switching digit where the library expands every digit: OpenFHE), and base, its process at rest: all
-  declared by its driver (capabilities.json `memory`, from measured peaks, see each driver's README); a
-  collected heap (Lattigo's Go) adds the values made and dropped since the last collection, up to
-  `gc_heap_growth` times the live data.
+  key-switching digit where the library keeps a buffer for every digit: OpenFHE 3, Lattigo half a
+  ciphertext, one polynomial), and base, its process at rest: all declared by its driver
+  (capabilities.json `memory`, from measured peaks, see each driver's README).
 
 The margin (MARGIN) covers what the model leaves out; the closing note of each deep answer compares
 the prediction with the measured peak (the answer's peak memory column shows both)."""
@@ -60,11 +59,10 @@ def declared(library: str) -> dict | None:
     return snapshot(library).get("memory")
 
 
-def predict(library: str, spec: dict, rotations: int, ciphertexts: int, made: int | None = None) -> Prediction | None:
-    """The peak of a process running a program of `ciphertexts` ciphertext values and `rotations` distinct
-    rotation keys at an RLWE set `spec`, `made` ciphertexts made in all (default: `ciphertexts`); None
-    for a library that declares no memory facts, or a preset other than its bootstrapping set's
-    (`booted`)."""
+def predict(library: str, spec: dict, rotations: int, ciphertexts: int) -> Prediction | None:
+    """The peak of a process running a program that holds at most `ciphertexts` ciphertext values at once
+    and needs `rotations` distinct rotation keys, at an RLWE set `spec`; None for a library that declares
+    no memory facts, or a preset other than its bootstrapping set's (`booted`)."""
     facts = declared(library)
     if facts is not None and spec.get("preset"):
         return booted(library, spec, ciphertexts)
@@ -76,14 +74,11 @@ def predict(library: str, spec: dict, rotations: int, ciphertexts: int, made: in
     keys = ct_qp + dnum * ct_qp * (1 + rotations)  # a key-switching key: dnum digits over Q·P (BV: over Q, p = 0)
     value = 2 * n * (q // 2 + 1) * WORD  # a deep program's values descend the chain: half-way on average
     values = ciphertexts * value
-    # OpenFHE's working set grows with the digits its key switching expands (dnum ciphertexts over Q·P each)
+    # The working set grows with the digits key switching decomposes a ciphertext into: a buffer per digit
+    # (Lattigo's depth-40 chain at N = 2^16 with P of one prime, 41 digits, peaked at 3.96 GB where its depth-60
+    # chain at 2^17, 11 digits over a ring 3.2 times as wide, peaked at 5.9 GB).
     working = int((facts["working_qp_ciphertexts"] + facts.get("working_qp_ciphertexts_per_digit", 0) * dnum) * ct_qp)
     base = int(facts["base_bytes"])
-    # A collected heap (Go's, GOGC=100) lets the values a program made and dropped lie until it has grown
-    # by `gc_heap_growth` times its live data: Lattigo's depth-40 chain at N = 2^16 peaked at 3.96 GB
-    # where keys, live values and working set came to 3.1 GB.
-    made_bytes = (ciphertexts if made is None else made) * value
-    working += int(facts.get("gc_heap_growth", 0) * min(made_bytes, keys + values + working))
     return Prediction(base + keys + values + working, keys, values, working, base)
 
 
@@ -100,17 +95,16 @@ def booted(library: str, spec: dict, ciphertexts: int) -> Prediction | None:
     return Prediction(int(b.peak_bytes * ratio) + values, keys, values, int(b.peak_bytes * ratio) - keys, 0, True)
 
 
-def shape(w: Workload | None, scheme: str) -> tuple[int, int, int]:
+def shape(w: Workload | None, scheme: str) -> tuple[int, int]:
     """What a set's memory depends on beside its sizes (`predict`): the program's distinct rotation keys and
-    the most ciphertexts it holds at once (a driver frees a value after its last reader), and those it
-    makes in all."""
+    the most ciphertexts it holds at once (a driver frees a value after its last reader)."""
     if w is None:
-        return 0, 0, 0
+        return 0, 0
     prog = w.program(scheme)
 
     def cipher(st: dict) -> bool:
         return st["op"] not in ("encode", "decode", "decrypt")
-    return len(derive(w, scheme).rotations), prog.peak_live(cipher), sum(map(cipher, prog.steps))
+    return len(derive(w, scheme).rotations), prog.peak_live(cipher)
 
 
 def available() -> int | None:
