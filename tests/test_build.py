@@ -63,3 +63,26 @@ def test_a_relative_cache_folder_is_made_absolute_once_at_start(tmp_path, monkey
     assert os.environ["FHEMARK_CACHE"] == str(tmp_path / "relcache") and cache_dir() == tmp_path / "relcache"
     lattigo = manifests()["lattigo"].command[0]
     assert lattigo.startswith(str(tmp_path / "relcache"))
+
+
+@pytest.mark.parametrize("library, version", [("openfhe", "3.10"), ("tenseal", "3.11"), ("concrete", "3.11")])
+def test_a_venv_driver_without_its_python_is_skipped_with_one_line(tmp_path, library, version):
+    """A machine without the CPython a driver's wheel needs: its build.sh says so in one line, with the fix,
+    exits 0 (the driver is then unavailable, not a failed build) and makes nothing in the cache."""
+    import shutil
+    import subprocess
+    from pathlib import Path
+
+    tools = tmp_path / "bin"  # a PATH with the shell's tools and no python at all
+    tools.mkdir()
+    for tool in ("bash", "dirname", "cut", "sort", "ls"):
+        (tools / tool).symlink_to(shutil.which(tool))
+    var = "FHEMARK_PYTHON" + version.replace(".", "")
+    script = Path(__file__).parents[1] / "drivers" / library / "build.sh"
+    out = subprocess.run([str(tools / "bash"), str(script)], capture_output=True, text=True, timeout=60,
+                         env={"PATH": str(tools), "HOME": str(tmp_path), var: "/nonexistent",
+                              "FHEMARK_CACHE": str(tmp_path / "cache")})
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines() == [f"{library} driver skipped: no CPython {version} found; install it "
+                                       f"(e.g. pyenv install {version}) or set {var}"]
+    assert not (tmp_path / "cache").exists()

@@ -22,15 +22,10 @@ DEPS=(
     "typing_extensions==4.16.0"
 )
 
-CACHE="${FHEMARK_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/fhemark}"
+. "$(dirname "$0")/../python_shared/venv.sh"
 VENV="$CACHE/venv-concrete"
 
-. "$(dirname "$0")/../python_shared/venv.sh"
-PY="$(find_python 3.11 FHEMARK_PYTHON311)"
-if [ -z "$PY" ]; then
-    echo "concrete driver skipped: no CPython 3.11 found; install it (e.g. pyenv install 3.11) or set FHEMARK_PYTHON311"
-    exit 0
-fi
+python_or_skip concrete 3.11 FHEMARK_PYTHON311
 
 # Reuse a venv that already has every pinned version.
 if has_pins "$VENV" "concrete-python==$CONCRETE_VERSION" "${DEPS[@]}"; then

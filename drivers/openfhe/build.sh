@@ -7,7 +7,7 @@ set -euo pipefail
 OPENFHE_VERSION="1.6.1.0.22.4"   # PyPI openfhe (BSD-2-Clause): OpenFHE v1.6.1, openfhe-python v1.6.1.0
 NUMPY_SPEC="numpy>=1.24,<3"
 
-CACHE="${FHEMARK_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/fhemark}"
+. "$(dirname "$0")/../python_shared/venv.sh"
 VENV="$CACHE/venv-openfhe"
 # Another OpenFHE version (fhemark setup --library openfhe@1.5.1): its own venv, the newest wheel of
 # that release (PyPI numbers them OpenFHE version + binding build, e.g. 1.5.1.0.22.4).
@@ -16,11 +16,6 @@ if [ -n "${FHEMARK_LIB_VERSION:-}" ] && [ "$FHEMARK_LIB_VERSION" != "$(echo "$OP
     VENV="$CACHE/venv-openfhe-$FHEMARK_LIB_VERSION"
 fi
 
-. "$(dirname "$0")/../python_shared/venv.sh"
-PY="$(find_python 3.10 FHEMARK_PYTHON310)"
-if [ -z "$PY" ]; then
-    echo "openfhe driver skipped: no CPython 3.10 found; install it (e.g. pyenv install 3.10) or set FHEMARK_PYTHON310"
-    exit 0
-fi
+python_or_skip openfhe 3.10 FHEMARK_PYTHON310
 
 pinned_venv openfhe "$VENV" "$PY" "openfhe, numpy" "openfhe==$OPENFHE_VERSION" "$NUMPY_SPEC"

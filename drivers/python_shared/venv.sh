@@ -1,11 +1,23 @@
 # Sourced by the build.sh of drivers that run in a venv of a given CPython (OpenFHE: 3.10,
-# TenSEAL and Concrete: 3.11), in the fhemark cache outside the clone.
+# TenSEAL and Concrete: 3.11), in the fhemark cache outside the clone ($CACHE, set here).
+#   python_or_skip LABEL X.Y VAR  sets PY to find_python's CPython X.Y; where there is none, prints
+#                         the driver's one line and exits 0 (the driver is then unavailable)
 #   find_python X.Y VAR   prints a CPython X.Y: $VAR if set and right, else pythonX.Y on PATH,
 #                         else the newest pyenv X.Y.*; prints nothing when none exists
 #   has_pins VENV PIN...  the venv has every pinned name==version (a bare name: any version;
 #                         name==X.Y.* any version X.Y or starting X.Y.)
 #   fresh_venv VENV PY    makes VENV with PY (replacing one of another version); fails when
 #                         PY cannot make venvs (no pythonX.Y-venv)
+
+CACHE="${FHEMARK_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/fhemark}"
+
+python_or_skip() {
+    PY="$(find_python "$2" "$3")"
+    if [ -z "$PY" ]; then
+        echo "$1 driver skipped: no CPython $2 found; install it (e.g. pyenv install $2) or set $3"
+        exit 0
+    fi
+}
 
 is_python() {  # is_python PATH X.Y
     [ -n "${1:-}" ] && [ -x "$1" ] && "$1" -c "import sys; sys.exit(0 if '%d.%d' % sys.version_info[:2] == '$2' else 1)" 2>/dev/null

@@ -8,14 +8,9 @@ set -euo pipefail
 TENSEAL_VERSION="0.3.18"   # PyPI tenseal (Apache-2.0), OpenMined's tensors on Microsoft SEAL
 NUMPY_VERSION="2.4.6"      # tenseal requires numpy without a bound; 2.4.6 has CPython 3.11 wheels and is tested here
 
-CACHE="${FHEMARK_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/fhemark}"
+. "$(dirname "$0")/../python_shared/venv.sh"
 VENV="$CACHE/venv-tenseal"
 
-. "$(dirname "$0")/../python_shared/venv.sh"
-PY="$(find_python 3.11 FHEMARK_PYTHON311)"
-if [ -z "$PY" ]; then
-    echo "tenseal driver skipped: no CPython 3.11 found; install it (e.g. pyenv install 3.11) or set FHEMARK_PYTHON311"
-    exit 0
-fi
+python_or_skip tenseal 3.11 FHEMARK_PYTHON311
 
 pinned_venv tenseal "$VENV" "$PY" "tenseal, tenseal.sealapi, numpy" "tenseal==$TENSEAL_VERSION" "numpy==$NUMPY_VERSION"
