@@ -137,6 +137,17 @@ func runOne(t *testing.T, d *driver, sid, scheme string, op string, attrs map[st
 	return floats
 }
 
+// bfvSlots: a fresh driver with a small BFV setup under sid, and one value per slot, f(slot).
+func bfvSlots(t *testing.T, sid string, f func(int) uint64) (*driver, *fheContext, []uint64) {
+	d := newDriver()
+	c := setupSmall(t, d, sid, "bfv")
+	x := make([]uint64, c.slots)
+	for i := range x {
+		x[i] = f(i)
+	}
+	return d, c, x
+}
+
 func setupSmall(t *testing.T, d *driver, sid, scheme string) *fheContext {
 	t.Helper()
 	tt := json.Number("12289")
@@ -456,12 +467,7 @@ func TestCapabilitiesFile(t *testing.T) {
 // key set uses that key alone (also negative steps of a pow2 set), and that the
 // row swap uses the given key set.
 func TestKeyedRotations(t *testing.T) {
-	d := newDriver()
-	c := setupSmall(t, d, "s", "bfv")
-	x := make([]uint64, c.slots)
-	for i := range x {
-		x[i] = uint64(i + 1)
-	}
+	d, c, x := bfvSlots(t, "s", func(i int) uint64 { return uint64(i + 1) })
 	row := c.rowLen
 	type rot struct {
 		op    string
@@ -615,12 +621,7 @@ func TestEncodeLike(t *testing.T) {
 // before no other step: collections before every step churned the heap so that
 // the regions' own allocations page-faulted (CKKS add read 3-4x its cost).
 func TestCollectionOncePerSample(t *testing.T) {
-	d := newDriver()
-	c := setupSmall(t, d, "s-gc", "bfv")
-	x := make([]uint64, c.slots)
-	for j := range x {
-		x[j] = uint64(j % 12289)
-	}
+	d, _, x := bfvSlots(t, "s-gc", func(j int) uint64 { return uint64(j % 12289) })
 	const n = 5
 	samples := make([]sampleIn, n)
 	for i := range samples {

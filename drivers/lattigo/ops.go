@@ -352,36 +352,42 @@ func opEncode(x *execState, s *step, args []*value, out *value, into bool) (func
 	}, nil
 }
 
+// binaryOps: the binary ops bgv.Evaluator and ckks.Evaluator share, with the same signatures. The
+// method is picked outside the region; the region calls it.
+type binaryOps interface {
+	Add(*rlwe.Ciphertext, rlwe.Operand, *rlwe.Ciphertext) error
+	AddNew(*rlwe.Ciphertext, rlwe.Operand) (*rlwe.Ciphertext, error)
+	Sub(*rlwe.Ciphertext, rlwe.Operand, *rlwe.Ciphertext) error
+	SubNew(*rlwe.Ciphertext, rlwe.Operand) (*rlwe.Ciphertext, error)
+	Mul(*rlwe.Ciphertext, rlwe.Operand, *rlwe.Ciphertext) error
+	MulNew(*rlwe.Ciphertext, rlwe.Operand) (*rlwe.Ciphertext, error)
+	MulRelin(*rlwe.Ciphertext, rlwe.Operand, *rlwe.Ciphertext) error
+	MulRelinNew(*rlwe.Ciphertext, rlwe.Operand) (*rlwe.Ciphertext, error)
+}
+
 func opDecode(x *execState, s *step, args []*value, out *value, into bool) (func() error, error) {
 	c := x.c
 	pt := args[0].pt
 	out.kind = "vec"
 	if c.isBGVFamily() {
-		var buf []uint64
-		if into {
-			buf = make([]uint64, c.slots)
-		}
-		return func() error {
-			b := buf
-			if b == nil {
-				b = make([]uint64, c.slots)
-			}
-			out.u = b
-			return c.bgvEnc.Decode(pt, b)
-		}, nil
+		return decodeInto(c.slots, into, func(b []uint64) error { out.u = b; return c.bgvEnc.Decode(pt, b) }), nil
 	}
-	var buf []float64
+	return decodeInto(c.slots, into, func(b []float64) error { out.f = b; return c.ckEnc.Decode(pt, b) }), nil
+}
+
+// decodeInto: the _into variant decodes into a vector allocated before the region; the base op
+// allocates it inside, as Lattigo's callers do.
+func decodeInto[T uint64 | float64](slots int, into bool, decode func([]T) error) func() error {
+	var buf []T
 	if into {
-		buf = make([]float64, c.slots)
+		buf = make([]T, slots)
 	}
 	return func() error {
-		b := buf
-		if b == nil {
-			b = make([]float64, c.slots)
+		if buf != nil {
+			return decode(buf)
 		}
-		out.f = b
-		return c.ckEnc.Decode(pt, b)
-	}, nil
+		return decode(make([]T, slots))
+	}
 }
 
 func encryptWith(x *execState, enc *rlwe.Encryptor, owner *keyVal, args []*value, out *value, into bool) (func() error, error) {
@@ -476,32 +482,21 @@ func opBinary(kind string) opFn {
 		}
 		type inPlace func(*rlwe.Ciphertext, rlwe.Operand, *rlwe.Ciphertext) error
 		type alloc func(*rlwe.Ciphertext, rlwe.Operand) (*rlwe.Ciphertext, error)
+		var e binaryOps = ev.ckks
+		if c.isBGVFamily() {
+			e = ev.bgv
+		}
 		var f inPlace
 		var g alloc
-		if c.isBGVFamily() {
-			e := ev.bgv
-			switch kind {
-			case "add":
-				f, g = e.Add, e.AddNew
-			case "sub":
-				f, g = e.Sub, e.SubNew
-			case "mul":
-				f, g = e.Mul, e.MulNew
-			case "mul_relin":
-				f, g = e.MulRelin, e.MulRelinNew
-			}
-		} else {
-			e := ev.ckks
-			switch kind {
-			case "add":
-				f, g = e.Add, e.AddNew
-			case "sub":
-				f, g = e.Sub, e.SubNew
-			case "mul":
-				f, g = e.Mul, e.MulNew
-			case "mul_relin":
-				f, g = e.MulRelin, e.MulRelinNew
-			}
+		switch kind {
+		case "add":
+			f, g = e.Add, e.AddNew
+		case "sub":
+			f, g = e.Sub, e.SubNew
+		case "mul":
+			f, g = e.Mul, e.MulNew
+		case "mul_relin":
+			f, g = e.MulRelin, e.MulRelinNew
 		}
 		return c.timedOutput(out, into, degree, level,
 			func(o *rlwe.Ciphertext) error { return f(a, b, o) },

@@ -162,7 +162,8 @@ func routineInput(s *step, v *value) (*rlwe.Ciphertext, error) {
 	return v.ct, nil
 }
 
-// innerSumN reads attr n: a power of two, at most the row length.
+// innerSumN reads attr n (a power of two, at most the row length) and makes sure the keys of
+// an inner sum over n slots exist, outside the region.
 func (x *execState) innerSumN(s *step) (int, error) {
 	n64, err := x.intAttr(s, "n")
 	if err != nil {
@@ -172,7 +173,7 @@ func (x *execState) innerSumN(s *step) (int, error) {
 	if n < 1 || n&(n-1) != 0 || n > x.c.rowLen {
 		return 0, newErr(errInternal, "step %q (%s): n=%d must be a power of two from 1 to the row length %d", s.Out, s.Op, n64, x.c.rowLen)
 	}
-	return n, nil
+	return n, x.ensureGalois(s.Op, x.c.galoisForInnerSum(n))
 }
 
 func (c *fheContext) galoisForInnerSum(n int) []uint64 {
@@ -209,9 +210,6 @@ func opInnerSum(x *execState, s *step, args []*value, out *value, into bool) (fu
 	if err != nil {
 		return nil, err
 	}
-	if err := x.ensureGalois(s.Op, c.galoisForInnerSum(n)); err != nil {
-		return nil, err
-	}
 	f := c.innerSum()
 	x.note(fmt.Sprintf("inner_sum: Lattigo %s.Evaluator.InnerSum(ct, batchSize=1, n=%d, out) (log2(n) rotations and additions); out allocated inside the region", c.family(), n))
 	out.kind = "ct"
@@ -233,9 +231,6 @@ func opInnerProduct(x *execState, s *step, args []*value, out *value, into bool)
 	}
 	n, err := x.innerSumN(s)
 	if err != nil {
-		return nil, err
-	}
-	if err := x.ensureGalois(s.Op, c.galoisForInnerSum(n)); err != nil {
 		return nil, err
 	}
 	ev := c.routines().ev
@@ -305,9 +300,16 @@ func opLinearTransform(x *execState, s *step, args []*value, out *value, into bo
 	out.kind = "ct"
 	out.sk = args[0].sk
 
-	var galEls []uint64
-	var n1 int
-	var babies, giants []int
+	// One literal for both schemes (bgv/lintrans and ckks/lintrans Parameters are the common one's); CKKS
+	// encodes the diagonals at the scale of the prime the following rescale divides by.
+	ltp := commonlt.Parameters{
+		DiagonalsIndexList:        diags,
+		LevelQ:                    level,
+		LevelP:                    c.params.MaxLevelP(),
+		LogDimensions:             a.LogDimensions,
+		LogBabyStepGiantStepRatio: ltLogBSGSRatio,
+	}
+	var common commonlt.LinearTransformation
 	var run func() error
 	var scaleDoc string
 	if c.isBGVFamily() {
@@ -315,52 +317,37 @@ func opLinearTransform(x *execState, s *step, args []*value, out *value, into bo
 		for i, k := range diags {
 			vals[k] = args[1+i].u
 		}
-		lt := bgvlt.NewLinearTransformation(c.bgvP, bgvlt.Parameters{
-			DiagonalsIndexList:        diags,
-			LevelQ:                    level,
-			LevelP:                    c.params.MaxLevelP(),
-			Scale:                     c.bgvP.DefaultScale(),
-			LogDimensions:             a.LogDimensions,
-			LogBabyStepGiantStepRatio: ltLogBSGSRatio,
-		})
+		ltp.Scale = c.bgvP.DefaultScale()
+		lt := bgvlt.NewLinearTransformation(c.bgvP, bgvlt.Parameters(ltp))
 		if err := bgvlt.Encode(c.bgvEnc, vals, lt); err != nil {
 			return nil, stepErr(s, err)
 		}
-		galEls = lt.GaloisElements(c.bgvP)
-		n1 = lt.N1
-		_, giants, babies = lintransIndex(commonlt.LinearTransformation(lt).BSGSIndex())
+		common, scaleDoc = commonlt.LinearTransformation(lt), "scale 1"
 		ev := rt.ltBGV
 		run = func() (err error) {
 			out.ct, err = ev.EvaluateNew(a, lt)
 			return err
 		}
-		scaleDoc = "scale 1"
 	} else {
 		vals := ckkslt.Diagonals[float64]{}
 		for i, k := range diags {
 			vals[k] = args[1+i].f
 		}
-		lt := ckkslt.NewTransformation(c.ckksP, ckkslt.Parameters{
-			DiagonalsIndexList:        diags,
-			LevelQ:                    level,
-			LevelP:                    c.params.MaxLevelP(),
-			Scale:                     rlwe.NewScale(c.params.Q()[level]),
-			LogDimensions:             a.LogDimensions,
-			LogBabyStepGiantStepRatio: ltLogBSGSRatio,
-		})
+		ltp.Scale = rlwe.NewScale(c.params.Q()[level])
+		lt := ckkslt.NewTransformation(c.ckksP, ckkslt.Parameters(ltp))
 		if err := ckkslt.Encode(c.ckEnc, vals, lt); err != nil {
 			return nil, stepErr(s, err)
 		}
-		galEls = lt.GaloisElements(c.ckksP)
-		n1 = lt.N1
-		_, giants, babies = lintransIndex(commonlt.LinearTransformation(lt).BSGSIndex())
+		common = commonlt.LinearTransformation(lt)
+		scaleDoc = "scale q_level (the prime the following rescale divides by: the rescaled result has the input's exact scale)"
 		ev := rt.ltCKKS
 		run = func() (err error) {
 			out.ct, err = ev.EvaluateNew(a, lt)
 			return err
 		}
-		scaleDoc = "scale q_level (the prime the following rescale divides by: the rescaled result has the input's exact scale)"
 	}
+	galEls, n1 := common.GaloisElements(c.params), common.N1
+	_, giants, babies := lintransIndex(common.BSGSIndex())
 	if err := x.ensureGalois(s.Op, galEls); err != nil {
 		return nil, err
 	}
