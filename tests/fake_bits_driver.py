@@ -10,7 +10,9 @@ import numpy as np
 from kept_pools import pool_values
 
 FACTS = {"preset": "STD128_GINX", "security_bits_target": 128, "lwe_dimension": 554, "polynomial_size": 1024,
-         "q_ks": 32768, "Q": 134215681, "secret": "uniform_ternary", "sigma": 3.19}
+         "lwe_problems": [{"name": "LWE (n=554)", "n": 554, "log_q": 15, "secret": "ternary", "noise_std": 3.19},
+                          {"name": "RLWE (N=1024)", "n": 1024, "log_q": 26.999977996801817, "secret": "ternary",
+                           "noise_std": 3.19, "samples": 1024}]}
 GATES = {"and": np.bitwise_and, "or": np.bitwise_or, "xor": np.bitwise_xor}
 OPS = ["keygen", "encrypt_sk", "decrypt", "not", *GATES]
 

@@ -273,6 +273,13 @@ def test_setup_reports_what_the_library_built(driver_pool, library, scheme):
         if scheme == "tfhe_int":  # the default preset's blocks of 2 message bits
             assert eff["bits"] == asked["bits"] and eff["num_blocks"] == asked["bits"] // 2, eff
         assert all(sizes.get(k, 0) > 0 for k in ("server_key", "ciphertext")), sizes
+        # The LWE problems the set rests on, in the protocol's one form (PROTOCOL-bits.md), which the
+        # security check estimates: each library's default is a 128-bit set (OpenFHE's binfhe LWE key,
+        # sized under the 2018 model, reads about 123 under today's).
+        from fhemark.drivers.protocol import Effective
+        from fhemark.model.security import bit_scheme_sets, judge_weakest
+        assert Effective(**eff).lwe_problems, eff
+        assert 118 <= judge_weakest(bit_scheme_sets(eff)).estimated_bits <= 145, eff["lwe_problems"]
         return
     assert (eff["N"], eff["t"], eff["levels"]) == (asked["N"], asked["t"], len(asked["q_bits"]) - 1), eff
     assert eff["slots"] == (asked["N"] // 2 if scheme == "ckks" else asked["N"]), eff

@@ -208,7 +208,6 @@ _IS_NAME = re.compile(rf"({LIBRARY})(@.*)?", re.I)
 # (issue 49). Prose (a message, a help text's example, a docstring) may name a library; code may not.
 STILL_NAMED = {
     "compile": "HEIR's compile-and-measure stack, to become drivers/heir behind measure()",
-    "model/security.py": "decodes three drivers' TFHE-family facts, to become a protocol field each driver fills",
 }
 
 

@@ -357,7 +357,8 @@ def test_a_tfhe_family_setup_shows_each_librarys_own_lwe_sizes_not_a_ring():
     library (what the security estimate judged), never 'N = 0, log QP = 0'."""
     from fhemark.report.overview import _parameters
     facts = {"lwe_dimension": 805, "glwe_dimension": 3, "polynomial_size": 512,
-             "lwe_noise": "gaussian(std=5.6e-08)", "glwe_noise": "gaussian(std=2.9e-15)"}
+             "lwe_problems": [{"name": "LWE (n=805)", "n": 805, "log_q": 32, "secret": "binary", "noise_std": 240.5},
+                              {"name": "GLWE (k*N=1536)", "n": 1536, "log_q": 32, "secret": "binary", "noise_std": 0.012}]}
     tfhe = record(library="tfhe-rs", scheme="tfhe_bool", params={"N": 0, "preset": "default", "name": "default"},
                   effective_params=facts)
     text = _parameters([tfhe], tfhe.params)

@@ -3,6 +3,7 @@ the table's, a TFHE-family record's security is computed from the dimensions and
 reported, not taken from the library's word, and a set the tables are silent on is accepted or refused
 by the estimate, saying so."""
 
+import math
 import sys
 from pathlib import Path
 from dataclasses import replace
@@ -26,20 +27,26 @@ from made_records import record
 
 HERE = Path(__file__).parent
 
-# Default sets as the drivers report them (TFHE-rs 1.8.2, OpenFHE 1.x binfhe STD128 GINX, Concrete 2.x 8-bit radix).
+# Default sets' LWE problems as the drivers state them (PROTOCOL-bits.md lwe_problems; TFHE-rs 1.8.2, OpenFHE 1.x
+# binfhe STD128 GINX, Concrete 2.x 8-bit radix): TFHE-rs's Gaussian widths are relative to 2^32 (boolean) and
+# Concrete's variances to 2^64; the drivers state them absolute.
+def _lwe(name, n, log_q, secret="binary", **noise):
+    return {"name": name, "n": n, "log_q": log_q, "secret": secret, **noise}
+
+
 TFHE_RS_SHORTINT = {"preset": "V1_8_PARAM_MESSAGE_2_CARRY_2_KS_PBS_TUNIFORM_2M128", "security_bits_target": 128,
-                    "atomic_pattern": "Standard(KeyswitchBootstrap)", "lwe_dimension": 918, "glwe_dimension": 1,
-                    "polynomial_size": 2048, "lwe_noise": "tuniform(bound_log2=45)", "glwe_noise": "tuniform(bound_log2=17)"}
-TFHE_RS_BOOL = {"preset": "DEFAULT_PARAMETERS", "security_bits_target": 128, "lwe_dimension": 805, "glwe_dimension": 3,
-                "polynomial_size": 512, "lwe_noise": "gaussian(std=5.8615896642671336e-6)",
-                "glwe_noise": "gaussian(std=9.315272083503367e-10)"}
-OPENFHE_BINFHE = {"preset": "STD128_GINX", "security_bits_target": 128, "lwe_dimension": 554, "polynomial_size": 1024,
-                  "q_ks": 32768, "Q": 134215681, "secret": "uniform_ternary", "sigma": 3.19}
+                    "lwe_problems": [_lwe("LWE (n=918)", 918, 64, noise_bound_log2=45),
+                                     _lwe("GLWE (k*N=2048)", 2048, 64, noise_bound_log2=17)]}
+TFHE_RS_BOOL = {"preset": "DEFAULT_PARAMETERS", "security_bits_target": 128,
+                "lwe_problems": [_lwe("LWE (n=805)", 805, 32, noise_std=5.8615896642671336e-6 * 2.0 ** 32),
+                                 _lwe("GLWE (k*N=1536)", 1536, 32, noise_std=9.315272083503367e-10 * 2.0 ** 32)]}
+OPENFHE_BINFHE = {"preset": "STD128_GINX", "security_bits_target": 128,
+                  "lwe_problems": [_lwe("LWE (n=554)", 554, 15, "ternary", noise_std=3.19),
+                                   {**_lwe("RLWE (N=1024)", 1024, math.log2(134215681), "ternary", noise_std=3.19),
+                                    "samples": 1024}]}
 CONCRETE = {"preset": "RADIX2_GLOBAL_PERROR_1E-5", "security_bits_target": 128,
-            "secret_keys": [{"id": 0, "lwe_dimension": 1536}, {"id": 1, "lwe_dimension": 749}],
-            "bootstrap_keys": [{"polynomial_size": 512, "glwe_dimension": 3, "input_lwe_dimension": 749,
-                                "variance": 7.040630965929754e-23, "input_key": 1, "output_key": 0}],
-            "keyswitch_keys": [{"variance": 1.055092279547316e-10, "input_key": 0, "output_key": 1}]}
+            "lwe_problems": [_lwe("key 0 (n=1536)", 1536, 64, noise_std=math.sqrt(7.040630965929754e-23) * 2.0 ** 64),
+                             _lwe("key 1 (n=749)", 749, 64, noise_std=math.sqrt(1.055092279547316e-10) * 2.0 ** 64)]}
 
 
 def _job(kind="rlwe", n=8192, log_qp=218):
@@ -85,6 +92,19 @@ def test_bit_scheme_facts_name_each_problem():
     assert sorted(s.n for s in bit_scheme_sets(CONCRETE)) == [749, 1536]
     assert bit_scheme_sets({"preset": "x"}) == []  # nothing reported: the library's word alone
     assert set(security_of("bits", Effective(preset="x", security_bits_target=128))) == {"library"}
+
+
+@pytest.mark.parametrize("bad", [{"noise_std": 3.2, "noise_bound_log2": 17}, {}, {"secret": "gaussian"},
+                                 {"secret_std": 3.2}])
+def test_a_problem_states_one_noise_and_a_gaussian_secret_its_width(bad):
+    """A driver's lwe_problems entry with two noises or none, or a secret width without a Gaussian secret
+    (or the reverse), is refused where the setup's facts are read, naming the problem."""
+    from pydantic import ValidationError
+    entry = {**_lwe("LWE (n=630)", 630, 64), **({"noise_std": 3.2} if "noise_std" not in bad else {}), **bad}
+    if not bad:
+        entry.pop("noise_std")
+    with pytest.raises(ValidationError, match="LWE \\(n=630\\)"):
+        Effective(preset="x", lwe_problems=[entry])
 
 
 def _plan(params: str, min_bits: int):

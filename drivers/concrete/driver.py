@@ -83,7 +83,8 @@ from concrete.fhe.compilation.configuration import SecurityLevel  # noqa: E402  
 
 from jsonl_driver import Failure, merged, run_samples, serve, static_capabilities  # noqa: E402
 
-DRIVER_VERSION = "0.5.0"  # 0.5.0: values freed after their last reader (python_shared)
+# 0.6.0: setups state their LWE problems (lwe_problems); 0.5.0: values freed after their last reader (python_shared)
+DRIVER_VERSION = "0.6.0"
 CONCRETE_VERSION = metadata.version("concrete-python")
 SCHEME = "tfhe_int"
 CHUNK_BITS = 2
@@ -339,6 +340,18 @@ class Compiled:
                 "functions": functions}
 
 
+def problems(facts: dict) -> list[dict]:
+    """PROTOCOL.md lwe_problems: each of the optimizer's secret keys (binary, modulo 2^64) with the least
+    noise of the keys encrypting under it (key-switching and bootstrapping keys give an attacker as many
+    samples as it wants); Concrete states variances relative to 2^64."""
+    noise: dict[int, float] = {}
+    for key in facts["bootstrap_keys"] + facts["keyswitch_keys"]:
+        noise[key["output_key"]] = min(noise.get(key["output_key"], math.inf), key["variance"])
+    return [{"name": f"key {k['id']} (n={k['lwe_dimension']})", "n": k["lwe_dimension"], "log_q": 64,
+             "secret": "binary", "noise_std": math.sqrt(noise[k["id"]]) * 2.0 ** 64}
+            for k in facts["secret_keys"] if noise.get(k["id"], 0) > 0]
+
+
 _COMPILED: dict[tuple[int, str, tuple[str, ...]], Compiled] = {}
 
 
@@ -436,6 +449,7 @@ class Setup:
                 "complexity": f["complexity"],
                 "secret_keys": f["secret_keys"], "bootstrap_keys": f["bootstrap_keys"],
                 "keyswitch_keys": f["keyswitch_keys"], "functions": f["functions"],
+                "lwe_problems": problems(f),
                 "module_functions": list(self.comp.names),
                 "compile_s": round(self.comp.compile_s, 3), "compile_cached": self.cached,
                 "keygen_s": round(self.keygen_s, 3), "warmup_s": round(self.warmup_s, 3),

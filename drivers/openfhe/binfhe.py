@@ -109,6 +109,16 @@ def _context_facts(cc):
     }
 
 
+def problems(n: int, N: int, q_ks: int, Q: int, key_dist: str, sigma: float) -> list[dict]:
+    """PROTOCOL.md lwe_problems: the LWE key modulo q_ks (key switching; as many samples as an attacker
+    wants) and the ring key modulo Q (the bootstrapping key: N samples), both of the context's secret
+    distribution and noise width."""
+    secret = {"secret": "gaussian", "secret_std": sigma} if "gaussian" in key_dist else \
+        {"secret": "binary" if "binary" in key_dist else "ternary"}
+    return [{"name": f"LWE (n={n})", "n": n, "log_q": math.log2(q_ks), **secret, "noise_std": sigma},
+            {"name": f"RLWE (N={N})", "n": N, "log_q": math.log2(Q), **secret, "noise_std": sigma, "samples": N}]
+
+
 # --------------------------------------------------------------------------
 # values
 
@@ -183,6 +193,7 @@ def setup(params):
             "q_ks": facts["q_ks"], "base_ks": facts["base_ks"], "base_g": facts["base_g"],
             "digits_g": facts["digits_g"], "base_r": facts["base_r"],
             "secret": facts["key_dist"], "sigma": facts["sigma"],
+            "lwe_problems": problems(n, N, facts["q_ks"], Q, facts["key_dist"], facts["sigma"]),
         })
     sizes = {
         "client_key": serialized_size(sk),

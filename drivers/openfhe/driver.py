@@ -12,7 +12,9 @@ import os
 import sys
 from functools import partial
 
-DRIVER_VERSION = "0.12.0"  # 0.12.0: P read from the key's binary (no JSON reading in the setup's time); 0.11.0: values freed
+# 0.13.0: binfhe setups state their LWE problems (lwe_problems); 0.12.0: P read from the key's binary (no JSON
+# reading in the setup's time); 0.11.0: values freed
+DRIVER_VERSION = "0.13.0"
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path[:0] = [HERE, os.path.join(HERE, "..", "python_shared")]

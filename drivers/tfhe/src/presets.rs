@@ -113,6 +113,39 @@ fn noise<T: tfhe::core_crypto::prelude::UnsignedInteger>(d: &DynamicDistribution
     }
 }
 
+/// One LWE problem (protocol/PROTOCOL.md "lwe_problems"): a binary secret of dimension `n` modulo
+/// 2^log_q, with the noise of what is encrypted under it in absolute terms (TFHE-rs states a
+/// Gaussian's std relative to the modulus); key-switching and bootstrapping keys give an attacker
+/// as many samples as it wants.
+fn problem<T: tfhe::core_crypto::prelude::UnsignedInteger>(
+    name: String,
+    n: usize,
+    log_q: i32,
+    d: &DynamicDistribution<T>,
+) -> Value {
+    let mut p = json!({"name": name, "n": n, "log_q": log_q, "secret": "binary"});
+    match d {
+        DynamicDistribution::Gaussian(g) => p["noise_std"] = json!(g.std * 2f64.powi(log_q)),
+        DynamicDistribution::TUniform(t) => p["noise_bound_log2"] = json!(t.bound_log2()),
+    }
+    p
+}
+
+/// The LWE key and the GLWE key (as LWE of dimension k*N) a set rests on.
+fn problems<T: tfhe::core_crypto::prelude::UnsignedInteger>(
+    n: usize,
+    k: usize,
+    big_n: usize,
+    log_q: i32,
+    lwe: &DynamicDistribution<T>,
+    glwe: &DynamicDistribution<T>,
+) -> Value {
+    json!([
+        problem(format!("LWE (n={n})"), n, log_q, lwe),
+        problem(format!("GLWE (k*N={})", k * big_n), k * big_n, log_q, glwe),
+    ])
+}
+
 pub fn bool_effective(name: &str, p: &BooleanParameters, p_fail: Option<f64>) -> Value {
     json!({
         "preset": name,
@@ -126,6 +159,9 @@ pub fn bool_effective(name: &str, p: &BooleanParameters, p_fail: Option<f64>) ->
         "encryption_key_choice": format!("{:?}", p.encryption_key_choice),
         "lwe_noise": noise(&p.lwe_noise_distribution),
         "glwe_noise": noise(&p.glwe_noise_distribution),
+        // Boolean ciphertexts are u32 (the native modulus 2^32).
+        "lwe_problems": problems(p.lwe_dimension.0, p.glwe_dimension.0, p.polynomial_size.0, 32,
+                                 &p.lwe_noise_distribution, &p.glwe_noise_distribution),
         "message_modulus": 2,
         "carry_modulus": 1,
         "p_fail": p_fail,
@@ -156,6 +192,9 @@ pub fn shortint_effective(name: &str, p: &AtomicPatternParameters) -> Value {
         "encryption_key_choice": format!("{:?}", p.encryption_key_choice()),
         "lwe_noise": noise(&p.lwe_noise_distribution()),
         "glwe_noise": noise(&p.glwe_noise_distribution()),
+        // Shortint/integer ciphertexts are u64 (the sets here use the native modulus 2^64).
+        "lwe_problems": problems(p.lwe_dimension().0, p.glwe_dimension().0, p.polynomial_size().0, 64,
+                                 &p.lwe_noise_distribution(), &p.glwe_noise_distribution()),
         "message_modulus": p.message_modulus().0,
         "carry_modulus": p.carry_modulus().0,
         "p_fail": p.log2_p_fail(),

@@ -217,6 +217,31 @@ Prime = Annotated[int, Field(strict=True, ge=2, lt=1 << 64)]
 DERIVED = ("q_bits", "p_bits", "log_q", "log_qp")
 
 
+class LweProblem(BaseModel):
+    """One LWE problem a bit scheme's setup rests on (PROTOCOL.md "lwe_problems"), as its driver states it:
+    a secret of dimension `n` (a GLWE key as LWE of dimension k*N), modulo 2^log_q, and the noise of what is
+    encrypted under it (absolute: `noise_std`, or a TUniform bound, `noise_bound_log2`); `samples`: how
+    many an attacker gets (None: as many as it wants, as key-switching and bootstrapping keys give)."""
+
+    model_config = ConfigDict(extra="forbid")
+    name: str
+    n: int
+    log_q: float
+    secret: Literal["binary", "ternary", "gaussian"]
+    secret_std: float | None = None
+    noise_std: float | None = None
+    noise_bound_log2: int | None = None
+    samples: int | None = None
+
+    @model_validator(mode="after")
+    def _one_noise(self) -> "LweProblem":
+        if (self.noise_std is None) == (self.noise_bound_log2 is None):
+            raise ValueError(f"{self.name}: give noise_std or noise_bound_log2, one of them")
+        if (self.secret == "gaussian") != (self.secret_std is not None):
+            raise ValueError(f"{self.name}: secret_std goes with a gaussian secret, and only with it")
+        return self
+
+
 class _Built(BaseModel):
     """Facts of what the library built that a driver reports and a record keeps alike."""
 
@@ -233,6 +258,8 @@ class _Built(BaseModel):
     # The largest log QP any of the setup's keys uses, where a key lives above the ciphertexts' Q·P
     # (Lattigo's bootstrapping keys: log QP 1546 beside a residual 725): the set's security is judged there.
     key_log_qp: float | None = None
+    # Bit schemes: the LWE problems the setup rests on, the security estimate's input.
+    lwe_problems: list[LweProblem] = []
 
 
 class SetupFacts(_Built):

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import csv
 import math
-import re
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from importlib import resources
@@ -187,44 +186,15 @@ def ring_secret(facts: dict, n: int) -> lattice.Secret:
     return lattice.ternary()
 
 
-# TFHE-rs's boolean ciphertexts are u32, its shortint/integer ones u64 (the sets fhemark runs use the native modulus);
-# Concrete's are u64. Their Gaussian widths are stated relative to the modulus, TUniform bounds in integers.
-_NOISE = re.compile(r"^(gaussian)\(std=([0-9.eE+-]+)\)$|^(tuniform)\(bound_log2=(\d+)\)$")
-
-
-def _tfhe_rs_noise(text: str, log_q: int) -> lattice.Noise:
-    m = _NOISE.match(text or "")
-    if m is None:
-        raise ValueError(f"noise '{text}' is neither gaussian(std=..) nor tuniform(bound_log2=..)")
-    return lattice.gaussian(float(m[2]) * 2.0 ** log_q) if m[1] else lattice.tuniform(int(m[4]))
-
-
 def bit_scheme_sets(facts: dict) -> list[lattice.LWE]:
-    """The LWE problems a TFHE-family setup rests on, from the facts its driver reported: each secret
-    key with the noise of what is encrypted under it (key-switching and bootstrapping keys give an
-    attacker as many samples as it wants, so none is limited), GLWE keys as LWE of dimension k*N.
-    Empty when the facts do not say (a driver that reports no dimensions)."""
-    if "secret_keys" in facts:  # Concrete: the optimizer's keys; variances relative to 2^64
-        noise: dict[int, float] = {}
-        for key in facts.get("bootstrap_keys", []) + facts.get("keyswitch_keys", []):
-            noise[key["output_key"]] = min(noise.get(key["output_key"], math.inf), key["variance"])
-        return [lattice.LWE(k["lwe_dimension"], 64, lattice.binary(), lattice.gaussian(math.sqrt(noise[k["id"]]) * 2.0 ** 64),
-                            None, f"key {k['id']} (n={k['lwe_dimension']})")
-                for k in facts["secret_keys"] if noise.get(k["id"], 0) > 0]
-    if "q_ks" in facts:  # OpenFHE binfhe: LWE mod q_ks (key switching), RLWE mod Q (the bootstrapping key, N samples)
-        kind, sigma = str(facts.get("secret", "")), float(facts["sigma"])
-        sec = lattice.gaussian_secret(sigma) if "gaussian" in kind else lattice.binary() if "binary" in kind else \
-            lattice.ternary()
-        n, big_n = int(facts["lwe_dimension"]), int(facts["polynomial_size"])
-        return [lattice.LWE(n, math.log2(facts["q_ks"]), sec, lattice.gaussian(sigma), None, f"LWE (n={n})"),
-                lattice.LWE(big_n, math.log2(facts["Q"]), sec, lattice.gaussian(sigma), big_n, f"RLWE (N={big_n})")]
-    if "lwe_noise" in facts:  # TFHE-rs: binary keys; only shortint/integer sets have an atomic pattern (and u64)
-        log_q = 64 if "atomic_pattern" in facts else 32
-        n, kn = int(facts["lwe_dimension"]), int(facts["glwe_dimension"]) * int(facts["polynomial_size"])
-        return [lattice.LWE(n, log_q, lattice.binary(), _tfhe_rs_noise(facts["lwe_noise"], log_q), None, f"LWE (n={n})"),
-                lattice.LWE(kn, log_q, lattice.binary(), _tfhe_rs_noise(facts["glwe_noise"], log_q), None,
-                            f"GLWE (k*N={kn})")]
-    return []
+    """The LWE problems a TFHE-family setup rests on, as its driver states them (`lwe_problems`,
+    drivers/protocol.py LweProblem); empty where it states none."""
+    def secret(p: dict) -> lattice.Secret:
+        return lattice.gaussian_secret(p["secret_std"]) if p["secret"] == "gaussian" else \
+            lattice.binary() if p["secret"] == "binary" else lattice.ternary()
+    return [lattice.LWE(p["n"], p["log_q"], secret(p), lattice.gaussian(p["noise_std"]) if p.get("noise_std") is not None
+                        else lattice.tuniform(p["noise_bound_log2"]), p.get("samples"), p["name"])
+            for p in facts.get("lwe_problems") or []]
 
 
 def judge_weakest(sets: list[lattice.LWE], table: str = "hestd2018") -> Estimate | None:
