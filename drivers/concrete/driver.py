@@ -81,7 +81,7 @@ from concrete.compiler import ClientProgram, ServerProgram  # noqa: E402
 from concrete.compiler import Value as RawValue  # noqa: E402
 from concrete.fhe.compilation.configuration import SecurityLevel  # noqa: E402  (not re-exported by fhe)
 
-from jsonl_driver import Failure, merged, run_samples, serve, static_capabilities  # noqa: E402
+from jsonl_driver import Failure, Run, merged, serve, static_capabilities  # noqa: E402
 
 # 0.6.0: setups state their LWE problems (lwe_problems); 0.5.0: values freed after their last reader (python_shared)
 DRIVER_VERSION = "0.6.0"
@@ -461,6 +461,9 @@ class Setup:
                 "server_key_in_memory": f["bootstrap_keys"] + f["keyswitch_keys"],
                 "ciphertext": len(fhe.Value(self.encrypt_one(self.std, 0)).serialize())}
 
+    def run_of(self, program: dict) -> "ConcreteRun":
+        return ConcreteRun(self, program)
+
     def note(self) -> str:
         return (f"setup: Concrete compiled the {self.bits}-bit module ({', '.join(self.comp.names)}) in "
                 f"{self.comp.compile_s:.2f} s{' (earlier, same process)' if self.cached else ''}, generated its keys "
@@ -554,28 +557,31 @@ def size_of(v) -> int | None:
     return None
 
 
-def _output(vals: dict, name: str) -> dict:
-    if not isinstance(vals.get(name), np.ndarray):
-        raise Failure("internal", f"output {name!r} is not a decrypted vector")
-    return vec_out_u64(vals[name])
+class ConcreteRun(Run):
+    """A program on a Concrete setup (the frame: jsonl_driver.handle_run): its notes say which compiled
+    function each op called and how many table lookups it took."""
 
+    def __init__(self, s: Setup, program: dict):
+        super().__init__(s)
+        self.std = dict(sk=s.std)
+        self.notes = [s.note()]
+        for op in sorted({st["op"] for st in program["steps"]} & set(FUNCS)):
+            f = s.comp.facts["functions"][op]
+            self.notes.append(f"{op}: one call of Concrete's compiled function '{FUNCS[op]}' on {s.comp.chunks} chunks "
+                              f"of {CHUNK_BITS} bits: {f['pbs']} table lookups (programmable bootstraps)")
+        if program.get("noise") or program.get("levels"):
+            self.notes.append(NOT_APPLICABLE)
 
-def handle_run(s: Setup, req: dict) -> dict:
-    program = req["program"]
-    result, vals = run_samples(program, req["samples"],
-                               lambda st, attrs, env: prepare(s, st["op"], st.get("args", []), attrs, env),
-                               _output, dict(sk=s.std))
-    sizes = {n: size_of(vals.get(n)) for n in program.get("sizes", [])}
-    notes = [s.note()]
-    used = {st["op"] for st in program["steps"]} & set(FUNCS)
-    for op in sorted(used):
-        f = s.comp.facts["functions"][op]
-        notes.append(f"{op}: one call of Concrete's compiled function '{FUNCS[op]}' on {s.comp.chunks} chunks of "
-                     f"{CHUNK_BITS} bits: {f['pbs']} table lookups (programmable bootstraps)")
-    if program.get("noise") or program.get("levels"):
-        notes.append(NOT_APPLICABLE)
-    result.update(sizes_bytes={n: v for n, v in sizes.items() if v is not None}, notes=notes)
-    return result
+    def prepare(self, st: dict, attrs: dict, vals: dict) -> tuple:
+        return prepare(self.s, st["op"], st.get("args", []), attrs, vals)
+
+    def output(self, vals: dict, name: str) -> dict:
+        if not isinstance(vals.get(name), np.ndarray):
+            raise Failure("internal", f"output {name!r} is not a decrypted vector")
+        return vec_out_u64(vals[name])
+
+    def size(self, name: str, value) -> int | None:
+        return size_of(value)
 
 
 def openmp_threads() -> tuple[list[str], int | None]:
@@ -621,4 +627,4 @@ def capabilities() -> dict:
 
 
 if __name__ == "__main__":
-    serve(capabilities, Setup, handle_run)
+    serve(capabilities, Setup)

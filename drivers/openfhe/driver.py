@@ -24,7 +24,7 @@ from threads import wanted  # noqa: E402
 _THREADS_WANTED = wanted()
 
 import numpy as np  # noqa: E402
-from jsonl_driver import (Failure, binding_call_ns, merged, regions_of, run_samples, serve,  # noqa: E402
+from jsonl_driver import (Failure, Run, binding_call_ns, merged, regions_of, run_request, serve,  # noqa: E402
                           static_capabilities, vec_out)
 
 try:
@@ -165,20 +165,53 @@ def setup(scheme, params, rotations, allow_insecure):
 RELIN_OPS = ("mul_relin", "square_relin", "relinearize")
 
 
-class Program:
-    """A run's steps as prepared calls: prepare(step, attrs, env) -> (call, wrap), the shared step
-    walk's shape. `call` is what the timed region brackets (arguments, keys, automorphism indices,
-    scalars and the outputs of `_into` forms are resolved before); wrap(result) is the value kept
-    (None: the result itself). `towers` keeps each value's RNS limb count (BFV levels), read only
-    by later steps (a region's steps are independent)."""
+class Program(Run):
+    """A run's steps as prepared calls (the frame: jsonl_driver.run_request): prepare(step, attrs, env)
+    -> (call, wrap), the shared step walk's shape. `call` is what the timed region brackets (arguments,
+    keys, automorphism indices, scalars and the outputs of `_into` forms are resolved before);
+    wrap(result) is the value kept (None: the result itself). `towers` keeps each value's RNS limb
+    count (BFV levels), read only by later steps (a region's steps are independent)."""
 
     def __init__(self, setup):
-        self.s = setup
+        super().__init__(setup)
         self.cc = setup.cc
-        self.notes = []
         self.towers = {}
         self.saved_mult = None
         self.saved_auto = None
+
+    def __exit__(self, kind, exc, tb):
+        self.restore_caches()  # a failed keygen step must not leave the key caches emptied
+
+    def output(self, env, name):
+        v = np.asarray(env[name])
+        if v.dtype == object or v.ndim != 1:
+            raise Failure("internal", "output %r is not a decoded vector" % name)
+        # BFV/BGV: OpenFHE's centred values, which the orchestrator reduces mod t
+        return vec_out(np.real(v).astype(np.float64) if self.s.scheme == "ckks" else v.astype(np.int64))
+
+    def size(self, name, v):
+        return value_size(self.s, self.val({}, name) if v is None and name in ("sk", "pk", "rlk", "gk") else v)
+
+    def level(self, name, v):
+        if self.s.scheme == "bfv":
+            return None if v is None else int(self.towers.get(name, self.s.L + 1)) - 1
+        return self.s.L - int(v.GetLevel()) if isinstance(v, (ofhe.Ciphertext, ofhe.Plaintext)) else None
+
+    def noise(self, names, env):
+        """BFV/BGV: the raw decryptions fhemark turns into noise budgets (OpenFHE has no noise-budget call)."""
+        if not names or self.s.scheme not in ("bfv", "bgv"):
+            return {}
+        s = self.s
+        s.roots = s.roots or noise_mod.context_roots(s.cc)
+        raw = {}
+        for name in names:
+            ct = env.get(name)
+            sk = SECRET_KEYS.get(ct.GetKeyTag()) if isinstance(ct, ofhe.Ciphertext) else None
+            if sk is not None:
+                raw[name] = noise_mod.raw_decryption(ct, sk, s.roots, s.scheme, s.t)
+        self.notes.append("noise budget computed by fhemark from the raw decryption the driver reads from the "
+                          "serialized ciphertext and secret key (OpenFHE has no noise-budget call)")
+        return {"raw_decryptions": raw}
 
     # values ------------------------------------------------------------
     def val(self, env, name):
@@ -526,56 +559,11 @@ def handle_run(s, req):
             why = routines.WHY_NOT.get(st["op"])
             raise Failure("unsupported", "OpenFHE %s has no op %r%s" % (
                 s.scheme.upper() if s.scheme in SCHEMES else s.scheme, st["op"], " (%s)" % why if why else ""))
-    if s.scheme == "tfhe_bool":
-        with compat.older_binding():
+    with compat.older_binding():
+        if s.scheme == "tfhe_bool":
             return binfhe.run(s, program, req["samples"])
-    check_key_regions(program)
-    prog = Program(s)
-
-    def output(env, name):
-        v = np.asarray(env[name])
-        if v.dtype == object or v.ndim != 1:
-            raise Failure("internal", "output %r is not a decoded vector" % name)
-        # BFV/BGV: OpenFHE's centred values, which the orchestrator reduces mod t
-        return vec_out(np.real(v).astype(np.float64) if s.scheme == "ckks" else v.astype(np.int64))
-    try:
-        with compat.older_binding():
-            result, env = run_samples(program, req["samples"], prog.prepare, output, pool=req.get("pool"),
-                                       kept=s.kept_pools)
-    finally:
-        prog.restore_caches()  # a failed keygen step must not leave the key caches emptied
-    notes = prog.notes
-    # facts about the last sample's values
-    if program.get("noise") and s.scheme in ("bfv", "bgv"):
-        s.roots = s.roots or noise_mod.context_roots(s.cc)
-        raw = {}
-        for name in program["noise"]:
-            ct = env.get(name)
-            sk = SECRET_KEYS.get(ct.GetKeyTag()) if isinstance(ct, ofhe.Ciphertext) else None
-            if sk is None:
-                continue
-            raw[name] = noise_mod.raw_decryption(ct, sk, s.roots, s.scheme, s.t)
-        result["raw_decryptions"] = raw
-        notes.append("noise budget computed by fhemark from the raw decryption the driver reads from the "
-                     "serialized ciphertext and secret key (OpenFHE has no noise-budget call)")
-    if program.get("sizes"):
-        sizes = {name: value_size(s, env[name] if name in env else prog.val(env, name)
-                                  if name in ("sk", "pk", "rlk", "gk") else None) for name in program["sizes"]}
-        result["sizes_bytes"] = {name: v for name, v in sizes.items() if v is not None}
-    if program.get("levels"):
-        lv = {}
-        for name in program["levels"]:
-            v = env.get(name)
-            if v is None:
-                continue
-            if s.scheme == "bfv":
-                lv[name] = int(prog.towers.get(name, s.L + 1)) - 1
-            elif isinstance(v, (ofhe.Ciphertext, ofhe.Plaintext)):
-                lv[name] = s.L - int(v.GetLevel())
-        result["levels"] = lv
-    if notes:
-        result["notes"] = notes
-    return result
+        check_key_regions(program)
+        return run_request(Program(s), req, s.kept_pools)
 
 
 def value_size(s, v):

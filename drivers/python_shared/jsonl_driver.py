@@ -227,6 +227,66 @@ def array_out(vals: dict, name: str) -> dict:
     return vec_out(np.asarray(vals[name]))
 
 
+class Run:
+    """One `run` request's program on a setup, as a driver supplies it to the frame (`handle_run`); a
+    context around the samples (a driver may translate its library's errors on the way out, or restore
+    what the run changed). A driver supplies `prepare(step, attrs, vals)`, the step's call in
+    run_steps' shape, and where its library differs from the defaults: `std` (the setup's values a
+    program names: keys), `arm` (run_steps' region arming), `output`, the facts of the last sample's
+    values the program asks for (`size`, `level`: None where there is none; `noise`: the result's noise
+    fields) and `notes` (what the run did that the record should say)."""
+
+    std: dict = {}
+    arm: Callable | None = None
+
+    def __init__(self, setup):
+        self.s = setup
+        self.notes: list[str] = []
+
+    def __enter__(self) -> "Run":
+        return self
+
+    def __exit__(self, kind, exc, tb) -> None:
+        return None
+
+    def prepare(self, step: dict, attrs: dict, vals: dict):
+        raise NotImplementedError
+
+    def output(self, vals: dict, name: str) -> dict:
+        return array_out(vals, name)
+
+    def size(self, name: str, value) -> int | None:
+        return None
+
+    def level(self, name: str, value) -> int | None:
+        return None
+
+    def noise(self, names: list[str], vals: dict) -> dict:
+        return {}
+
+
+def handle_run(setup, req: dict) -> dict:
+    """The `run` frame every Python driver shares, with the setup's Run for the program (`setup.run_of`,
+    which may refuse it before anything runs)."""
+    return run_request(setup.run_of(req["program"]), req, setup.kept_pools)
+
+
+def run_request(run: Run, req: dict, kept: dict) -> dict:
+    """A `run` request's samples through `run` (run_samples), then the facts of the last sample's values
+    the program names under `sizes`, `levels` and `noise`, and the run's notes."""
+    program = req["program"]
+    with run:
+        result, vals = run_samples(program, req["samples"], run.prepare, run.output, run.std, run.arm,
+                                   req.get("pool"), kept)
+    sizes = {n: run.size(n, vals.get(n)) for n in program.get("sizes", [])}
+    levels = {n: run.level(n, vals.get(n)) for n in program.get("levels", [])}
+    result.update(sizes_bytes={n: b for n, b in sizes.items() if b is not None},
+                  levels={n: lv for n, lv in levels.items() if lv is not None}, **run.noise(program.get("noise", []), vals))
+    if run.notes:
+        result["notes"] = run.notes
+    return result
+
+
 def static_capabilities(folder: str | Path, ops: dict[str, list[str]]) -> dict:
     """The driver's capabilities.json (its static facts, PROTOCOL.md "capabilities") with each scheme's
     ops from the driver's own op table. Read at start-up: a file whose schemes are not the table's, or
@@ -250,13 +310,14 @@ def merged(static: dict, facts: dict) -> dict:
     return out
 
 
-def serve(capabilities: Callable[[], dict], setup: Callable, handle_run: Callable[[object, dict], dict],
+def serve(capabilities: Callable[[], dict], setup: Callable, run: Callable[[object, dict], dict] = handle_run,
           unexpected: Callable[[Exception], str] | None = None,
           optional: dict[str, Callable[[dict], dict]] | None = None) -> None:
     """Answer requests on stdin, one JSON line each, until shutdown or end of input. `setup` is
     called with (scheme, params, rotations, allow_insecure), and with the request's `ops` where it
-    has an `ops` parameter, and must offer
-    effective(params) and sizes() (and may hold setup_notes); handle_run(setup, request).
+    has an `ops` parameter, and must offer effective(params), sizes() and run_of(program) (a Run;
+    it may hold setup_notes); run(setup, request): the frame (`handle_run`) unless a driver runs a
+    scheme another way.
     unexpected(exc) words an exception that is no Failure (default: its type and message).
     optional: the optional requests the driver answers (PROTOCOL.md: auto_params), type ->
     handler(request) -> result; any other type is `unsupported`."""
@@ -287,7 +348,7 @@ def serve(capabilities: Callable[[], dict], setup: Callable, handle_run: Callabl
             elif kind == "run":
                 if req["setup_id"] not in setups:
                     raise Failure("internal", f"unknown setup_id '{req['setup_id']}'")
-                result = handle_run(setups[req["setup_id"]], req)
+                result = run(setups[req["setup_id"]], req)
             elif kind in (optional or {}):
                 result = optional[kind](req)
             elif kind == "shutdown":

@@ -18,7 +18,7 @@ import seal
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "python_shared"))
 import chain  # noqa: E402
-from jsonl_driver import Failure, array_out, merged, run_samples, serve, static_capabilities  # noqa: E402
+from jsonl_driver import Failure, Run, merged, serve, static_capabilities  # noqa: E402
 
 DRIVER_VERSION = "0.9.0"  # 0.9.0: scaling primes that hold the CKKS scale (chain.py); values freed after their last reader
 SCHEMES = {"bfv": seal.scheme_type.bfv, "bgv": seal.scheme_type.bgv, "ckks": seal.scheme_type.ckks}
@@ -149,6 +149,9 @@ class Setup:
 
     def level(self, obj) -> int:
         return self.ctx.get_context_data(obj.parms_id()).chain_index()
+
+    def run_of(self, program: dict) -> "SealRun":
+        return SealRun(self)
 
 
 def prepare(s: Setup, op: str, args: list, attrs: dict, vals: dict, notes: list[str]):
@@ -340,27 +343,33 @@ def coeffs_of(pt, n: int, t: int) -> np.ndarray:
 SCALE_OUT_OF_BOUNDS = "scale out of bounds"
 
 
-def handle_run(s: Setup, req: dict) -> dict:
-    program, notes = req["program"], []
-    try:
-        result, vals = run_samples(program, req["samples"],
-                                   lambda st, attrs, env: prepare(s, st["op"], st.get("args", []), attrs, env, notes),
-                                   array_out, dict(sk=s.sk, pk=s.pk, rlk=s.rlk, gk=s.gk), pool=req.get("pool"),
-                                   kept=s.kept_pools)
-    except ValueError as exc:
-        if SCALE_OUT_OF_BOUNDS not in str(exc):
-            raise
-        raise Failure("invalid_params", f"SEAL: {SCALE_OUT_OF_BOUNDS}: a product's or an encoding's scale needs as many "
-                      "bits as the primes left at its level, or more (the chain has too little room above the scale "
-                      "for this program): give larger primes (a larger first prime, more room above the scale) or "
-                      "more of them") from exc
-    result.update(sizes_bytes={n: size_of(vals[n]) for n in program.get("sizes", [])},
-                  levels={n: s.level(vals[n]) for n in program.get("levels", [])})
-    if s.scheme != "ckks":
-        result["noise_budget_bits"] = {n: s.decryptor.invariant_noise_budget(vals[n]) for n in program.get("noise", [])}
-    if notes:
-        result["notes"] = notes
-    return result
+class SealRun(Run):
+    """A program on a SEAL setup (the frame: jsonl_driver.handle_run)."""
+
+    def __init__(self, s: Setup):
+        super().__init__(s)
+        self.std = dict(sk=s.sk, pk=s.pk, rlk=s.rlk, gk=s.gk)
+
+    def prepare(self, st: dict, attrs: dict, vals: dict):
+        return prepare(self.s, st["op"], st.get("args", []), attrs, vals, self.notes)
+
+    def __exit__(self, kind, exc, tb) -> None:
+        if isinstance(exc, ValueError) and SCALE_OUT_OF_BOUNDS in str(exc):
+            raise Failure("invalid_params", f"SEAL: {SCALE_OUT_OF_BOUNDS}: a product's or an encoding's scale needs as "
+                          "many bits as the primes left at its level, or more (the chain has too little room above "
+                          "the scale for this program): give larger primes (a larger first prime, more room above "
+                          "the scale) or more of them") from exc
+
+    def size(self, name: str, value) -> int | None:
+        return None if value is None else size_of(value)
+
+    def level(self, name: str, value) -> int | None:
+        return None if value is None else self.s.level(value)
+
+    def noise(self, names: list[str], vals: dict) -> dict:
+        if self.s.scheme == "ckks":
+            return {}
+        return {"noise_budget_bits": {n: self.s.decryptor.invariant_noise_budget(vals[n]) for n in names}}
 
 
 def size_of(obj) -> int:
@@ -383,4 +392,4 @@ def capabilities() -> dict:
 
 if __name__ == "__main__":
     os.environ.setdefault("OMP_NUM_THREADS", "1")
-    serve(capabilities, Setup, handle_run)
+    serve(capabilities, Setup)

@@ -34,7 +34,7 @@ import tenseal.sealapi as sa  # TenSEAL's bundled SEAL API: registers seal::Modu
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "python_shared"))
 from threads import wanted  # noqa: E402
-from jsonl_driver import Failure, array_out, merged, run_samples, serve, static_capabilities  # noqa: E402
+from jsonl_driver import Failure, Run, merged, serve, static_capabilities  # noqa: E402
 
 import routines  # noqa: E402  (this folder: TenSEAL's sum, dot, polyval for native variants)
 
@@ -190,6 +190,9 @@ class Setup:
 
     def noise(self, vec) -> int:
         return vec.context().decryptor().invariant_noise_budget(vec.ciphertext()[0])
+
+    def run_of(self, program: dict) -> "TensealRun":
+        return TensealRun(self, program)
 
 
 class Prepared(NamedTuple):
@@ -394,22 +397,34 @@ def arm_region(name: str | None, prepared: list[Prepared]) -> Callable:
     return lambda: [p.disarm() for p in prepared]
 
 
-def handle_run(s: Setup, req: dict) -> dict:
-    program = req["program"]
-    result, vals = run_samples(program, req["samples"],
-                               lambda st, attrs, env: prepare(s, st["op"], st.get("args", []), attrs, env),
-                               array_out, dict(sk=s.sym, pk=s.ctx, rlk=s.ctx, gk=s.ctx), arm_region, req.get("pool"),
-                               s.kept_pools)
-    # TenSEAL has no plaintext object to serialize: sizes, levels and noise are of its vectors only.
-    vecs = {n: vals[n] for n in set(program.get("sizes", [])) | set(program.get("levels", []))
-            | set(program.get("noise", [])) if is_vector(vals.get(n))}
-    result.update(sizes_bytes={n: len(vecs[n].serialize()) for n in program.get("sizes", []) if n in vecs},
-                  levels={n: s.level(vecs[n]) for n in program.get("levels", []) if n in vecs})
-    if s.scheme != "ckks":
-        result["noise_budget_bits"] = {n: s.noise(vecs[n]) for n in program.get("noise", []) if n in vecs}
-    if s.notes and any(st["op"] in routines.NAMES for st in program["steps"]):
-        result["notes"] = sorted(s.notes)
-    return result
+class TensealRun(Run):
+    """A program on a TenSEAL setup (the frame: jsonl_driver.handle_run). TenSEAL has no plaintext object
+    to serialize: sizes, levels and noise are of its vectors only."""
+
+    arm = staticmethod(arm_region)
+
+    def __init__(self, s: Setup, program: dict):
+        super().__init__(s)
+        self.std = dict(sk=s.sym, pk=s.ctx, rlk=s.ctx, gk=s.ctx)
+        self.routines = any(st["op"] in routines.NAMES for st in program["steps"])
+
+    def __exit__(self, kind, exc, tb) -> None:
+        if self.routines:
+            self.notes = sorted(self.s.notes)  # what the routines did untimed for this setup (keys made), so far
+
+    def prepare(self, st: dict, attrs: dict, vals: dict) -> Prepared:
+        return prepare(self.s, st["op"], st.get("args", []), attrs, vals)
+
+    def size(self, name: str, value) -> int | None:
+        return len(value.serialize()) if is_vector(value) else None
+
+    def level(self, name: str, value) -> int | None:
+        return self.s.level(value) if is_vector(value) else None
+
+    def noise(self, names: list[str], vals: dict) -> dict:
+        if self.s.scheme == "ckks":
+            return {}
+        return {"noise_budget_bits": {n: self.s.noise(vals[n]) for n in names if is_vector(vals.get(n))}}
 
 
 _BUILD: dict = {}
@@ -453,4 +468,4 @@ def capabilities() -> dict:
 
 if __name__ == "__main__":
     os.environ.setdefault("OMP_NUM_THREADS", "1")
-    serve(capabilities, Setup, handle_run)
+    serve(capabilities, Setup)
