@@ -125,3 +125,22 @@ def test_under_a_budget_every_library_s_rings_come_before_any_other_way(monkeypa
                    auto=lambda lib, need, found: {**found, "p_bits": [60] * 6} if lib == "openfhe" else None)
     assert origins == [("lattigo", "search"), ("openfhe", "search"), ("lattigo", "lattigo-bootstrap"),
                        ("openfhe", "openfhe-bootstrap"), ("openfhe", "openfhe-auto")], origins
+
+
+def test_a_computation_s_requirements_are_derived_once_per_scheme(monkeypatch, tmp_path):
+    """choose asks what the program needs for every scheme, per library and way, for the memory
+    prediction and for a pinned set: the cleartext replays behind it run once per computation and
+    scheme, and every step reads the same answer."""
+    from fhemark.model import requirements
+    from made_workloads import chain
+    w = chain(tmp_path, 6, 16.0, "once")
+    before = requirements.derive.cache_info()
+
+    def fake_search(w, need, lib, space, repeats, db, say, origin="search", deadline=None):
+        return chooser.Candidate(lib, need.scheme, space[0], origin, verified=True)
+    monkeypatch.setattr(chooser, "_search", fake_search)
+    monkeypatch.setattr(chooser, "_measure", lambda ans, store, say: None)
+    chooser.choose(w, {"seal": ("ckks",), "tenseal": ("ckks",)}, None, 128, "hestd2018", 1)
+    after = requirements.derive.cache_info()
+    # one derivation (the program's one scheme), read again by each library's search
+    assert after.misses - before.misses == 1 and after.hits - before.hits >= 2, (before, after)

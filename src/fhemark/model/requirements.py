@@ -14,6 +14,7 @@ from __future__ import annotations
 import math
 from collections import Counter
 from dataclasses import asdict, dataclass, field
+from functools import lru_cache
 from typing import Callable
 
 import numpy as np
@@ -71,7 +72,10 @@ class Requirements:
         return asdict(self)
 
 
+@lru_cache(maxsize=256)
 def derive(w: Workload, scheme: str) -> Requirements:
+    """What `w` needs on `scheme`, read from its program and cleartext replays: derived once per
+    computation and scheme (a workload is hashed by identity), however many of choose's steps ask."""
     prog = w.program(scheme)
     at = walk(prog)
     levels = max((lv for lv, _ in at.values()), default=0)
