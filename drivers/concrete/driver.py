@@ -564,6 +564,12 @@ class ConcreteRun(Run):
     def __init__(self, s: Setup, program: dict):
         super().__init__(s)
         self.std = dict(sk=s.std)
+        self.program = program
+
+    def __exit__(self, kind, exc, tb) -> None:
+        if exc is not None:  # an op the setup did not compile is refused by prepare, with the ones it did
+            return
+        s, program = self.s, self.program
         self.notes = [s.note()]
         for op in sorted({st["op"] for st in program["steps"]} & set(FUNCS)):
             f = s.comp.facts["functions"][op]
