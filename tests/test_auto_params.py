@@ -127,6 +127,30 @@ def test_under_a_budget_every_library_s_rings_come_before_any_other_way(monkeypa
                        ("openfhe", "openfhe-bootstrap"), ("openfhe", "openfhe-auto")], origins
 
 
+def test_a_budget_is_shared_among_the_libraries_rings(monkeypatch, tmp_path):
+    """--budget: each library whose rings hold the program gets an even share of what is left for them,
+    an earlier library's unused time passing on; a library no ring of which holds it takes no share, and the
+    later ways (bootstrapping) have the budget's end (depth 40 under 20 minutes: Lattigo's rings took the
+    whole budget and OpenFHE's were never begun)."""
+    import time
+
+    from made_workloads import chain
+    w = chain(tmp_path, 40, 16.0, "deep40")
+    shares = {}
+
+    def fake_search(w, need, lib, space, repeats, db, say, origin="search", deadline=None):
+        shares[(lib, origin)] = deadline - time.monotonic()
+        return chooser.Candidate(lib, need.scheme, None, origin)
+    monkeypatch.setattr(chooser, "_search", fake_search)
+    monkeypatch.setattr(chooser, "_measure", lambda ans, store, say: None)
+    chooser.choose(w, {"seal": ("ckks",), "lattigo": ("ckks",), "openfhe": ("ckks",)}, None, 128, "hestd2018", 1,
+                   budget_s=1000.0)
+    assert shares[("lattigo", "search")] == pytest.approx(500, abs=5), shares  # seal holds it nowhere: two share
+    assert shares[("openfhe", "search")] == pytest.approx(1000, abs=5), shares  # lattigo's unused half passes on
+    assert shares[("lattigo", "lattigo-bootstrap")] == pytest.approx(1000, abs=5), shares
+    assert ("seal", "search") not in shares
+
+
 def test_a_computation_s_requirements_are_derived_once_per_scheme(monkeypatch, tmp_path):
     """choose asks what the program needs for every scheme, per library and way, for the memory
     prediction and for a pinned set: the cleartext replays behind it run once per computation and

@@ -196,12 +196,14 @@ def choose(w: Workload, libraries: dict[str, tuple[str, ...]], precision: float 
         # its own choice of a ring): under a --budget, the first library's bootstrapping must not spend the
         # time the next library's rings need (depth 60: Lattigo's search and bootstrapping took the 50
         # minutes OpenFHE's rings needed).
+        # Each library's rings get an even share of what is left of the budget, an earlier library's unused share
+        # passing on (depth 40, --budget 20: Lattigo's rings took it all and OpenFHE's were never begun).
+        searching = [lib for lib in libs if search_space(w, req, need.for_library(lib))]
         later: list[list[Callable[[], list[Candidate]]]] = [[], []]
-        for lib, schemes in libraries.items():
-            if scheme not in schemes:
-                continue
+        for lib in libs:
+            share = _share(deadline, len(searching) - searching.index(lib)) if lib in searching else deadline
             for v in dict.fromkeys(ways.named(w, polynomial=p) for p in polynomial or (None,)):
-                now, then = _on(v, lib, scheme, ask, repeats, verify_db, say, auto, deadline)
+                now, then = _on(v, lib, scheme, ask, repeats, verify_db, say, auto, (share, deadline))
                 ans.chosen += now
                 for stage, step in zip(later, then):
                     stage.append(step)
@@ -220,13 +222,24 @@ def choose(w: Workload, libraries: dict[str, tuple[str, ...]], precision: float 
 Steps = tuple[Callable[[], list[Candidate]], ...]
 
 
+def _share(deadline: float | None, left: int) -> float | None:
+    """When one of `left` libraries still to search must stop beginning sets: now plus an even share of
+    the time left before `deadline` (time.monotonic())."""
+    if deadline is None:
+        return None
+    now = time.monotonic()
+    return now + max(0.0, deadline - now) / left
+
+
 def _on(v: Workload, lib: str, scheme: str, ask: Need, repeats: int, db: Store | None,
         say: Callable[..., None], auto: Callable[[str, Need, dict | None], dict | None] | None,
-        deadline: float | None = None) -> tuple[list[Candidate], Steps]:
+        deadlines: tuple[float | None, float | None] = (None, None)) -> tuple[list[Candidate], Steps]:
     """`v` searched on `lib` with the levels the library's own routines consume (routines.py: OpenFHE's
     EvalPoly more than the tree's), and where the library lacks a routine the program calls, fhemark's
     program of primitives in its place (ways.py): the rows found, and the later steps, which `choose`
-    takes after every library's rings (the library's bootstrapping set, then its own choice of a ring)."""
+    takes after every library's rings (the library's bootstrapping set, then its own choice of a ring).
+    `deadlines`: the library's share of the --budget for its rings, and the budget's end for the later steps."""
+    share, deadline = deadlines
     req = derive(v, scheme)
     need = _need(req, ask).for_library(lib)
     if scheme == "ckks":
@@ -245,11 +258,11 @@ def _on(v: Workload, lib: str, scheme: str, ask: Need, repeats: int, db: Store |
     if not space:
         return [Candidate(lib, scheme, origin=origin, tried=[f"no ring {lib} builds holds it: {short_of(need, lib + ' builds')}"],
                           workload=v, routine=by, levels_needed=need.depth)], (booted,)
-    c = _search(v, need, lib, space, repeats, db, say, origin=origin, deadline=deadline)
+    c = _search(v, need, lib, space, repeats, db, say, origin=origin, deadline=share)
     c.workload, c.routine, c.levels_needed = v, by, need.depth
     if not c.verified and v.native and c.last_status == "unsupported" and by and "library" in by:
         say("searching parameters", f"{lib} {scheme}: fhemark's routines in place of the library's")
-        instead, steps = _on(ways.named(v, native=False), lib, scheme, ask, repeats, db, say, auto, deadline)
+        instead, steps = _on(ways.named(v, native=False), lib, scheme, ask, repeats, db, say, auto, deadlines)
         instead[0].tried[:0] = [f"the library's routine: {why}" for why in c.tried]
         return instead, steps
 
