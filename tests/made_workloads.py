@@ -32,8 +32,8 @@ def chain(folder: Path, depth: int, precision: float, name: str = "chain_t") -> 
     return w
 
 
-def every_row(found: tuple) -> list:
-    """One library's rows from choose's `_on`: those it found, then its later steps' (`choose` takes
-    those after every library's rings; a test of one library takes them at once)."""
-    now, steps = found
-    return now + [row for step in steps for row in step()]
+def every_row(w: Workload, lib: str, scheme: str, ask, say=lambda *a, **k: None) -> list:
+    """One library's rows as choose finds them (its rings, its bootstrapping set, its own choice), nothing
+    measured, no --budget; `ask`: choose.asked(...)."""
+    from fhemark.advise import choose as chooser
+    return chooser._ways(w, scheme, [lib], (), chooser._Run(ask, 1, None, say), None)

@@ -151,33 +151,62 @@ def test_each_library_declares_its_bootstrapping_sets_the_cheapest_first_or_none
     assert bootstrapping("seal", "ckks") is None and bootstrapping("lattigo", "bfv") is None
 
 
-def _searched(monkeypatch) -> list[tuple[str, list[dict], str]]:
-    """choose's search, recorded instead of run: (the way's name, the sets, the origin) per call."""
+def _searched(monkeypatch, ring_n: int | None = None, short: tuple[str, ...] = ()) -> list[tuple[str, list[dict], str]]:
+    """choose's search, recorded instead of run: (the way's name, the sets, the origin) per call. A ring
+    search passes at its first set (at `ring_n`, where given); a bootstrapping preset in `short` falls short
+    of precision, as its verification would say."""
     calls: list[tuple[str, list[dict], str]] = []
 
     def search(w, need, lib, space, repeats, db, say, origin="search", deadline=None):
         calls.append((w.name, space, origin))
-        return Candidate(lib, need.scheme, space[0], origin, verified=True)
+        spec = {**space[0], "N": ring_n} if ring_n and "preset" not in space[0] else space[0]
+        if spec.get("preset") in short:
+            return Candidate(lib, need.scheme, None, origin, tried=[f"{spec['preset']}: precision short"],
+                             last_status="wrong_result", last_refusal="precision_short")
+        return Candidate(lib, need.scheme, spec, origin, verified=True)
     monkeypatch.setattr(chooser, "_search", search)
     return calls
 
 
 def test_choose_ranks_the_bootstrapping_set_beside_the_smallest_ring_that_holds_the_depth(monkeypatch):
-    """Depth 12 at 20 bits: Lattigo is searched in its rings (the whole depth) and at its bootstrapping
-    set (one bootstrap); SEAL, which declares none, in its rings alone."""
-    calls = _searched(monkeypatch)
+    """Depth 12 at 20 bits whose rings pass only at N = 2^17: Lattigo is searched in its rings (the whole
+    depth) and at its bootstrapping set (one bootstrap, N = 2^16); SEAL, which declares none, in its rings
+    alone."""
+    calls = _searched(monkeypatch, ring_n=131072)
     ask = chooser.asked(20.0, 128, "hestd2018")
-    rows = every_row(chooser._on(chain(12), "lattigo", "ckks", ask, 1, None, lambda *a, **k: None, None))
+    rows = every_row(chain(12), "lattigo", "ckks", ask)
     assert [c.origin for c in rows] == ["search", "lattigo-bootstrap"]
     name, space, _ = calls[1]
     # 20 bits + the search's 2: only the full-slot set's measured 24.9 bits reach them (the sparse ones 17.3, 19.1)
     assert name == "chain12_t__boot9" and space == [{"preset": "lattigo_bootstrap_default", "N": 65536}]
     assert rows[1].bootstraps == 1 and rows[1].levels_needed == 9 and rows[0].levels_needed == 12
     calls.clear()
-    none = lambda *a, **k: None  # noqa: E731
-    assert [c.origin for c in every_row(chooser._on(chain(12), "seal", "ckks", ask, 1, None, none, None))] == ["search"]
+    assert [c.origin for c in every_row(chain(12), "seal", "ckks", ask)] == ["search"]
     # shallower than a bootstrap's levels: the rings alone
-    assert [c.origin for c in every_row(chooser._on(chain(5), "lattigo", "ckks", ask, 1, None, none, None))] == ["search"]
+    assert [c.origin for c in every_row(chain(5), "lattigo", "ckks", ask)] == ["search"]
+
+
+def test_a_ring_no_larger_than_the_bootstrapping_set_s_leaves_bootstrapping_untried_and_says_why(monkeypatch):
+    """Depth 12 held at a ring no larger than the bootstrapping set's N = 2^16: the bootstrapped program
+    would run that ring's operations plus its bootstraps, so it is not run, and its row says so."""
+    calls = _searched(monkeypatch)
+    rows = every_row(chain(12), "lattigo", "ckks", chooser.asked(20.0, 128, "hestd2018"))
+    assert [c.origin for c in rows] == ["search", "lattigo-bootstrap"] and len(calls) == 1
+    assert rows[0].verified and rows[0].spec["N"] <= 65536 and not rows[1].verified
+    assert f"not tried, lattigo's ring of N = {rows[0].spec['N']} holds the whole depth" in rows[1].tried[0]
+
+
+def test_a_bootstrapping_set_short_of_precision_leaves_the_next_more_precise_one_to_be_tried(monkeypatch):
+    """Depth 60 at 16 bits: Lattigo's 64-slot set (19.1 bits after one bootstrap) is the cheapest that
+    reaches 16 + 2; where the program falls short of precision there (12.9 bits after six bootstraps), its
+    full set (24.9) is tried next, the row keeping why the first failed."""
+    calls = _searched(monkeypatch, ring_n=131072, short=("lattigo_bootstrap_sparse",))
+    rows = every_row(chain(60), "lattigo", "ckks", chooser.asked(16.0, 128, "hestd2018"))
+    booted = [c[1][0] for c in calls if c[2] == "lattigo-bootstrap"]
+    assert booted == [{"preset": "lattigo_bootstrap_sparse", "N": 65536, "sparse_slots": 64},
+                      {"preset": "lattigo_bootstrap_default", "N": 65536}], booted
+    assert rows[-1].verified and rows[-1].spec["preset"] == "lattigo_bootstrap_default"
+    assert rows[-1].tried == ["lattigo_bootstrap_sparse: precision short"]
 
 
 def test_a_depth_no_ring_holds_is_answered_by_bootstrapping_not_called_impossible(monkeypatch):
@@ -198,9 +227,9 @@ def test_a_program_that_places_bootstrap_runs_only_at_a_bootstrapping_set(monkey
     w = Workload("placed_t", lambda c: c.rescaled(c.square(c.bootstrap(c.rescaled(c.square(c.encrypted("x")))))),
                  {"x": Uniform(-1, 1, length=8)}, schemes=("ckks",))
     ask = chooser.asked(20.0, 128, "hestd2018")
-    (row,) = every_row(chooser._on(w, "lattigo", "ckks", ask, 1, None, lambda *a, **k: None, None))
+    (row,) = every_row(w, "lattigo", "ckks", ask)
     assert row.origin == "lattigo-bootstrap" and calls[0][1][0]["preset"] == "lattigo_bootstrap_default"
-    (seal,) = every_row(chooser._on(w, "seal", "ckks", ask, 1, None, lambda *a, **k: None, None))
+    (seal,) = every_row(w, "seal", "ckks", ask)
     assert not seal.verified and seal.tried == ["seal declares no bootstrapping set for CKKS"]
 
 

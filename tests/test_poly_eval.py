@@ -115,8 +115,8 @@ def test_the_search_gives_openfhe_its_fifth_level_and_seal_fhemarks_routine(tmp_
     monkeypatch.setattr(chooser, "verify", fake_verify)
     monkeypatch.setattr(chooser, "hardest", lambda *a: ("", None, None))
     ask, none = chooser.asked(20.0, 128, "hestd2018"), lambda *a, **k: None
-    ofhe = every_row(chooser._on(w, "openfhe", "ckks", ask, 1, None, none, None))
-    seal = every_row(chooser._on(w, "seal", "ckks", ask, 1, None, none, None))
+    ofhe = every_row(w, "openfhe", "ckks", ask, none)
+    seal = every_row(w, "seal", "ckks", ask, none)
     assert asked[0] == ("openfhe", "p15_t", 5) and ofhe[0].levels_needed == 5 and ofhe[0].routine == "library"
     assert asked[1] == ("seal", "p15_t", 4) and asked[2] == ("seal", "p15_t__portable", 4)
     (c,) = seal

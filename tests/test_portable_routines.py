@@ -163,8 +163,8 @@ def test_choose_runs_fhemarks_routines_where_the_library_answers_unsupported(tmp
     monkeypatch.setattr(chooser, "verify", fake_verify)
     monkeypatch.setattr(chooser, "hardest", lambda *a: ("", None, None))
     say = lambda *a, **k: None  # noqa: E731
-    (own,) = every_row(chooser._on(w, "openfhe", "ckks", chooser.asked(20.0, 128, "hestd2018"), 1, None, say, None))
-    (seal,) = every_row(chooser._on(w, "seal", "ckks", chooser.asked(20.0, 128, "hestd2018"), 1, None, say, None))
+    (own,) = every_row(w, "openfhe", "ckks", chooser.asked(20.0, 128, "hestd2018"), say)
+    (seal,) = every_row(w, "seal", "ckks", chooser.asked(20.0, 128, "hestd2018"), say)
     assert own.routine == "library" and own.workload.name == "ltn_c"
     assert asked[1:] == [("seal", "ltn_c", 1), ("seal", "ltn_c__portable", 1)]  # the same one level either way
     assert seal.verified and seal.routine == "fhemark" and seal.origin == "seal-fhemark"

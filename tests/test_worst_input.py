@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import textwrap
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -99,7 +100,7 @@ def test_choose_rejects_a_set_that_uniform_draws_alone_accept(tmp_path):
     them: runs flipped it.)"""
     from fhemark.advise import choose as chooser
     from fhemark.advise.advisor import Need
-    from fhemark.advise.worst import EDGES, SEARCH
+    from fhemark.advise.worst import EDGES
     (w,) = load(write(tmp_path, FOURTH_POWER_OF_SUM))
     need = Need("ckks", 2, 16.0, slots=2048, magnitude_bits=derive(w, "ckks").magnitude_bits)
     small = {"N": 8192, "q_bits": [60, 40, 40], "p_bits": [60], "scale_bits": 40}
@@ -108,7 +109,8 @@ def test_choose_rejects_a_set_that_uniform_draws_alone_accept(tmp_path):
     assert why == "" and rec.precision_bits >= need.precision + chooser.CKKS_SEARCH_MARGIN, why
     why, found, _ = chooser.hardest(w, need, "seal", small)
     assert "below the required" in why and "worst input found" in why, why
-    assert found.evaluations == EDGES + SEARCH and found.precision_bits < rec.precision_bits
+    # the edges already miss the requirement: no round of search after them (a longer search finds no pass)
+    assert found.evaluations == EDGES and found.precision_bits < rec.precision_bits
     assert found.relative_bits > found.precision_bits  # the output is far above 1
     # at or beside an aligned extreme (the search may move some slots of it): a sum that drawn inputs,
     # a few units off zero, never reach
@@ -150,6 +152,9 @@ def test_a_program_that_keeps_slots_apart_carries_many_inputs_an_evaluation(tmp_
     assert f"of {found.evaluations} in {found.runs} evaluations" in found.describe()
     # the input kept is one input's, not the evaluation's 512 slots
     assert len(found.inputs["x"]) <= 16 and 20 < found.precision_bits < 40, found.describe()
+    # a set short of the requirement at its edges is failed there: no round of search after them
+    why, found, refusal = chooser.hardest(w, replace(need, precision=60.0), "lattigo", spec)
+    assert found.runs == 1 and refusal["kind"] == "precision_short" and "below the required 60" in why, why
 
 
 def test_each_block_of_a_packed_output_is_checked_on_its_own():

@@ -29,6 +29,7 @@ class Booted:
     need: Need          # its need at the set: the levels of its longest stretch between bootstraps
     spec: dict          # the library's bootstrapping set, as a suite names it
     bootstraps: int     # bootstraps per evaluation
+    then: tuple[Booted, ...] = ()  # the more precise sets, tried in turn where this one is short of precision
 
 
 def calls(w: Workload, scheme: str) -> bool:
@@ -55,6 +56,19 @@ def way(v: Workload, lib: str, need: Need, placed: bool, margin: float = 0.0) ->
                 f"({widest.preset}), and the program needs {need.slots}")
     if need.depth <= b.levels and not placed:
         return None
+    first = _at(v, need, b)
+    if isinstance(first, str):
+        return first
+    # where the set chosen falls short of the precision, each more precise one the library declares, in turn
+    # (depth 60 at 16 bits: Lattigo's 64-slot set read 12.9 bits after six bootstraps; its full set 24.9 after one)
+    more = sorted((x for x in sets if x.packs(need.slots) and x.precision_bits > b.precision_bits),
+                  key=lambda x: x.precision_bits)
+    return replace(first, then=tuple(x for x in (_at(v, need, m) for m in more) if isinstance(x, Booted)))
+
+
+def _at(v: Workload, need: Need, b: BootstrapSet) -> Booted | str:
+    """`v` bootstrapped where `b`'s levels run out, and its need there; a reason where it cannot run between
+    two bootstraps."""
     booted = ways.bootstrapped(v, b.levels)
     ring = min(need.rings) if need.insecure and need.rings else b.N  # the tests' toy ring: insecure, marked so
     try:
@@ -67,9 +81,16 @@ def way(v: Workload, lib: str, need: Need, placed: bool, margin: float = 0.0) ->
 def searched(boot: Booted | str, lib: str, scheme: str, by: str | None,
              search: Callable[[Workload, Need, dict], Candidate]) -> Candidate:
     """The bootstrapping set's row: `search(way, need, spec)` verifies it as any set is (every output of
-    every sample checked, then the worst input found), or the reason there is none."""
+    every sample checked, then the worst input found), and where it falls short of precision the library's
+    more precise sets in turn; or the reason there is none."""
     if isinstance(boot, str):
         return Candidate(lib, scheme, origin=f"{lib}-bootstrap", tried=[boot])
-    c = search(boot.way, boot.need, boot.spec)
-    c.workload, c.routine, c.levels_needed, c.bootstraps = boot.way, by, boot.need.depth, boot.bootstraps
+    tried: list[str] = []
+    for b in (boot, *boot.then):
+        c = search(b.way, b.need, b.spec)
+        c.tried[:0] = tried
+        c.workload, c.routine, c.levels_needed, c.bootstraps = b.way, by, b.need.depth, b.bootstraps
+        if c.verified or c.last_refusal != "precision_short":
+            return c
+        tried = c.tried
     return c

@@ -5,6 +5,8 @@ search's runs measured, and the answer says what was cut and by how much."""
 
 from __future__ import annotations
 
+import time
+
 from . import measuring
 from .candidates import Answer
 from .worst import EDGES, ROUND, SEARCH, runs
@@ -46,3 +48,12 @@ def measure_policy(ans: Answer) -> tuple[dict, str]:
                   f"{deep['rounds']} rounds, no warm-up, where the default takes at least {policy['min_samples']} "
                   f"after {policy['warmup']} warm-up a slice (the slowest evaluation takes {slowest:.1f} s, the "
                   f"budget {MEASURE_BUDGET_S:.0f} s a set)")
+
+
+def share(end: float | None, left: int) -> float | None:
+    """When one of `left` ways of the search still to begin must stop beginning sets: now plus an even share
+    of the time left before the --budget's `end` (time.monotonic())."""
+    if end is None:
+        return None
+    now = time.monotonic()
+    return now + max(0.0, end - now) / max(1, left)

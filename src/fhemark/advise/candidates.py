@@ -39,6 +39,7 @@ class Candidate:
     eval_s: float | None = None          # one evaluation of the program at `spec`, as the search's runs measured it
     reduced: list[str] = field(default_factory=list)  # what its verification's budgets were cut to, and why
     last_status: str | None = None       # the status of the last set the search tried (None: not run, or passed)
+    last_refusal: str | None = None      # the kind of its refusal (PROTOCOL.md "Refusals"; None: none)
     scale_floor: int = 0                 # CKKS: the least scale its shortfalls asked for (steering.py; 0: none)
     bootstraps: int = 0                  # CKKS at a bootstrapping set: bootstraps per evaluation (booting.py)
     boot_record: Record | None = None    # its bootstrap alone, measured at the same set in the same run

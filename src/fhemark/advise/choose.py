@@ -23,7 +23,7 @@ library runs it correctly at, proven by running it, then measured side by side a
 from __future__ import annotations
 
 import time
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Callable
 
 from ..drivers.limits import bootstrapping
@@ -36,7 +36,7 @@ from ..store.record import Record
 from ..store.sqlite import Store
 from . import booting, measuring, memory
 from .advisor import MAX_TRIES, Need, candidates, short_of
-from .budgets import measure_policy, worst_budget
+from .budgets import measure_policy, share, worst_budget
 from .candidates import Answer, Candidate, set_text
 from .preset_suite import integer_set
 from .steering import Steering
@@ -131,12 +131,13 @@ def hardest(w: Workload, need: Need, library: str, spec: dict,
     precision (as a record's would be)."""
     if need.scheme in INT_SCHEMES:
         return "", None, None
-    found = probe(w, need.scheme, library, spec, need.security, need.table, *budget, insecure=need.insecure)
+    want = (need.precision or 0.0) + WORST_MARGIN
+    found = probe(w, need.scheme, library, spec, need.security, need.table, *budget, insecure=need.insecure,
+                  below=want if need.scheme == "ckks" else None)
     if isinstance(found, str):
         return f"the worst input search failed: {found}", None, None
     if found.error.wrong:
         return f"wrong_result: {found.describe()}", found, None
-    want = (need.precision or 0.0) + WORST_MARGIN
     if need.scheme == "ckks" and found.precision_bits < want:
         return (f"precision {found.precision_bits:.1f} bits, below the required {want:g} at the worst input found "
                 f"of {found.of()} ({found.how}; {found.relative_bits:.1f} bits relative, max error "
@@ -179,11 +180,12 @@ def choose(w: Workload, libraries: dict[str, tuple[str, ...]], precision: float 
     none: as the program wrote them); `budget_s`: the search's time (no set is begun after it; what it
     verified is measured); `insecure`: the tests' toy rings (a set below `security` runs, marked insecure,
     and a library's bootstrapping set is tried on its smallest ring)."""
-    deadline = time.monotonic() + budget_s if budget_s else None
+    end = time.monotonic() + budget_s if budget_s else None
     reqs = for_all(w)
     prec = float(precision if precision is not None else w.precision_bits)
     ans = Answer(w, reqs, prec, security, table, [], threads=threads, objective=objective, insecure=insecure)
     ask = asked(prec, security, table, insecure)
+    run = _Run(ask, repeats, verify_db, say, auto)
     for scheme, req in reqs.items():
         libs = [lib for lib, schemes in libraries.items() if scheme in schemes]
         need = _need(req, ask).for_libraries(libs)
@@ -192,23 +194,7 @@ def choose(w: Workload, libraries: dict[str, tuple[str, ...]], precision: float 
             whose = f"{' or '.join(libs)} builds" if libs else "any library here builds"
             ans.impossible[scheme] = f"{w.name} on {scheme.upper()}: {short_of(need, whose)}"
             continue
-        # Every library's rings are searched before any library's other ways (its bootstrapping set, then
-        # its own choice of a ring): under a --budget, the first library's bootstrapping must not spend the
-        # time the next library's rings need (depth 60: Lattigo's search and bootstrapping took the 50
-        # minutes OpenFHE's rings needed).
-        # Each library's rings get an even share of what is left of the budget, an earlier library's unused share
-        # passing on (depth 40, --budget 20: Lattigo's rings took it all and OpenFHE's were never begun).
-        searching = [lib for lib in libs if search_space(w, req, need.for_library(lib))]
-        later: list[list[Callable[[], list[Candidate]]]] = [[], []]
-        for lib in libs:
-            share = _share(deadline, len(searching) - searching.index(lib)) if lib in searching else deadline
-            for v in dict.fromkeys(ways.named(w, polynomial=p) for p in polynomial or (None,)):
-                now, then = _on(v, lib, scheme, ask, repeats, verify_db, say, auto, (share, deadline))
-                ans.chosen += now
-                for stage, step in zip(later, then):
-                    stage.append(step)
-        for step in (step for stage in later for step in stage):
-            ans.chosen += step()
+        ans.chosen += _ways(w, scheme, libs, polynomial, run, end)
     if len(ans.impossible) == len(reqs):  # before any set is run, --at's included: a refusal runs and writes nothing
         raise UserError(f"impossible: {'; '.join(ans.impossible.values())}",
                         "lower the depth (fewer multiplications in sequence), the precision or the security level")
@@ -219,63 +205,139 @@ def choose(w: Workload, libraries: dict[str, tuple[str, ...]], precision: float 
     return ans
 
 
-Steps = tuple[Callable[[], list[Candidate]], ...]
+@dataclass(frozen=True)
+class _Run:
+    """What every set the search tries runs with: the user's ask, the fresh-key processes, the search's store,
+    the progress line, and the library's own choice of a ring (None: none offered)."""
+    ask: Need
+    repeats: int
+    db: Store | None
+    say: Callable[..., None]
+    auto: Callable[[str, Need, dict | None], dict | None] | None = None
 
 
-def _share(deadline: float | None, left: int) -> float | None:
-    """When one of `left` libraries still to search must stop beginning sets: now plus an even share of
-    the time left before `deadline` (time.monotonic())."""
-    if deadline is None:
-        return None
-    now = time.monotonic()
-    return now + max(0.0, deadline - now) / left
+@dataclass
+class _Way:
+    """One library's way to run the program (`_plan`), before anything runs: its need there (with the levels
+    the library's own routines consume: routines.py), the rings searched, its bootstrapping set (booting.py);
+    `ring`, the rings' row once searched."""
+    v: Workload
+    lib: str
+    need: Need
+    space: list[dict]
+    by: str | None
+    placed: bool  # the program places its own bootstraps: only a bootstrapping set runs it
+    boot: booting.Booted | str | None
+    ring: Candidate | None = None
+    booted: bool = False
+
+    @property
+    def origin(self) -> str:
+        return "search" if self.by in (None, "library") else f"{self.lib}-{self.by.split('+')[0]}"
+
+    def searches(self) -> bool:
+        """Its rings are still to be searched."""
+        return self.ring is None and bool(self.space) and not self.placed
+
+    def boots(self) -> bool:
+        """Its bootstrapping set is still to be tried: the program places bootstraps, or no ring at or below
+        the set's holds the whole depth (the rings searched found none, or none queued is that small). At the
+        same ring a bootstrapped program runs the ring's operations plus its bootstraps (Lattigo at depth 40:
+        N = 2^16 holds it, 42 s an evaluation; each bootstrap there takes 17 s and gives back 9 levels)."""
+        if self.booted or not isinstance(self.boot, booting.Booted):
+            return False
+        n = self.boot.spec["N"]
+        if self.placed:
+            return True
+        if self.ring is None:
+            return not any(s.get("N", 0) <= n for s in self.space)
+        return not (self.ring.verified and self.ring.spec["N"] <= n)
 
 
-def _on(v: Workload, lib: str, scheme: str, ask: Need, repeats: int, db: Store | None,
-        say: Callable[..., None], auto: Callable[[str, Need, dict | None], dict | None] | None,
-        deadlines: tuple[float | None, float | None] = (None, None)) -> tuple[list[Candidate], Steps]:
-    """`v` searched on `lib` with the levels the library's own routines consume (routines.py: OpenFHE's
-    EvalPoly more than the tree's), and where the library lacks a routine the program calls, fhemark's
-    program of primitives in its place (ways.py): the rows found, and the later steps, which `choose`
-    takes after every library's rings (the library's bootstrapping set, then its own choice of a ring).
-    `deadlines`: the library's share of the --budget for its rings, and the budget's end for the later steps."""
-    share, deadline = deadlines
+def _plan(v: Workload, lib: str, scheme: str, ask: Need) -> _Way:
     req = derive(v, scheme)
     need = _need(req, ask).for_library(lib)
     if scheme == "ckks":
         need = replace(need, depth=max(need.depth, routines.levels(v.program(scheme), lib)))
-    space = search_space(v, req, need)
-    by = ways.routine(v, scheme)
-    origin = "search" if by in (None, "library") else f"{lib}-{by.split('+')[0]}"
     placed = booting.calls(v, scheme)
-    boot = booting.way(v, lib, need, placed, CKKS_SEARCH_MARGIN)
+    return _Way(v, lib, need, search_space(v, req, need), ways.routine(v, scheme), placed,
+                booting.way(v, lib, need, placed, CKKS_SEARCH_MARGIN))
 
-    def booted() -> list[Candidate]:  # the library's bootstrapping set (booting.py)
-        return [] if boot is None else [booting.searched(boot, lib, scheme, by, lambda bw, bn, spec: _search(
-            bw, bn, lib, [spec], repeats, db, say, origin=f"{lib}-bootstrap", deadline=deadline))]
-    if placed:  # the program's own bootstraps: only a bootstrapping set runs it
-        return booted(), ()
-    if not space:
-        return [Candidate(lib, scheme, origin=origin, tried=[f"no ring {lib} builds holds it: {short_of(need, lib + ' builds')}"],
-                          workload=v, routine=by, levels_needed=need.depth)], (booted,)
-    c = _search(v, need, lib, space, repeats, db, say, origin=origin, deadline=share)
-    c.workload, c.routine, c.levels_needed = v, by, need.depth
-    if not c.verified and v.native and c.last_status == "unsupported" and by and "library" in by:
-        say("searching parameters", f"{lib} {scheme}: fhemark's routines in place of the library's")
-        instead, steps = _on(ways.named(v, native=False), lib, scheme, ask, repeats, db, say, auto, deadlines)
-        instead[0].tried[:0] = [f"the library's routine: {why}" for why in c.tried]
-        return instead, steps
 
-    def own() -> list[Candidate]:  # where the search found no set, it starts at the least scale its shortfalls asked
-        found = c.spec or ({"scale_bits": c.scale_floor} if c.scale_floor else None)
-        extra = auto(lib, need, found) if auto is not None else None  # None: the library offers none
-        if not extra or extra in space:
-            return []
-        say("searching parameters", f"{lib} {scheme}: the library's own choice N = {extra['N']}")
-        x = _search(v, need, lib, [extra], repeats, db, say, origin=f"{lib}-auto", deadline=deadline)
-        x.workload, x.routine, x.levels_needed = v, by, need.depth
-        return [x]
-    return [c], (booted, own)
+def _ways(w: Workload, scheme: str, libs: list[str], polynomial: tuple[str, ...], run: _Run,
+          end: float | None) -> list[Candidate]:
+    """Every library's ways for one scheme: every library's rings first, then every bootstrapping set
+    still worth trying, then each library's own choice of a ring. Under a --budget each ring search and
+    bootstrapping set begun gets an even share of what is left (an unused share passes on), and the own
+    choices what remains: depth 40 under 20 minutes, Lattigo's rings took the whole budget and OpenFHE's
+    were never begun; depth 60 under 55, the rings took it and no bootstrapping set was begun."""
+    plans = [_plan(v, lib, scheme, run.ask) for lib in libs
+             for v in dict.fromkeys(ways.named(w, polynomial=p) for p in polynomial or (None,))]
+
+    def left() -> int:
+        return sum(p.searches() + p.boots() for p in plans)
+    rows: list[Candidate] = []
+    for i, p in enumerate(plans):
+        found, plans[i] = _rings(p, run, share(end, left()) if p.searches() else end)
+        rows += found
+    for p in plans:
+        rows += _booted(p, run, share(end, left()) if p.boots() else end)
+    for p in plans:
+        rows += _own(p, run, end)
+    return rows
+
+
+def _rings(way: _Way, run: _Run, deadline: float | None) -> tuple[list[Candidate], _Way]:
+    """The library's rings searched for the way's program; where the library lacks a routine the program
+    calls, fhemark's program of primitives in its place (ways.py), a way of its own, returned."""
+    if way.placed:
+        return [], way
+    lib, need = way.lib, way.need
+    if not way.space:
+        way.ring = Candidate(lib, need.scheme, origin=way.origin, workload=way.v, routine=way.by, levels_needed=need.depth,
+                             tried=[f"no ring {lib} builds holds it: {short_of(need, lib + ' builds')}"])
+        return [way.ring], way
+    c = _search(way.v, need, lib, way.space, run.repeats, run.db, run.say, origin=way.origin, deadline=deadline)
+    c.workload, c.routine, c.levels_needed = way.v, way.by, need.depth
+    if not c.verified and way.v.native and c.last_status == "unsupported" and way.by and "library" in way.by:
+        run.say("searching parameters", f"{lib} {need.scheme}: fhemark's routines in place of the library's")
+        found, instead = _rings(_plan(ways.named(way.v, native=False), lib, need.scheme, run.ask), run, deadline)
+        if found:
+            found[0].tried[:0] = [f"the library's routine: {why}" for why in c.tried]
+        return found, instead
+    way.ring = c
+    return [c], way
+
+
+def _booted(way: _Way, run: _Run, deadline: float | None) -> list[Candidate]:
+    """The library's bootstrapping set's row (booting.py), or why it was not tried."""
+    if way.boot is None:
+        return []
+    lib, scheme = way.lib, way.need.scheme
+    if isinstance(way.boot, booting.Booted) and not way.boots():
+        return [Candidate(lib, scheme, origin=f"{lib}-bootstrap", tried=[
+            f"{set_text(way.boot.spec)}: not tried, {lib}'s ring of N = {way.ring.spec['N']} holds the whole depth "
+            f"(bootstrapping pays where the depth needs a ring larger than its own)"])]
+    way.booted = True
+    return [booting.searched(way.boot, lib, scheme, way.by, lambda bw, bn, spec: _search(
+        bw, bn, lib, [spec], run.repeats, run.db, run.say, origin=f"{lib}-bootstrap", deadline=deadline))]
+
+
+def _own(way: _Way, run: _Run, deadline: float | None) -> list[Candidate]:
+    """The library's own choice of a ring (PROTOCOL.md auto_params), where it offers one the search did not
+    try; where the search found no set, it starts at the least scale its shortfalls asked."""
+    c = way.ring
+    if run.auto is None or c is None or not way.space:
+        return []
+    found = c.spec or ({"scale_bits": c.scale_floor} if c.scale_floor else None)
+    extra = run.auto(way.lib, way.need, found)  # None: the library offers none
+    if not extra or extra in way.space:
+        return []
+    run.say("searching parameters", f"{way.lib} {way.need.scheme}: the library's own choice N = {extra['N']}")
+    x = _search(way.v, way.need, way.lib, [extra], run.repeats, run.db, run.say, origin=f"{way.lib}-auto",
+                deadline=deadline)
+    x.workload, x.routine, x.levels_needed = way.v, way.by, way.need.depth
+    return [x]
 
 
 def _pinned(w: Workload, lib: str, scheme: str, spec: dict, origin: str, ask: Need, repeats: int, db: Store | None,
@@ -326,6 +388,7 @@ def _search(w: Workload, need: Need, lib: str, space: list[dict], repeats: int, 
             break
         c.tried.append(f"{set_text(spec)}: {why}")
         c.last_status = rec.status if rec is not None else None
+        c.last_refusal = (refusal or {}).get("kind")
         if not why.startswith(NOT_PLANNED) and steer.failed(spec, rec, refusal):
             break  # else a larger ring may hold what this one could not
     c.scale_floor = steer.scale_floor
