@@ -217,7 +217,7 @@ def _spread_world(monkeypatch, drawn: float, worst: float, offsets: dict[str, fl
                        error=None if ok else f"precision {bits:.1f} bits, below the required {asked:g} (max error 1e-6)",
                        refusal=None if ok else {"kind": "precision_short", "got": bits, "need": asked})]
 
-    def probe(w, scheme, library, spec, security, table, *budget, insecure=False):
+    def probe(w, scheme, library, spec, security, table, *budget, insecure=False, **k):
         bits = worst + offsets["worst"]
         return Worst(32, Error(2.0 ** -bits, 2.0 ** -bits, "z"), "edge: x = 1 in every slot", {}, {})
     monkeypatch.setattr(chooser.measuring, "run_suite", run_suite)

@@ -143,12 +143,18 @@ def test_a_budget_is_shared_among_the_ways_still_to_be_tried(monkeypatch, tmp_pa
         return chooser.Candidate(lib, need.scheme, None, origin)  # nothing holds it
     monkeypatch.setattr(chooser, "_search", fake_search)
     monkeypatch.setattr(chooser, "_measure", lambda ans, store, say: None)
+    monkeypatch.setattr(chooser.memory, "available", lambda: 1 << 40)  # every bootstrapping set fits
     chooser.choose(w, {"seal": ("ckks",), "lattigo": ("ckks",), "openfhe": ("ckks",)}, None, 128, "hestd2018", 1,
                    budget_s=1000.0)
     # Lattigo's rings: 1/2 (two libraries' rings; SEAL's hold nothing); OpenFHE's: 1/2 (its rings and Lattigo's
     # bootstrapping, counted once Lattigo's rings failed); Lattigo's bootstrapping 1/2, OpenFHE's the rest
     assert shares == {("lattigo", "search"): 0.5, ("openfhe", "search"): 0.5, ("lattigo", "lattigo-bootstrap"): 0.5,
                       ("openfhe", "openfhe-bootstrap"): 1.0}, shares
+    # on a machine where no bootstrapping set fits (8 GB), those take no share: their rows say so at once
+    monkeypatch.setattr(chooser.memory, "available", lambda: 8 << 30)
+    shares.clear()
+    chooser.choose(w, {"lattigo": ("ckks",), "openfhe": ("ckks",)}, None, 128, "hestd2018", 1, budget_s=1000.0)
+    assert shares[("lattigo", "search")] == 0.5 and shares[("openfhe", "search")] == 1.0, shares
 
 
 def test_a_computation_s_requirements_are_derived_once_per_scheme(monkeypatch, tmp_path):

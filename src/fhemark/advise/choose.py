@@ -11,8 +11,8 @@ library runs it correctly at, proven by running it, then measured side by side a
    exact, with NOISE_SEARCH_MARGIN of noise budget left); then the worst input found in a budgeted search
    (worst.py: the edges of the inputs' box, then a short search) must check too, against the requirement
    itself (`hardest`; the rule at CKKS_SEARCH_MARGIN: a margin is demanded once).
-   The smallest passing set is kept. Every library's rings are searched before any library's
-   bootstrapping set or own choice, so that a --budget cuts those, not the next library's rings.
+   The smallest passing set is kept. Every library's rings come before any library's bootstrapping
+   set or own choice (`_ways`, the --budget shared among them).
 3. Measurement: every chosen set, and each scheme's largest chosen set on every library (so the
    user sees how much of a gap is the library and how much its parameter constraints), in one
    run of the user's store, every sample checked against the requirement itself.
@@ -207,8 +207,7 @@ def choose(w: Workload, libraries: dict[str, tuple[str, ...]], precision: float 
 
 @dataclass(frozen=True)
 class _Run:
-    """What every set the search tries runs with: the user's ask, the fresh-key processes, the search's store,
-    the progress line, and the library's own choice of a ring (None: none offered)."""
+    """What every set the search tries runs with (`auto`: the library's own choice of a ring, None: none)."""
     ask: Need
     repeats: int
     db: Store | None
@@ -235,8 +234,7 @@ class _Way:
     def origin(self) -> str:
         return "search" if self.by in (None, "library") else f"{self.lib}-{self.by.split('+')[0]}"
 
-    def searches(self) -> bool:
-        """Its rings are still to be searched."""
+    def searches(self) -> bool:  # its rings are still to be searched
         return self.ring is None and bool(self.space) and not self.placed
 
     def boots(self) -> bool:
@@ -247,11 +245,19 @@ class _Way:
         if self.booted or not isinstance(self.boot, booting.Booted):
             return False
         n = self.boot.spec["N"]
-        if self.placed:
-            return True
-        if self.ring is None:
-            return not any(s.get("N", 0) <= n for s in self.space)
+        if self.placed or self.ring is None:
+            return self.placed or not any(s.get("N", 0) <= n for s in self.space)
         return not (self.ring.verified and self.ring.spec["N"] <= n)
+
+    def costs(self) -> int:
+        """The ways of it still to begin that take a share of the --budget: its rings, and its bootstrapping
+        set where it is to be tried and predicted to fit this machine (else its row says so at once: OpenFHE's
+        full-slot set, about 21 GB)."""
+        if not self.boots():
+            return int(self.searches())
+        shape = memory.shape(self.boot.way, self.need.scheme)
+        fits = not memory.too_large(memory.predict(self.lib, self.boot.spec, *shape), memory.available())
+        return int(self.searches()) + int(fits)
 
 
 def _plan(v: Workload, lib: str, scheme: str, ask: Need) -> _Way:
@@ -275,7 +281,7 @@ def _ways(w: Workload, scheme: str, libs: list[str], polynomial: tuple[str, ...]
              for v in dict.fromkeys(ways.named(w, polynomial=p) for p in polynomial or (None,))]
 
     def left() -> int:
-        return sum(p.searches() + p.boots() for p in plans)
+        return sum(p.costs() for p in plans)
     rows: list[Candidate] = []
     for i, p in enumerate(plans):
         found, plans[i] = _rings(p, run, share(end, left()) if p.searches() else end)

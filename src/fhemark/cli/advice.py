@@ -135,8 +135,9 @@ def choose_cmd(file: Path = typer.Argument(..., help="your workload file (Python
                library: list[str] = typer.Option(None, help="only these libraries (repeatable)"),
                scheme: list[str] = typer.Option(None, help="only these of the workload's schemes (repeatable)"),
                repeats: int = typer.Option(3, min=1, max=20, help="fresh-key runs of the program a set must pass"),
-               budget: float = typer.Option(None, "--budget", min=0.1, help="minutes the search may take: no set is "
-                                            "begun after them, and what it verified is measured (deep programs)"),
+               budget: float = typer.Option(None, "--budget", min=0.1, help="minutes the search may take, shared "
+                                            "evenly among each library's rings and bootstrapping set: no set is begun "
+                                            "after its share, and what it verified is measured (deep programs)"),
                threads: int = typer.Option(1, min=1, max=1024, help="the cores you deploy on: the measurement runs the "
                                                                      "libraries at this thread count"),
                objective: str = typer.Option("latency", help="latency (one evaluation alone) or throughput (evaluations "
