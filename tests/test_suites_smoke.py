@@ -5,9 +5,11 @@ sample per slice at each case's smallest ring. What a smoke run cannot do here i
 and each such line must give an expected reason (a case above the smoke form's ring, a library or
 version not built here), never hide a crash. Nothing here judges a time.
 
-The whole set costs about 40 minutes of one core (measured below), far above what the CI run can
-add: `make test` runs the suites whose smoke run takes at most SMOKE_CI_S, and FHEMARK_SMOKE=all
-runs every one (each skipped one says so, with its measured time)."""
+The whole set costs about 40 minutes of one core (measured below), above what the CI run can add:
+`make test` runs the suites whose smoke run takes at most SMOKE_CI_S (every one but threads, apps and
+study4, whose TenSEAL keys, 64-bit TFHE-rs multiply and netlists take 35 of the 40 minutes), and
+FHEMARK_SMOKE=all runs every one (each skipped one says so, with its measured time). Threads' own
+axis is run here by the thread-list test below."""
 
 import os
 import re
@@ -39,7 +41,7 @@ _EXPECTED_FAILURES = {"study4": re.compile(r"failed: \S+ b[fg]v N=\d+ compare_\d
 # quick and apps: 300 jobs of 6 slices each), not its samples.
 SMOKE_S = {"bootstrap": 2, "heir": 5, "study1": 18, "study3": 23, "tenseal": 58, "study2": 72, "versions": 137,
            "headline": 130, "quick": 253, "threads": 331, "study4": 810, "apps": 941}
-SMOKE_CI_S = 60
+SMOKE_CI_S = 260
 
 
 def selected(name: str) -> None:
