@@ -71,14 +71,10 @@ def bootstrap_sets(library: str, scheme: str) -> list[BootstrapSet]:
             for b in (found if isinstance(found, list) else [found])]
 
 
-def bootstrapping(library: str, scheme: str, slots: int = 1, preset: str | None = None,
-                  bits: float | None = None) -> BootstrapSet | None:
-    """The set `library` declares for `scheme` that packs `slots` values (and is `preset`, where given):
-    the cheapest whose measured precision reaches `bits`, where given, else the most precise (the
-    cheapest of equals); None where none packs them."""
+def bootstrapping(library: str, scheme: str, slots: int = 1, preset: str | None = None) -> BootstrapSet | None:
+    """The cheapest set `library` declares for `scheme` that packs `slots` values (and is `preset`, where
+    given); None where none packs them. Which set a program begins at is booting.way's choice."""
     fits = [b for b in bootstrap_sets(library, scheme) if b.packs(slots) and (preset is None or b.preset == preset)]
-    if bits is not None and fits:
-        return next((b for b in fits if b.precision_bits >= bits), max(fits, key=lambda b: b.precision_bits))
     return fits[0] if fits else None
 
 
