@@ -175,6 +175,48 @@ def test_a_cut_chain_short_of_precision_leaves_the_next_ring_s_scales_alone(monk
     assert c.spec["N"] == 16384 and c.spec["scale_bits"] == 37
 
 
+def test_a_deep_chain_s_search_begins_at_the_scale_its_length_loses():
+    """A chain of d products loses log2 d bits of precision beyond the 2 the 14-bit rule holds: depth 40 at 20
+    bits begins at 2^38 and depth 60 at 16 bits at 2^34 (each at 2^34 and 2^30 before, where Lattigo read 17.4
+    and 14.6 bits: a 4-minute set of N = 2^17 spent on a foregone shortfall), while a shallow program begins
+    where it did (depth 3 at 12 bits: 2^26)."""
+    for depth, bits, scale in ((40, 20.0, 38), (60, 16.0, 34), (3, 12.0, 26), (4, 20.0, 34)):
+        first = next(candidates(Need("ckks", depth, bits, None, 16).for_library("lattigo")))
+        assert first["scale_bits"] == scale == advisor.start_scale(Need("ckks", depth, bits)), (depth, first)
+    assert advisor.first_scale(Need("ckks", 40, 20.0)) == 34  # what a ring is judged by stays the least scale
+
+
+def test_a_worst_input_short_of_the_requirement_steers_past_it_with_room(monkeypatch):
+    """Depth 60, Lattigo at N = 2^17: the worst input short at 2^37, then 15.99 bits of 16 at 2^39, the step
+    having landed on the requirement itself. The step now asks half a bit more: 14.2 bits at 2^37 goes to
+    2^40, not to 2^39 and then 2^40."""
+    from made_records import record
+
+    from fhemark.advise import choose as chooser, memory
+    from fhemark.advise.advisor import at_scale
+    from fhemark.advise.worst import Worst
+    from fhemark.measure.checked import Error
+    from fhemark.model.workload import Uniform, Workload
+
+    monkeypatch.setattr(memory, "available", lambda: None)
+    need = Need("ckks", 60, 16.0, None, 16).for_library("lattigo")
+    worst_at = {37: 14.2, 39: 15.99, 40: 16.6}
+    tried = []
+
+    def fake_verify(w, need, lib, spec, repeats, db):
+        tried.append(spec["scale_bits"])
+        return "", record(status="ok", precision_bits=worst_at[spec["scale_bits"]] + 5, median_ns=1e9)
+
+    def probe(w, scheme, library, spec, security, table, *budget, insecure=False, **k):
+        bits = worst_at[spec["scale_bits"]]
+        return Worst(8, Error(2.0 ** -bits, 2.0 ** -bits, "z"), "edge: y = 1 in every slot", {}, {})
+    monkeypatch.setattr(chooser, "verify", fake_verify)
+    monkeypatch.setattr(chooser, "probe", probe)
+    w = Workload("deep_t", lambda c: c.encrypted("x"), {"x": Uniform(-1, 1, length=16)}, schemes=("ckks",))
+    c = chooser._search(w, need, "lattigo", [at_scale(need, 131072, 37)], 1, None, lambda *a: None)
+    assert tried == [37, 40] and c.verified and c.spec["scale_bits"] == 40, tried
+
+
 def test_a_shortfall_that_rounds_to_nothing_still_moves_the_scale(monkeypatch):
     """Lattigo on the MLP example at 2^30 reads "precision 14.0 bits, below the required 14" (13.96): the
     exact-scale retry must move to 2^31, not run the same set again (it ran three times)."""

@@ -9,7 +9,7 @@ import math
 from ..drivers.registry import manifests
 from ..drivers.supervise import Driver
 from ..errors import DriverError
-from .advisor import Need, ckks_chain, first_scale
+from .advisor import Need, ckks_chain, start_scale
 
 TIMEOUT_S = 120.0  # a choice is a context and one key pair: seconds, even at the largest rings
 
@@ -26,7 +26,7 @@ def auto_params(library: str, need: Need, found: dict | None) -> dict | None:
     m = manifests().get(library)
     if m is None or not m.available:
         return None
-    scale = found["scale_bits"] if found else first_scale(need)
+    scale = found["scale_bits"] if found else start_scale(need)
     first = found["q_bits"][0] if found and found.get("q_bits") else ckks_chain(need, scale)[0]
     drv = Driver(m)
     try:

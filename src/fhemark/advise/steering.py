@@ -86,7 +86,9 @@ class Steering:
 
     def _short(self, spec: dict, refusal: dict) -> None:
         # at least a bit: a shortfall of "14.0 bits, below the required 14" would retry the same set
-        self.scale_floor = spec["scale_bits"] + max(1, math.ceil(float(refusal["need"]) - float(refusal["got"])))
+        # (and the room a worst input's shortfall asks for above the requirement: choose.WORST_STEP_ROOM)
+        short = float(refusal["need"]) + float(refusal.get("room", 0)) - float(refusal["got"])
+        self.scale_floor = spec["scale_bits"] + max(1, math.ceil(short))
         if spec.get("key_switching"):
             return
         # The space steps the scale by 4 bits and may step over the scale the shortfall asks for
