@@ -178,8 +178,8 @@ def test_a_cut_chain_short_of_precision_leaves_the_next_ring_s_scales_alone(monk
 def test_a_deep_chain_s_search_begins_at_the_scale_its_length_loses():
     """A chain of d products loses log2 d bits of precision beyond the 2 the 14-bit rule holds: depth 40 at 20
     bits begins at 2^38 and depth 60 at 16 bits at 2^34 (each at 2^34 and 2^30 before, where Lattigo read 17.4
-    and 14.6 bits: a 4-minute set of N = 2^17 spent on a foregone shortfall), while a shallow program begins
-    where it did (depth 3 at 12 bits: 2^26)."""
+    bits at N = 2^16 and 14.6 at 2^17: the latter a 4-minute set spent on a foregone shortfall), while a shallow
+    program begins where it did (depth 3 at 12 bits: 2^26)."""
     for depth, bits, scale in ((40, 20.0, 38), (60, 16.0, 34), (3, 12.0, 26), (4, 20.0, 34)):
         first = next(candidates(Need("ckks", depth, bits, None, 16).for_library("lattigo")))
         assert first["scale_bits"] == scale == advisor.start_scale(Need("ckks", depth, bits)), (depth, first)
