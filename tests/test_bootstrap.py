@@ -53,3 +53,37 @@ def test_a_bootstrapping_set_is_judged_at_its_keys_modulus_with_its_sparse_secre
     assert "log QP 1546" in sec.note and "h=192" in sec.note
     dense_residual = security_of("rlwe", eff.model_copy(update={"key_log_qp": None, "secret": None}))["hestd2018"]
     assert dense_residual.bits == 256  # what the record said when judged on the residual modulus alone
+
+
+CHAIN_THEN_BOOTSTRAP = '''
+from fhemark.workload import Uniform, Workload
+
+def compute(c):
+    x, y = c.encrypted("x"), c.encrypted("y")
+    for _ in range(8):
+        x = c.rescaled(c.mul(x, y))
+    return c.bootstrap(x)
+
+W = Workload("chain_then_bootstrap", compute, schemes=("ckks",), precision_bits=5.0,
+             inputs={"x": Uniform(-1, 1, length=16), "y": Uniform(-1, 1, length=16)})
+'''
+
+
+@pytest.mark.skipif("lattigo" not in available(), reason="lattigo driver not built here")
+def test_a_bootstrap_after_products_keeps_the_precision_of_a_fresh_one(tmp_path):
+    """Lattigo's Bootstrap hands back its output at the default scale whatever its input's; a product
+    rescaled by a chain prime leaves a scale a little off 2^40, and the ratio it drops read 21 bits here
+    (16 at N = 2^16) where a fresh input reads 25. The driver carries the ratio in the output's scale.
+    N = 4096: INSECURE, marked so."""
+    from fhemark.advise import measuring
+    from fhemark.model.workload_file import load as load_workload
+    path = tmp_path / "chain.py"
+    path.write_text(CHAIN_THEN_BOOTSTRAP)
+    (w,) = load_workload(path)
+    spec = {"preset": "lattigo_bootstrap_default", "N": 4096}
+    suite = measuring.suite("boot-chain", [measuring.case("lattigo", "ckks", spec, [w.name, "bootstrap"])],
+                            measuring.search_policy(1, 2), 128, "hestd2018", 1, [w], insecure=True)
+    recs = {r.op: r for r in measuring.run_suite(suite, ["lattigo"], None)}
+    chained, fresh = recs[w.name], recs["bootstrap"]
+    assert chained.status == "ok" and fresh.status == "ok" and chained.insecure, chained.error
+    assert chained.precision_bits > fresh.precision_bits - 1.5, (chained.precision_bits, fresh.precision_bits)

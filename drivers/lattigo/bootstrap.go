@@ -173,7 +173,21 @@ func opBootstrap(x *execState, s *step, args []*value, out *value, into bool) (f
 		x.note(fmt.Sprintf("bootstrap: insecure reduced-ring variant of %v", c.boot.facts["preset"]))
 	}
 	return func() error {
+		// Bootstrap returns its output at the residual set's default scale whatever its input's:
+		// an input at level 0 whose scale is not exactly 2^40 (any product rescaled by one of the
+		// chain's primes) comes back multiplied by the ratio ScaleDown measures (errScale) and
+		// Bootstrap then drops: 2^-16 relative at N = 2^16, the precision a depth-40 chain read
+		// after bootstrapping where a fresh input reads 25 bits. The output's scale carries that
+		// ratio, as Lattigo's own iterated Evaluate does; it is read on a copy at level 0 (a
+		// scalar product), inside the region since a correct bootstrap needs it.
+		_, errScale, err := c.boot.eval.ScaleDown(in.CopyNew())
+		if err != nil {
+			return err
+		}
 		ct, err := c.boot.eval.Bootstrap(in)
+		if err == nil {
+			ct.Scale = ct.Scale.Mul(*errScale)
+		}
 		out.ct = ct
 		return err
 	}, nil

@@ -15,7 +15,7 @@ import (
 	"strconv"
 )
 
-const driverVersion = "0.10.0" // 0.10.0: preset lattigo_bootstrap_dense (Lattigo's own bootstrapping benchmark's set); 0.9.0: scaling primes that hold the scale, values freed
+const driverVersion = "0.11.0" // 0.11.0: a bootstrap carries the scale ratio Lattigo drops (an input at level 0 off 2^40 read 16 bits, not 25); 0.10.0: preset lattigo_bootstrap_dense (Lattigo's own bootstrapping benchmark's set); 0.9.0: scaling primes that hold the scale, values freed
 
 func main() {
 	log.SetOutput(os.Stderr)

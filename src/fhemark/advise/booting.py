@@ -77,8 +77,8 @@ def way(v: Workload, lib: str, need: Need, placed: bool, margin: float = 0.0) ->
 def expected(b: BootstrapSet, bootstraps: int) -> float:
     """The precision a program bootstrapped `bootstraps` times at `b` may keep: the set's measured precision
     after one bootstrap, less log2 of the bootstraps (their errors add up); a set whose precision was not
-    measured is not ruled out. Lattigo's 16-slot set, 17.3 bits after one, read 12.9 on the depth-60 chain
-    after six (this says 14.7): an estimate that picks where to begin, the search's runs deciding."""
+    measured is not ruled out. An estimate that picks where to begin, the search's runs deciding (the
+    driver's bootstrap keeps a chain's value at a fresh input's precision: tests/test_bootstrap.py)."""
     if not b.precision_bits:
         return math.inf
     return b.precision_bits - math.log2(max(1, bootstraps))
