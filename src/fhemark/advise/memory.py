@@ -5,7 +5,7 @@ bootstrapping preset about 21 GB); built, it ends in an out-of-memory kill after
 generation. So the search predicts each set's peak from its sizes and excludes, with both figures,
 one that would not fit. The prediction:
 
-    peak = base + keys + values + working * ciphertext(Q·P)
+    peak = base + growth * (keys + values) + working * ciphertext(Q·P)
 
 - keys: the public key and the relinearisation key, plus one Galois key per rotation the program
   needs; a key-switching key holds dnum = ceil(L / K) digits of 2 polynomials over Q·P (HYBRID, the
@@ -16,7 +16,11 @@ one that would not fit. The prediction:
 - working: the library's own working set, in ciphertexts over Q·P (a constant count, plus a count per
   key-switching digit where the library keeps a buffer for every digit: OpenFHE 3, Lattigo half a
   ciphertext, one polynomial), and base, its process at rest: all declared by its driver
-  (capabilities.json `memory`, from measured peaks, see each driver's README).
+  (capabilities.json `memory`, from measured peaks, see each driver's README);
+- growth: how far a garbage-collected library's heap grows past its live data before a collection
+  (`live_growth`; Lattigo 2: Go's collector, GOGC = 100, lets the heap reach twice what is live). A
+  program holding 1.8 GB of rotation keys read 42% under its peak without it, a chain's relinearisation
+  key alone within 10%: the constant working set had absorbed the doubling of a small key.
 
 The margin (MARGIN) covers what the model leaves out; the closing note of each deep answer compares
 the prediction with the measured peak (the answer's peak memory column shows both)."""
@@ -44,9 +48,11 @@ class Prediction:
     working: int
     base: int
     booted: bool = False  # a bootstrapping set's (`booted`): fewer levels are no way out of it
+    growth: float = 1.0   # the heap's growth past the live keys and values (a collector's)
 
     def describe(self) -> str:
-        return (f"predicted peak {gb(self.bytes)} (keys {gb(self.keys)}, the program's values {gb(self.values)}, "
+        grown = f", both x{self.growth:g} (the collector's heap growth)" if self.growth != 1 else ""
+        return (f"predicted peak {gb(self.bytes)} (keys {gb(self.keys)}, the program's values {gb(self.values)}{grown}, "
                 f"the library's working set {gb(self.working + self.base)})")
 
 
@@ -74,12 +80,11 @@ def predict(library: str, spec: dict, rotations: int, ciphertexts: int) -> Predi
     keys = ct_qp + dnum * ct_qp * (1 + rotations)  # a key-switching key: dnum digits over Q·P (BV: over Q, p = 0)
     value = 2 * n * (q // 2 + 1) * WORD  # a deep program's values descend the chain: half-way on average
     values = ciphertexts * value
-    # The working set grows with the digits key switching decomposes a ciphertext into: a buffer per digit
-    # (Lattigo's depth-40 chain at N = 2^16 with P of one prime, 41 digits, peaked at 3.96 GB where its depth-60
-    # chain at 2^17, 11 digits over a ring 3.2 times as wide, peaked at 5.9 GB).
+    # The working set may grow with the digits key switching decomposes a ciphertext into (OpenFHE expands
+    # every digit over Q·P: mul_relin at N = 2^16 with 41 digits peaked at 6.96 GB, with 9 at 1.82 GB).
     working = int((facts["working_qp_ciphertexts"] + facts.get("working_qp_ciphertexts_per_digit", 0) * dnum) * ct_qp)
-    base = int(facts["base_bytes"])
-    return Prediction(base + keys + values + working, keys, values, working, base)
+    base, growth = int(facts["base_bytes"]), float(facts.get("live_growth", 1.0))
+    return Prediction(base + int(growth * (keys + values)) + working, keys, values, working, base, growth=growth)
 
 
 def booted(library: str, spec: dict, ciphertexts: int) -> Prediction | None:
