@@ -168,3 +168,12 @@ def test_openfhe_s_special_primes_read_from_the_key_s_binary_are_the_ones_its_js
     out = subprocess.run([driver.command[0], "-c", _SPECIAL_PRIMES_BOTH_WAYS], capture_output=True, text=True,
                          cwd=Path(__file__).parents[1] / "drivers" / "openfhe", timeout=300)
     assert out.returncode == 0 and out.stdout.split() == ["True", "True"], out.stderr + out.stdout
+
+
+def test_a_bootstrapping_set_s_prediction_says_its_measured_peak_not_keys_it_was_not_told():
+    """OpenFHE declares its bootstrapping set's measured peak alone: its row said "keys 0.0 GB"."""
+    from fhemark.drivers.limits import bootstrapping
+    b = bootstrapping("openfhe", "ckks")
+    pred = memory.predict("openfhe", b.spec(), 0, 3)
+    assert pred.booted and "keys 0.0 GB" not in pred.describe()
+    assert f"the bootstrapping set's measured peak {memory.gb(b.peak_bytes)}" in pred.describe(), pred.describe()

@@ -51,6 +51,9 @@ class Prediction:
     growth: float = 1.0   # the heap's growth past the live keys and values (a collector's)
 
     def describe(self) -> str:
+        if self.booted:  # a library may declare its set's measured peak alone, not its keys' share of it
+            return (f"predicted peak {gb(self.bytes)} (the bootstrapping set's measured peak {gb(self.keys + self.working)}, "
+                    f"the program's values {gb(self.values)})")
         grown = f", both x{self.growth:g} (the collector's heap growth)" if self.growth != 1 else ""
         return (f"predicted peak {gb(self.bytes)} (keys {gb(self.keys)}, the program's values {gb(self.values)}{grown}, "
                 f"the library's working set {gb(self.working + self.base)})")
