@@ -18,7 +18,6 @@ import json
 import math
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 
@@ -27,6 +26,7 @@ import openfhe as ofhe
 
 import compat
 from jsonl_driver import Failure, run_samples, vec_out
+from streamed import binary
 
 # preset name -> (BINFHE_PARAMSET name, BINFHE_METHOD name, log2 p_fail or None)
 # p_fail: the comment next to the set in OpenFHE's binfhe-constants.h
@@ -64,28 +64,15 @@ def _gate_enum():
 # sizes
 
 def serialized_size(obj):
-    """Length of OpenFHE's binary serialization (SerializeToFile is the only
-    serializer the binding has for binfhe objects). The bytes go through a FIFO
-    into `wc -c`, so a ~1 GB bootstrapping key is never written to disk."""
-    if not compat.BINFHE_SERIALIZABLE:  # the FIFO would never be opened for writing: wc would wait forever
+    """Length of OpenFHE's binary serialization (SerializeToFile is the only serializer the binding has
+    for binfhe objects), streamed (streamed.py): a ~1 GB bootstrapping key is never written to disk."""
+    if not compat.BINFHE_SERIALIZABLE:  # the FIFO would never be opened for writing: the reader would wait
         return None
-    d = tempfile.mkdtemp(prefix="fhemark-binfhe-")
-    path = os.path.join(d, "obj")
     try:
-        os.mkfifo(path)
-        proc = subprocess.Popen(["sh", "-c", 'exec wc -c < "$0"', path], stdout=subprocess.PIPE)
-        try:
-            ok = ofhe.SerializeToFile(path, obj, ofhe.BINARY)
-        finally:
-            out, _ = proc.communicate(timeout=600)
-        if ok is False:
-            return None
-        return int(out.split()[0])
+        return binary(obj)[0]
     except Exception as e:  # pragma: no cover
         print("[openfhe-driver] binfhe size measurement failed:", e, file=sys.stderr, flush=True)
         return None
-    finally:
-        shutil.rmtree(d, ignore_errors=True)
 
 
 def _context_facts(cc):

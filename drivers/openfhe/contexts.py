@@ -3,12 +3,8 @@ mapped to CCParams (HYBRID key switching with the driver's dnum, or BV where ask
 the library really built (effective parameters, sizes). The CKKS bootstrapping preset
 (ckksboot.py) makes its own context and finishes it here, as a Setup."""
 import math
-import os
 import re
-import shutil
 import sys
-import tempfile
-import threading
 
 import numpy as np
 import openfhe as ofhe
@@ -17,6 +13,7 @@ import compat
 import noise as noise_mod
 from dnum import choose_dnum
 from jsonl_driver import Failure
+from streamed import binary, json_moduli
 
 SCHEMES = ("bfv", "bgv", "ckks")
 SPARSE_WEIGHT = 192  # the h of OpenFHE's SPARSE_TERNARY keys (build_params)
@@ -87,7 +84,7 @@ def q_primes(cc):
     return list(noise_mod.context_roots(cc))
 
 
-_MOD_RE = re.compile(r'"m"\s*:\s*\{\s*"v"\s*:\s*(\d+)')
+P_HEAD_BYTES = 1 << 22  # where a key's serialization names its towers' moduli (its first polynomial's parameters)
 _AUX_BITS = 60  # OpenFHE's special primes (HYBRID): its auxBits, the largest NTT primes below 2^60 not in Q
 
 
@@ -95,7 +92,7 @@ def p_primes(keys_binary, qset, n):
     """Special primes: the moduli of an evaluation key's towers that are not in Q, in tower order. The
     binding says them nowhere else. OpenFHE takes them downward from 2^60, the NTT primes (1 mod 2N) not
     in Q; each candidate is looked for as the 8 bytes its towers' parameters hold in the key's BINARY
-    serialization (`keys_binary`, which the sizes read anyway). Where the first candidate is not there
+    serialization (`keys_binary`: its first bytes, streamed as the sizes are). Where the first candidate is not there
     (OpenFHE changed its rule), the key's JSON is read instead: 13 times the key, and minutes at N = 2^16
     (a 1.7 GB key: 255 s of a setup, against about 20 s for the library's key generation)."""
     found, step = {}, 2 * n
@@ -111,40 +108,16 @@ def p_primes(keys_binary, qset, n):
 
 
 def p_primes_json(evalkey, qset):
-    """p_primes read from one key's JSON, streamed through a FIFO a chunk at a time (made whole in memory
-    the text was 13 times the key, and every OpenFHE record's peak memory held it)."""
-    seen = []
-
-    def note(text):
-        for m in _MOD_RE.findall(text):
-            v = int(m)
-            if v not in qset and v not in seen:
-                seen.append(v)
-
-    folder = tempfile.mkdtemp(prefix="fhemark-openfhe-key-")
-    path = os.path.join(folder, "key.json")
-    try:
-        os.mkfifo(path)
-        reader = threading.Thread(target=_read_json_stream, args=(path, note), daemon=True)
-        reader.start()
-        try:
-            ofhe.SerializeToFile(path, evalkey, ofhe.JSON)
-        finally:
-            try:  # a reader still waiting for a writer (the binding never opened the file) is let go
-                os.close(os.open(path, os.O_WRONLY | os.O_NONBLOCK))
-            except OSError:
-                pass
-            reader.join(timeout=600)
-    finally:
-        shutil.rmtree(folder, ignore_errors=True)
-    return seen
+    """p_primes read from one key's JSON, streamed (made whole in memory the text was 13 times the key,
+    and every OpenFHE record's peak memory held it)."""
+    return [v for v in json_moduli(evalkey) if v not in qset]
 
 
 def special_primes(keys, qset, n):
-    """(P's primes, the key vector's BINARY size): one serialization serves both."""
-    blob = ofhe.Serialize(keys, ofhe.BINARY)
-    size, found = len(blob), p_primes(blob, qset, n)
-    del blob
+    """(P's primes, the key vector's BINARY size): one serialization serves both, streamed (its first
+    DCRTPoly's parameters, every tower's modulus, lie in the first bytes)."""
+    size, head = binary(keys, P_HEAD_BYTES)
+    found = p_primes(head, qset, n)
     if found is None:
         print("[openfhe-driver] special primes not among OpenFHE's candidates below 2^60: read from the key's JSON",
               file=sys.stderr, flush=True)
@@ -157,19 +130,6 @@ def _probably_prime(n):
     10^11 below 2^64) would be looked for in the key, not found, and end p_primes' list early: the
     reported P would be short."""
     return pow(2, n - 1, n) == 1 and pow(3, n - 1, n) == 1
-
-
-def _read_json_stream(path, note, chunk=1 << 20):
-    """Every chunk of a JSON stream given to note(), each with the end of the one before it (a
-    modulus split between two chunks is seen whole)."""
-    tail = b""
-    with open(path, "rb") as f:
-        while True:
-            data = f.read(chunk)
-            if not data:
-                return
-            note((tail + data).decode("utf-8", "replace"))
-            tail = data[-200:]
 
 
 class Setup:
@@ -204,7 +164,7 @@ class Setup:
         """The effective parameters and sizes every RLWE setup reports (the caller adds its own)."""
         bv = cp.GetKeySwitchTechnique() == ofhe.BV
         if bv:  # no special primes
-            pp, relin_size = [], len(ofhe.Serialize(self.rlk.obj, ofhe.BINARY))
+            pp, relin_size = [], binary(self.rlk.obj)[0]
         else:
             pp, relin_size = special_primes(self.rlk.obj, set(self.q_primes), self.N)
         self.eff = {
@@ -221,10 +181,10 @@ class Setup:
         pt = self.encode(np.zeros(self.slots, dtype=np.float64 if self.scheme == "ckks" else np.int64))
         kp = self.sk.pair
         self.size_table = {
-            "public_key": len(ofhe.Serialize(kp.publicKey, ofhe.BINARY)),
-            "secret_key": len(ofhe.Serialize(kp.secretKey, ofhe.BINARY)),
+            "public_key": binary(kp.publicKey)[0],
+            "secret_key": binary(kp.secretKey)[0],
             "relin_keys": relin_size,
-            "ciphertext": len(ofhe.Serialize(self.cc.Encrypt(kp.publicKey, pt), ofhe.BINARY)),
+            "ciphertext": binary(self.cc.Encrypt(kp.publicKey, pt))[0],
         }
         if self.plaintext_size(pt) is not None:  # None before openfhe-python 1.6 (compat.py)
             self.size_table["plaintext"] = self.plaintext_size(pt)
@@ -479,7 +439,7 @@ def setup(scheme, params, rotations, allow_insecure):
     else:
         s.eff["scaling"] = str(CKKS_SCALING if scheme == "ckks" else ofhe.FIXEDMANUAL).split(".")[-1]
     if gmap is not None:
-        s.size_table.update(galois_keys=len(ofhe.Serialize(gmap, ofhe.BINARY)), galois_key_count=len(indices))
+        s.size_table.update(galois_keys=binary(gmap)[0], galois_key_count=len(indices))
     s.setup_notes = notes + [
         "plaintext size is the in-memory size N x limbs x 8 bytes: OpenFHE cannot serialize plaintexts",
         "galois keys: the requested steps (step 0: the row-swap/conjugation automorphism 2N-1)"]

@@ -12,9 +12,10 @@ import os
 import sys
 from functools import partial
 
-# 0.13.0: binfhe setups state their LWE problems (lwe_problems); 0.12.0: P read from the key's binary (no JSON
-# reading in the setup's time); 0.11.0: values freed
-DRIVER_VERSION = "0.13.0"
+# 0.14.0: key sizes and P read from serializations streamed through a FIFO (a peak is the library's, not the
+# driver's copy of its keys); 0.13.0: binfhe setups state their LWE problems (lwe_problems); 0.12.0: P read from
+# the key's binary (no JSON reading in the setup's time); 0.11.0: values freed
+DRIVER_VERSION = "0.14.0"
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path[:0] = [HERE, os.path.join(HERE, "..", "python_shared")]
@@ -42,6 +43,7 @@ import binfhe  # noqa: E402
 import ckksboot  # noqa: E402
 import compat  # noqa: E402
 import contexts  # noqa: E402
+from streamed import binary  # noqa: E402
 import noise as noise_mod  # noqa: E402
 import routines  # noqa: E402
 from contexts import RELIN_INSTALLED, SCHEMES, SECRET_KEYS, Key, one_line  # noqa: E402
@@ -570,9 +572,9 @@ def value_size(s, v):
     if v is None:
         return None
     if isinstance(v, Key):
-        return len(ofhe.Serialize(v.obj, ofhe.BINARY))
+        return binary(v.obj)[0]
     if isinstance(v, ofhe.Ciphertext):
-        return len(ofhe.Serialize(v, ofhe.BINARY))
+        return binary(v)[0]
     if isinstance(v, ofhe.Plaintext):
         return s.plaintext_size(v)
     if isinstance(v, np.ndarray):
