@@ -168,3 +168,25 @@ def test_each_block_of_a_packed_output_is_checked_on_its_own():
     errs = [error_of(plain, want, {"z": Vector.of(got)}, slice(k * 16, (k + 1) * 16)) for k in range(4)]
     assert [round(-np.log2(e.abs_error)) for e in errs] == [30, 10, 30, 30]
     assert error_of(plain, want, {"z": Vector.of(got)}).abs_error == errs[1].abs_error
+
+
+def test_a_request_of_several_chosen_inputs_gets_the_policys_limit_for_each():
+    """The search sends a round of inputs in one request: at depth 60 with bootstraps one evaluation takes
+    160 s, and four of them under the policy's 600 s (one evaluation's limit) ended the search as a timeout."""
+    from types import SimpleNamespace
+
+    from fhemark.errors import DriverError
+    from fhemark.measure.checked import run_given
+
+    asked = {}
+
+    class Recorder:
+        def request(self, kind, timeout_s, **_):
+            asked[kind] = timeout_s
+            raise DriverError("timeout", "recorded")
+
+    job = SimpleNamespace(policy=SimpleNamespace(timeout_s=600.0, memory_limit_mb=None))
+    given = [({"x": np.zeros(4)}, {}) for _ in range(4)]
+    with pytest.raises(DriverError):
+        run_given(Recorder(), job, None, Plain("ckks", 4), "s", SimpleNamespace(wire=lambda: {}), given)
+    assert asked == {"run": 2400.0}

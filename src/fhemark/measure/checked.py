@@ -167,9 +167,12 @@ def run_given(drv: Driver, job: Job, op: BenchOp, plain: Plain, setup_id: str, p
     every output checked against its reference, and each sample's error kept rather than judged
     (the worst input search, advise/worst.py, compares them). `width` > 0: sample i holds blocks[i]
     inputs side by side, one per `width` slots (a program that keeps slots apart computes each in its
-    own), and each block's error is its own; else one error a sample."""
+    own), and each block's error is its own; else one error a sample. The policy's timeout holds for
+    each sample of the request."""
     samples = [Sample(inputs={n: Vector.of(v) for n, v in vecs.items()}, scalars=sc) for vecs, sc in given]
-    raw = drv.request("run", timeout_s=job.policy.timeout_s, memory_limit_mb=job.policy.memory_limit_mb,
+    # The policy's limit is one evaluation's: a request of several (a search's round) gets it for each,
+    # or a deep program's 160 s bootstrapped evaluations time out four to a request.
+    raw = drv.request("run", timeout_s=job.policy.timeout_s * len(given), memory_limit_mb=job.policy.memory_limit_mb,
                       setup_id=setup_id, program=program.wire(), samples=samples)
     res = RunResult(**raw)
     check_reply(job, program, res, len(given))
