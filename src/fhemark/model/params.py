@@ -11,7 +11,7 @@ import re
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
 from ..errors import UserError
 
@@ -60,6 +60,9 @@ SIGMA = 3.2
 
 NAME_PATTERN = r"^[^\x00-\x1f\x7f\[\]]{1,100}$"
 PRESET_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.+-]{0,99}$"
+# The fields of free text a set carries: their pattern, and the rule in words.
+TEXT_FIELDS = {"name": (NAME_PATTERN, "printable text on one line without [ ], up to 100 characters"),
+               "preset": (PRESET_PATTERN, "a library's set name: letters, digits, _ . + -")}
 _SIGMA_RANGE = (3.19, 3.2)
 
 
@@ -138,18 +141,12 @@ class ParamSpec(BaseModel):
     # A preset that packs fewer slots than N/2 (a power of two), where its library offers it (PROTOCOL.md, setup)
     sparse_slots: int | None = Field(None, ge=1)
 
-    @field_validator("name")
+    @field_validator("name", "preset")
     @classmethod
-    def _label(cls, v: str | None) -> str | None:
-        if v is not None and not re.fullmatch(NAME_PATTERN, v):
-            raise ValueError("a name is printable text on one line without [ ], up to 100 characters")
-        return v
-
-    @field_validator("preset")
-    @classmethod
-    def _preset_name(cls, v: str | None) -> str | None:
-        if v is not None and not re.fullmatch(PRESET_PATTERN, v):
-            raise ValueError("a preset is a library's set name: letters, digits, _ . + -")
+    def _text(cls, v: str | None, info: ValidationInfo) -> str | None:
+        pattern, what = TEXT_FIELDS[info.field_name]
+        if v is not None and not re.fullmatch(pattern, v):
+            raise ValueError(f"a {info.field_name} is {what}")
         return v
 
 
@@ -196,11 +193,9 @@ def _bits(spec: Any, scheme: str, where: str) -> ParamSet:
     unknown = set(spec) - {"preset", "bits", "name"}
     if unknown:
         raise UserError(f"{where}: unknown field(s) {', '.join(sorted(unknown))} for {scheme}", "use preset and bits")
-    for key, pattern in (("preset", PRESET_PATTERN), ("name", NAME_PATTERN)):
+    for key, (pattern, what) in TEXT_FIELDS.items():
         if key in spec and not (isinstance(spec[key], str) and re.fullmatch(pattern, spec[key])):
-            raise UserError(f"{where}.{key}: {spec[key]!r} is not a name",
-                            "write a preset name, e.g. default (letters, digits, _ . + -)" if key == "preset" else
-                            "use printable text on one line without [ ], up to 100 characters")
+            raise UserError(f"{where}.{key}: {spec[key]!r} is not a name", f"use {what}")
     bits = spec.get("bits")
     if scheme == "tfhe_int":
         bits = 32 if bits is None else bits
