@@ -149,7 +149,7 @@ def test_predict_has_no_price_for_a_program_the_chain_cannot_hold():
     from fhemark.analyse.cost import predict, requirement
     singles = [rec("seal", "ckks", op, ns) for op, ns in POLY_OPS.items()]
     p = predict(singles[0].model_copy(update={"op": "poly_7"}), singles, same_run=False)
-    assert p.ns is None and p.ns_levels is None and p.missing == [] and (p.levels, p.chain) == (7, 2) and p.beyond_chain
+    assert p.ns is None and p.ns_levels is None and p.missing == [] and (p.levels, p.chain) == (7, 2)
     assert requirement("poly_7", "ckks") == 7 and requirement("poly_7_native", "ckks") == 3  # the power tree's
     assert requirement("poly_7", "bfv") == 7  # 1 plaintext and 6 ciphertext products in sequence
     assert requirement("dot_4096", "bgv") == 1 and requirement("tally_4096", "bfv") == 0

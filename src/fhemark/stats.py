@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -98,9 +98,6 @@ class Summary:
     processes: int = 1
     process_medians: tuple[float, ...] = ()
     ci_method: str = CI_METHOD
-
-    def as_dict(self) -> dict:
-        return asdict(self)
 
 
 def tukey_labels(samples: np.ndarray) -> list[str]:

@@ -278,11 +278,6 @@ _CARRIED = ("library", "scheme", "params", "effective_params", "threads", "slots
             "security_bits", "security_table", "insecure", "sizes_bytes")
 
 
-def _model_ops(steps: dict[str, int]) -> set[str]:
-    from ..analyse.cost import MODEL_OP
-    return {MODEL_OP.get(p, p) for p in steps}
-
-
 class Ranking(list):
     """`recommend`'s answer: the candidates (usable ones by cost, then the excluded), and the cost
     model's error measured on the same evidence (`apps.cost.model_error`)."""

@@ -45,11 +45,6 @@ class Prediction:
     levels: int | None = None       # CKKS: levels the program consumes on its deepest path
     chain: int | None = None        # CKKS: levels the record's chain offers (its primes less one)
 
-    @property
-    def beyond_chain(self) -> bool:
-        """The program needs more levels than the chain has: no prediction (it cannot run there)."""
-        return self.levels is not None and self.chain is not None and self.levels > self.chain
-
 
 def program(rec: Record) -> Program | None:
     """The program the record's job ran (its slot layout included), or None for an unknown op."""

@@ -28,12 +28,6 @@ def versus(rec: Record, base: Record) -> FloorRatio | None:
     return floor_ratio(rec.samples_ns, base.samples_ns)
 
 
-def distinguishable(rec: Record, base: Record) -> bool:
-    """Whether rec is slower than base beyond doubt: the interval of its ratio lies above 1."""
-    fr = versus(rec, base)
-    return fr is not None and fr.ci95 is not None and fr.ci95[0] > 1
-
-
 def shown(fr: FloorRatio | None) -> str:
     """" [1.02, 1.21]" or why there is no interval."""
     if fr is None:

@@ -68,10 +68,6 @@ def _codec(timed: str) -> Callable[[str], Program]:
     return build
 
 
-def _bits_of(p: Plain) -> int:
-    return int(p.t).bit_length() - 1
-
-
 def _u(x) -> np.ndarray:
     return np.asarray(x, dtype=np.uint64)
 

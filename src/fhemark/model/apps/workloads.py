@@ -41,10 +41,6 @@ def _uniform(plain: Plain, rng: np.random.Generator, n: int) -> np.ndarray:
     return rng.integers(0, plain.t, size=n, dtype=np.int64) if plain.exact else rng.uniform(-1.0, 1.0, size=n)
 
 
-def _fits(size: int) -> Callable[[Plain], bool]:
-    return lambda plain: size <= plain.row_length()
-
-
 # ---- dot_<n>: inner product of two encrypted vectors ------------------------------------------
 
 def dot(c: Circuit, n: int) -> str:
@@ -173,11 +169,6 @@ def _poly_ckks_scalars(deg: int):
 # 0.5 + 0.197 z - 0.004 z^3 fits [-5, 5] instead.) Lowest degree first; 0.0 is left out.
 SIGMOID3 = (0.5, 0.15012, 0.0, -0.001593)
 SIGMOID_RANGE = 8.0
-
-
-def sigmoid3(z: np.ndarray) -> np.ndarray:
-    """The cubic that logreg evaluates in place of the sigmoid."""
-    return np.polynomial.polynomial.polyval(z, SIGMOID3)
 
 
 def logreg(c: Circuit, n: int) -> str:
