@@ -135,7 +135,7 @@ def test_the_search_keeps_a_ring_whose_cut_chain_the_library_accepts(monkeypatch
     space = [{"N": n, "q_bits": [47, 37, 37, 37], "p_bits": [60], "scale_bits": 37} for n in (8192, 16384)]
     tried, largest_built = [], [45]  # the first prime OpenFHE builds at N = 8192 beside 37-bit primes
 
-    def fake_verify(w, need, lib, spec, repeats, db):
+    def fake_verify(w, need, lib, spec, repeats, db, samples=2):
         tried.append((spec["N"], spec["q_bits"][0]))
         if spec["N"] == 8192 and spec["q_bits"][0] > largest_built[0]:
             return "insecure_params: the specified ring dimension (8192) does not comply", record(status="insecure_params")
@@ -162,7 +162,7 @@ def test_a_cut_chain_short_of_precision_leaves_the_next_ring_s_scales_alone(monk
     space = [{"N": n, "q_bits": [s + 10, s, s, s], "p_bits": [60], "scale_bits": s} for n in (8192, 16384) for s in (37, 38, 42)]
     tried = []
 
-    def fake_verify(w, need, lib, spec, repeats, db):
+    def fake_verify(w, need, lib, spec, repeats, db, samples=2):
         tried.append((spec["N"], spec["q_bits"][0], spec["scale_bits"]))
         if spec["N"] == 8192 and spec["q_bits"][0] > 45:
             return "insecure_params: the specified ring dimension (8192) does not comply", record(status="insecure_params")
@@ -203,7 +203,7 @@ def test_a_worst_input_short_of_the_requirement_steers_past_it_with_room(monkeyp
     worst_at = {37: 14.2, 39: 15.99, 40: 16.6}
     tried = []
 
-    def fake_verify(w, need, lib, spec, repeats, db):
+    def fake_verify(w, need, lib, spec, repeats, db, samples=2):
         tried.append(spec["scale_bits"])
         return "", record(status="ok", precision_bits=worst_at[spec["scale_bits"]] + 5, median_ns=1e9)
 
@@ -227,7 +227,7 @@ def test_a_shortfall_that_rounds_to_nothing_still_moves_the_scale(monkeypatch):
              {"N": 8192, "q_bits": [44, 34, 34, 34], "p_bits": [60], "scale_bits": 34}]
     tried = []
 
-    def fake_verify(w, need, lib, spec, repeats, db):
+    def fake_verify(w, need, lib, spec, repeats, db, samples=2):
         tried.append(spec["scale_bits"])
         if spec["scale_bits"] == 30:
             return "wrong_result: precision 14.0 bits, below the required 14 (max error 6.24e-05)", \
@@ -338,7 +338,7 @@ def test_a_chain_with_primes_the_library_cannot_make_skips_the_ring_s_chains_tha
     space = [{"N": 8192, "q_bits": q, "p_bits": [], "t_bits": 20, "key_switching": "bv", "digit_size": 20} for q in chains]
     tried = []
 
-    def fake_verify(w, need, lib, spec, repeats, db):
+    def fake_verify(w, need, lib, spec, repeats, db, samples=2):
         tried.append(spec["q_bits"])
         if min(spec["q_bits"]) < 40:
             return "invalid_params: OpenFHE refused the set: LastPrime overflow", \
@@ -360,7 +360,7 @@ def test_a_t_the_library_cannot_hold_on_a_chain_ends_the_search_of_chains_at_onc
     space.append({"N": 16384, "q_bits": [60], "p_bits": [], "t_bits": 36})
     tried = []
 
-    def fake_verify(w, need, lib, spec, repeats, db):
+    def fake_verify(w, need, lib, spec, repeats, db, samples=2):
         tried.append((spec["N"], len(spec["q_bits"])))
         if len(spec["q_bits"]) > 1:
             return ("invalid_params: refused (the search reads the refusal's kind and numbers, not these words)",
@@ -402,7 +402,7 @@ def test_the_search_begins_no_set_after_its_budget(monkeypatch):
     space = [{"N": n, "q_bits": [50, 40], "p_bits": [60], "scale_bits": 40} for n in (8192, 16384)]
     tried = []
 
-    def fake_verify(w, need, lib, spec, repeats, db):
+    def fake_verify(w, need, lib, spec, repeats, db, samples=2):
         tried.append(spec["N"])
         return "wrong_result: 3 of 8 slots wrong", record(status="wrong_result")
     monkeypatch.setattr(chooser, "verify", fake_verify)
@@ -427,7 +427,7 @@ def test_a_shortfall_asking_a_scale_the_ring_cannot_hold_tries_the_ring_s_larges
     assert at_scale(need, 65536, 42) is None and at_scale(need, 65536, 41) is not None
     tried = []
 
-    def fake_verify(w, need, lib, spec, repeats, db):
+    def fake_verify(w, need, lib, spec, repeats, db, samples=2):
         tried.append((spec["N"], spec["scale_bits"]))
         if spec["scale_bits"] == 39:
             return "wrong_result: short", record(status="wrong_result",
@@ -435,3 +435,36 @@ def test_a_shortfall_asking_a_scale_the_ring_cannot_hold_tries_the_ring_s_larges
         return "", record(status="ok", precision_bits=22.5)
     c = searched(monkeypatch, fake_verify, need, "openfhe", space)
     assert tried == [(65536, 39), (65536, 41)] and c.spec["N"] == 65536, tried
+
+
+def test_after_a_slow_evaluation_the_search_verifies_on_one_drawn_sample_and_says_so(monkeypatch):
+    """Depth 60 at N = 2^17: an evaluation takes 105 s, and the second drawn sample was a third of a set's
+    verification. After a set whose evaluation took over budgets.SLOW_EVALUATION_S (its median, or its wall
+    time a sample where its outputs failed and none was kept) the next sets take one sample a process;
+    a fast program keeps the default two, and the chosen set's row says what was cut."""
+    from made_records import record
+
+    from fhemark.advise import budgets
+
+    need = Need("ckks", 3, 12.0, None, 128, magnitude_bits=5)
+    space = [{"N": 8192, "q_bits": [s + 10, s, s, s], "p_bits": [60], "scale_bits": s} for s in (30, 34, 38)]
+    asked = []
+
+    def world(slow_ns: float):
+        def fake_verify(w, need, lib, spec, repeats, db, samples=2):
+            asked.append(samples)
+            if spec["scale_bits"] < 38:
+                return "wrong_result: precision 10 bits", record(status="wrong_result", median_ns=slow_ns or None,
+                                                                  refusal={"kind": "internal"})
+            return "", record(status="ok", precision_bits=15.0, median_ns=slow_ns or 1e9)
+        return fake_verify
+    c = searched(monkeypatch, world(40e9), need, "lattigo", space)
+    assert asked == [2, 1, 1] and c.verified and c.spec["scale_bits"] == 38
+    assert c.reduced[0] == ("verification: 1 drawn sample a fresh-key process of the default 2 (an evaluation of the set "
+                            "before took 40 s, over 30 s)") and c.reduced[1].startswith("worst-input search: ")
+    asked.clear()
+    c = searched(monkeypatch, world(1e9), need, "lattigo", space)
+    assert asked == [2, 2, 2] and c.reduced == []
+    # no sample kept: the wall time a sample, key generation included, stands for the evaluation
+    assert budgets.evaluation_s(None, 100.0, 2) == 50.0 and budgets.verify_samples(50.0, 2)[0] == 1
+    assert budgets.evaluation_s(record(status="ok", median_ns=2e9), 100.0, 2) == 2.0

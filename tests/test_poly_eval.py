@@ -107,7 +107,7 @@ def test_the_search_gives_openfhe_its_fifth_level_and_seal_fhemarks_routine(tmp_
     (w,) = load(write(tmp_path, native=True))
     asked = []
 
-    def fake_verify(v, need, lib, spec, repeats, db):
+    def fake_verify(v, need, lib, spec, repeats, db, samples=2):
         asked.append((lib, v.name, len(spec["q_bits"]) - 1))
         if lib == "seal" and v.native:
             return "unsupported: SEAL driver has no 'poly_eval'", record(status="unsupported")

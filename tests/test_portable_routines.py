@@ -155,7 +155,7 @@ def test_choose_runs_fhemarks_routines_where_the_library_answers_unsupported(tmp
     (w,) = load(write(tmp_path, native=True, name="ltn", schemes=("ckks",)))
     asked = []
 
-    def fake_verify(v, need, lib, spec, repeats, db):
+    def fake_verify(v, need, lib, spec, repeats, db, samples=2):
         asked.append((lib, v.name, need.depth))
         if lib == "seal" and routines.uses(v.program("ckks")):
             return "unsupported: seal has no inner_sum, linear_transform for ckks", record(status="unsupported")

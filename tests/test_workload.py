@@ -255,7 +255,7 @@ def test_the_search_is_steered_by_what_failures_measured(tmp_path, monkeypatch):
     space = [{"N": n, "q_bits": [s + 10, s], "p_bits": [60], "scale_bits": s} for n in (8192, 16384) for s in (30, 34, 38, 42)]
     tried = []
 
-    def fake_verify(w, need, lib, spec, repeats, db):
+    def fake_verify(w, need, lib, spec, repeats, db, samples=2):
         tried.append((spec["N"], spec["scale_bits"]))
         if spec["N"] == 8192 and spec["scale_bits"] == 30:
             return "wrong_result: precision 13.0 bits, below the required 22 (max error 1e-4)", \

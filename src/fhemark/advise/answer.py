@@ -12,7 +12,7 @@ from ..model.requirements import Requirements
 from ..model.workload import Workload
 from ..store.record import Record
 from .candidates import set_text
-from .choose import Answer, Candidate, margin
+from .choose import Answer, Candidate
 
 EVAL_KEYS = ("relin_keys", "galois_keys", "server_key", "bootstrapping_key", "keyswitching_key")
 
@@ -68,7 +68,7 @@ def to_json(ans: Answer) -> dict:
                 "predicted_peak_bytes": c.predicted.bytes if c.predicted else None,  # before it was built (memory.py)
                 "eval_key_bytes": eval_key_bytes(r) if r else None,
                 "client_bytes": client_bytes(ans.workload, r) if r else None,
-                "margin": margin(c, ans.precision), "p_fail_log2": r.p_fail_log2 if r else None,
+                "margin": c.margin(ans.precision), "p_fail_log2": r.p_fail_log2 if r else None,
                 "within_best": c.within_best, "ratio_to_best": c.vs_best.ratio if c.vs_best else None,
                 "ratio_to_best_ci95": c.vs_best.ci95 if c.vs_best else None, "snippet": c.snippet,
                 "run_id": r.run_id if r else None,

@@ -1,19 +1,40 @@
 """How long a deep set's verification may take. A deep set's evaluation takes seconds (depth 40 at
-N = 2^16: 45 s on this project's 2-core VM): the worst-input search's EDGES + SEARCH evaluations and the
-measurement's samples would take hours a set. Each is bounded by a time, from the evaluation time the
-search's runs measured, and the answer says what was cut and by how much."""
+N = 2^16: 45 s on this project's 2-core VM) to minutes (depth 60 at N = 2^17: 105 s): the search's drawn
+samples, the worst-input search's EDGES + SEARCH evaluations and the measurement's samples would take hours
+a set. Each is bounded by a time, from the evaluation time the search's runs measured, and the answer says
+what was cut and by how much."""
 
 from __future__ import annotations
 
 import time
 
 from . import measuring
+from ..store.record import Record
 from .candidates import Answer
 from .worst import EDGES, ROUND, SEARCH, runs
 
 WORST_BUDGET_S = 300.0   # the worst-input search of one set
 MEASURE_BUDGET_S = 300.0  # the measurement of one set
+# An evaluation this long: the search's next sets are verified on one drawn sample a fresh-key process, not
+# SEARCH_SAMPLES (at depth 60, N = 2^17, the second took 105 s of a set's 330; the worst-input search and the
+# measurement that follow a passing set check several more, under keys of their own).
+SLOW_EVALUATION_S = 30.0
 DEEP_MEASURE = {"warmup": 0, "min_samples": 4, "max_samples": 4, "processes": 2, "rounds": 2}
+
+
+def evaluation_s(rec: Record | None, wall_s: float, samples: int) -> float:
+    """One evaluation as a verification measured it: its median, or, where no sample was kept (its
+    outputs failed), its wall time a sample, key generation included (an upper bound)."""
+    return rec.median_ns / 1e9 if rec is not None and rec.median_ns else wall_s / max(1, samples)
+
+
+def verify_samples(eval_s: float, default: int) -> tuple[int, str]:
+    """The drawn samples a fresh-key process of the next set's verification runs, after a set whose
+    evaluation took `eval_s`; and '' or what was cut."""
+    if eval_s <= SLOW_EVALUATION_S or default <= 1:
+        return default, ""
+    return 1, (f"verification: 1 drawn sample a fresh-key process of the default {default} (an evaluation of the "
+               f"set before took {eval_s:.0f} s, over {SLOW_EVALUATION_S:.0f} s)")
 
 
 def worst_budget(eval_s: float | None, per: int = 1) -> tuple[tuple[int, int], str]:

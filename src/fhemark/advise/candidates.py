@@ -44,6 +44,18 @@ class Candidate:
     bootstraps: int = 0                  # CKKS at a bootstrapping set: bootstraps per evaluation (booting.py)
     boot_record: Record | None = None    # its bootstrap alone, measured at the same set in the same run
 
+    def margin(self, precision: float) -> float | None:
+        """What the measurement left to spare: CKKS, precision bits above the requirement (its least sample's);
+        BFV/BGV, noise budget bits: the least over the program's outputs (every one is named for it) of what
+        each run's last sample left (PROTOCOL.md: noise is reported for the last sample of a run). None where
+        the record has neither."""
+        r = self.record
+        if r is None:
+            return None
+        if self.scheme == "ckks":
+            return r.precision_bits - precision if r.precision_bits is not None else None
+        return r.noise_budget_bits
+
     @property
     def label(self) -> str:
         words = ways.text(self.workload, self.scheme) if self.workload is not None and self.routine else self.routine

@@ -6,7 +6,8 @@ library runs it correctly at, proven by running it, then measured side by side a
 2. Search, per (library, scheme): the advisor's candidates, smallest first (advisor.py, its rules
    of thumb), and the library's own choice for the same depth and scale where its driver offers
    one (PROTOCOL.md auto_params: OpenFHE's); each is run with the program itself in `repeats`
-   fresh driver processes (fresh keys), SEARCH_SAMPLES samples each; it passes only when every
+   fresh driver processes (fresh keys), SEARCH_SAMPLES samples each (one after a slow evaluation:
+   budgets.verify_samples); it passes only when every
    output of every sample checks (CKKS: with the precision asked plus CKKS_SEARCH_MARGIN; BFV/BGV:
    exact, with NOISE_SEARCH_MARGIN of noise budget left); then the worst input found in a budgeted search
    (worst.py: the edges of the inputs' box, then a short search) must check too, against the requirement
@@ -35,7 +36,7 @@ from ..store.record import Record
 from ..store.sqlite import Store
 from . import booting, measuring, memory
 from .advisor import MAX_TRIES, Need, candidates, short_of
-from .budgets import measure_policy, share, worst_budget
+from .budgets import evaluation_s, measure_policy, share, verify_samples, worst_budget
 from .candidates import Answer, Candidate, set_text
 from .preset_suite import integer_set
 from .steering import Steering
@@ -100,10 +101,10 @@ def _case(w: Workload, library: str, scheme: str, spec: dict) -> Case:
 
 
 def verify(w: Workload, need: Need, library: str, spec: dict, repeats: int,
-           db: Store | None) -> tuple[str, Record | None]:
-    """'' when the program passes its check in every repetition (fresh process, fresh keys) with
-    the margin; else why not. The record says the margin reached."""
-    policy = measuring.search_policy(repeats, SEARCH_SAMPLES)
+           db: Store | None, samples: int = SEARCH_SAMPLES) -> tuple[str, Record | None]:
+    """'' when the program passes its check in every repetition (fresh process, fresh keys, `samples`
+    drawn inputs each) with the margin; else why not. The record says the margin reached."""
+    policy = measuring.search_policy(repeats, samples)
     try:
         recs = measuring.run_suite(_suite(w, need, [_case(w, library, need.scheme, spec)], policy,
                                           margin=CKKS_SEARCH_MARGIN), [library], db)
@@ -149,19 +150,6 @@ def hardest(w: Workload, need: Need, library: str, spec: dict,
 def refusal_of(rec: Record | None) -> str | None:
     """The kind of a record's refusal (PROTOCOL.md "Refusals"), None where it has none."""
     return (rec.refusal or {}).get("kind") if rec is not None else None
-
-
-def margin(c: Candidate, precision: float) -> float | None:
-    """What the measurement left to spare: CKKS, precision bits above the requirement (its least sample's);
-    BFV/BGV, noise budget bits: the least over the program's outputs (every one is named for it) of what
-    each run's last sample left (PROTOCOL.md: noise is reported for the last sample of a run). None where
-    the record has neither."""
-    r = c.record
-    if r is None:
-        return None
-    if c.scheme == "ckks":
-        return r.precision_bits - precision if r.precision_bits is not None else None
-    return r.noise_budget_bits
 
 
 def choose(w: Workload, libraries: dict[str, tuple[str, ...]], precision: float | None, security: int, table: str,
@@ -367,6 +355,7 @@ def _search(w: Workload, need: Need, lib: str, space: list[dict], repeats: int, 
     c = Candidate(lib, need.scheme, origin=origin)
     shape = memory.shape(w, need.scheme)
     steer = Steering(lib, need, list(space))
+    samples, slow = SEARCH_SAMPLES, ""  # the drawn samples of a set's verification, and why fewer (budgets.py)
     while (spec := steer.next()) is not None and len(c.tried) < MAX_TRIES:
         if deadline is not None and time.monotonic() > deadline:
             c.tried.append(f"{set_text(spec)} and larger: not tried, the search's --budget was spent")
@@ -379,7 +368,9 @@ def _search(w: Workload, need: Need, lib: str, space: list[dict], repeats: int, 
             steer.unfit.add(spec["N"])
             continue
         say("searching parameters", f"{lib} {need.scheme} {set_text(spec)}", 1)
-        why, rec = verify(w, need, lib, spec, repeats, db)
+        t0, cut = time.monotonic(), slow
+        why, rec = verify(w, need, lib, spec, repeats, db, samples)
+        samples, slow = verify_samples(evaluation_s(rec, time.monotonic() - t0, repeats * samples), SEARCH_SAMPLES)
         refusal = rec.refusal if rec is not None and rec.status != "ok" else None
         if not why:
             c.eval_s = rec.median_ns / 1e9 if rec is not None and rec.median_ns else None
@@ -388,7 +379,7 @@ def _search(w: Workload, need: Need, lib: str, space: list[dict], repeats: int, 
             say("searching parameters", f"{lib} {need.scheme} {set_text(spec)}: the worst input, "
                 f"{runs(*budget, per)} evaluations")
             why, c.worst, refusal = hardest(w, need, lib, spec, budget)
-            c.reduced = [smaller] if smaller else []
+            c.reduced = [x for x in (cut, smaller) if x]
         if not why:
             c.spec, c.verified, c.predicted = spec, True, pred
             break

@@ -13,7 +13,7 @@ from rich.text import Text
 
 from ..advise.answer import client_bytes, eval_key_bytes, levels_available
 from ..advise.candidates import boot_text, plaintext_text, switching_text
-from ..advise.choose import Answer, Candidate, margin
+from ..advise.choose import Answer, Candidate
 from ..analyse import ratios
 from ..model.requirements import Requirements
 from ..store.record import Record
@@ -68,7 +68,7 @@ def _params(c: Candidate) -> tuple[str, str, str]:
 
 def _margin(ans: Answer, c: Candidate, unit: bool = True) -> str:
     """`unit` False: the bits alone, for the narrow table (its legend says which bits)."""
-    m, r = margin(c, ans.precision), c.record
+    m, r = c.margin(ans.precision), c.record
     if m is not None:
         bits = f"{m:+.1f} bits" if c.scheme == "ckks" else f"{m:.0f} bits"
         return bits if not unit else f"{bits} precision" if c.scheme == "ckks" else f"{bits} noise budget"
