@@ -244,3 +244,23 @@ def test_help_shows_flags_as_flags_and_values_with_their_placeholder():
     assert "<path>" in lines["--db"] and "<str>" in lines["--suite"]
     assert "--no-resume" in lines["--resume"]
     assert fhemark("--help").stdout.count("<bool>") == 0
+
+
+# The packages only `make test` installs (pyproject.toml's test extra): the first command runs without them.
+TEST_ONLY = ("pytest", "xdist", "ruff", "selenium", "distributed", "sklearn", "jsonschema", "mkdocs")
+
+
+def test_a_run_with_its_report_needs_none_of_the_test_packages(tmp_path):
+    """`make run` installs fhemark without its test extra (18 s of pip less on a fresh machine): a run that
+    stores, prints its table and writes its report imports none of them (each is shadowed by a module
+    that refuses to load)."""
+    shadow = tmp_path / "shadow"
+    shadow.mkdir()
+    for name in TEST_ONLY:
+        (shadow / f"{name}.py").write_text(f"raise ImportError('{name} is a test package: make run does not install it')\n")
+    (tmp_path / "small.yaml").write_text(SMALL)
+    proc = subprocess.run([sys.executable, "-m", "fhemark.cli", "run", "--suite", "small.yaml", "--allow-insecure",
+                           "--db", "s.db"], capture_output=True, text=True, cwd=tmp_path, timeout=300,
+                          env={**os.environ, "COLUMNS": "200", "PYTHONPATH": str(shadow)})
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr
+    assert (tmp_path / "report" / "small" / "report.html").is_file() and "add" in proc.stdout
