@@ -86,3 +86,22 @@ def test_a_venv_driver_without_its_python_is_skipped_with_one_line(tmp_path, lib
     assert out.stdout.splitlines() == [f"{library} driver skipped: no CPython {version} found; install it "
                                        f"(e.g. pyenv install {version}) or set {var}"]
     assert not (tmp_path / "cache").exists()
+
+
+def test_the_builds_a_suite_needs_run_side_by_side(tmp_path, monkeypatch):
+    """A Go compile beside pip installs (the quick suite's four builds took 60 s one after another on a fresh
+    machine): each of two builds here finishes only once the other has started, so one after another would
+    fail the first (it gives up after 20 s)."""
+    meet = tmp_path / "meet"
+    meet.mkdir()
+
+    def waits_for(me, other):
+        return (f"touch {meet}/{me}; for i in $(seq 400); do [ -f {meet}/{other} ] && touch driver-binary && exit 0; "
+                f"sleep 0.05; done; echo {other} never started; exit 1")
+    found = {"go": manifest(tmp_path, "go", ["bfv"], script=waits_for("go", "pip")),
+             "pip": manifest(tmp_path, "pip", ["ckks"], script=waits_for("pip", "go"))}
+    monkeypatch.setattr(build_mod, "manifests", lambda: found)
+    out = io.StringIO()
+    assert build_mod.build_needed(suite(schemes=("bfv", "ckks")), Console(file=out, width=200)) == \
+        {"go": "built", "pip": "built"}, out.getvalue()
+    assert "go driver up to date" in out.getvalue() and "pip driver up to date" in out.getvalue()

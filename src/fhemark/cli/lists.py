@@ -108,7 +108,7 @@ def setup(suite: Optional[str] = typer.Option(None, help="only the drivers this 
         if lib not in known:
             raise UserError(f"--library {lib}: unknown library", f"use one of {', '.join(known) or 'none'}")
     if library:
-        done = {known[lib].library: drivers_build.build(known[lib], err_console) for lib in library}
+        done = drivers_build.build_many(list({known[lib].library: known[lib] for lib in library}.values()), err_console)
     else:
         done = drivers_build.build_needed(load(suite), err_console, missing_only=False) if suite else \
             drivers_build.build_all(err_console)
