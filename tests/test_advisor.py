@@ -460,11 +460,16 @@ def test_after_a_slow_evaluation_the_search_verifies_on_one_drawn_sample_and_say
         return fake_verify
     c = searched(monkeypatch, world(40e9), need, "lattigo", space)
     assert asked == [2, 1, 1] and c.verified and c.spec["scale_bits"] == 38
-    assert c.reduced[0] == ("verification: 1 drawn sample a fresh-key process of the default 2 (an evaluation of the set "
-                            "before took 40 s, over 30 s)") and c.reduced[1].startswith("worst-input search: ")
+    assert c.reduced[0] == ("verification: 1 drawn sample a fresh-key process of the default 2 (an evaluation of the program "
+                            "at the set before took 40 s, over 30 s)") and c.reduced[1].startswith("worst-input search: ")
     asked.clear()
     c = searched(monkeypatch, world(1e9), need, "lattigo", space)
     assert asked == [2, 2, 2] and c.reduced == []
+    # a search given an evaluation measured before it (a bootstrapping set's, after its ring's) starts at one
+    asked.clear()
+    from fhemark.advise import choose as chooser
+    c = chooser._search(None, need, "lattigo", space[2:], 1, None, lambda *a: None, eval_s=40.0)
+    assert asked == [1] and c.verified and c.reduced[0].startswith("verification: 1 drawn sample")
     # no sample kept: the wall time a sample, key generation included, stands for the evaluation
     assert budgets.evaluation_s(None, 100.0, 2) == 50.0 and budgets.verify_samples(50.0, 2)[0] == 1
     assert budgets.evaluation_s(record(status="ok", median_ns=2e9), 100.0, 2) == 2.0

@@ -171,7 +171,7 @@ def _searched(monkeypatch, ring_n: int | None = None, short: tuple = ()) -> list
     slots, else its preset) falls short of precision, as its verification would say."""
     calls: list[tuple[str, list[dict], str]] = []
 
-    def search(w, need, lib, space, repeats, db, say, origin="search", deadline=None):
+    def search(w, need, lib, space, repeats, db, say, origin="search", deadline=None, eval_s=None):
         calls.append((w.name, space, origin))
         spec = {**space[0], "N": ring_n} if ring_n and "preset" not in space[0] else space[0]
         if spec.get("preset") and (spec.get("sparse_slots") or spec["preset"]) in short:

@@ -34,7 +34,7 @@ def verify_samples(eval_s: float, default: int) -> tuple[int, str]:
     if eval_s <= SLOW_EVALUATION_S or default <= 1:
         return default, ""
     return 1, (f"verification: 1 drawn sample a fresh-key process of the default {default} (an evaluation of the "
-               f"set before took {eval_s:.0f} s, over {SLOW_EVALUATION_S:.0f} s)")
+               f"program at the set before took {eval_s:.0f} s, over {SLOW_EVALUATION_S:.0f} s)")
 
 
 def worst_budget(eval_s: float | None, per: int = 1) -> tuple[tuple[int, int], str]:

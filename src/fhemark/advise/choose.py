@@ -313,8 +313,10 @@ def _booted(way: _Way, run: _Run, deadline: float | None) -> list[Candidate]:
             f"{set_text(way.boot.spec)}: not tried, {lib}'s ring of N = {way.ring.spec['N']} holds the whole depth "
             f"(bootstrapping pays where the depth needs a ring larger than its own)"])]
     way.booted = True
+    # its program holds the ring's products and the bootstraps: at least as slow as the ring's evaluation
+    slow = way.ring.eval_s if way.ring is not None else None
     return [booting.searched(way.boot, lib, scheme, way.by, lambda bw, bn, spec: _search(
-        bw, bn, lib, [spec], run.repeats, run.db, run.say, origin=f"{lib}-bootstrap", deadline=deadline))]
+        bw, bn, lib, [spec], run.repeats, run.db, run.say, origin=f"{lib}-bootstrap", deadline=deadline, eval_s=slow))]
 
 
 def _own(way: _Way, run: _Run, deadline: float | None) -> list[Candidate]:
@@ -349,13 +351,15 @@ def _pinned(w: Workload, lib: str, scheme: str, spec: dict, origin: str, ask: Ne
 
 
 def _search(w: Workload, need: Need, lib: str, space: list[dict], repeats: int, db: Store | None,
-            say: Callable[..., None], origin: str = "search", deadline: float | None = None) -> Candidate:
+            say: Callable[..., None], origin: str = "search", deadline: float | None = None,
+            eval_s: float | None = None) -> Candidate:
     """The first set of `space` the program passes at, none begun after `deadline` (time.monotonic(): the
-    search's --budget); what a failure measured steers the rest (steering.py)."""
+    search's --budget); what a failure measured steers the rest (steering.py). `eval_s`: an evaluation
+    of the program as measured before this search (its first set's drawn samples follow from it)."""
     c = Candidate(lib, need.scheme, origin=origin)
     shape = memory.shape(w, need.scheme)
     steer = Steering(lib, need, list(space))
-    samples, slow = SEARCH_SAMPLES, ""  # the drawn samples of a set's verification, and why fewer (budgets.py)
+    samples, slow = verify_samples(eval_s or 0.0, SEARCH_SAMPLES)  # a set's drawn samples, and why fewer (budgets.py)
     while (spec := steer.next()) is not None and len(c.tried) < MAX_TRIES:
         if deadline is not None and time.monotonic() > deadline:
             c.tried.append(f"{set_text(spec)} and larger: not tried, the search's --budget was spent")
