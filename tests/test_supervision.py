@@ -12,6 +12,7 @@ import pytest
 
 from fhemark.drivers import registry as drivers_registry
 from fhemark.drivers.registry import Manifest
+from fhemark.measure import latency as run_mod_latency
 from fhemark.measure import runner as run_mod
 from fhemark.measure.runner import Runner
 from fhemark.plan.jobs import build
@@ -82,6 +83,25 @@ def test_inputs_hot_warms_each_region_and_cold_makes_copies_and_records_say_whic
         assert any(n.startswith("inputs: each ciphertext operand is the sum of two encryptions") for n in rec.notes)
     assert states == {"hot": ("ok", "hot", False, True), "cold": ("ok", "cold", True, False),
                       None: ("ok", "hot", False, True)}
+
+
+def test_without_warm_up_the_first_sample_runs_its_steps_once_and_counts_cold(fake_registry, tmp_path):
+    """`warmup: 0` (the search's runs, a deep measurement, a smoke run): the first request is not warmed up,
+    a hidden warm-up that ran every step twice (at depth 60 a whole evaluation, 94 s of a verification's
+    193); a job of one sample sends no warm-up step, and a hot job's later requests are warmed, its record
+    saying its first sample ran cold."""
+    got = {}
+    for n in (1, 3):
+        suite = Suite(name="cold-first", policy={"warmup": 0, "min_samples": n, "max_samples": n},
+                      cases=[{"schemes": ["bfv"], "params": [{"N": 2048, "q_bits": [36, 36], "p_bits": [37], "t": T}],
+                              "ops": ["add"]}])
+        store = Store(tmp_path / f"{n}.db")
+        run_id = store.start_run("cold-first", "h", True, {}, {})
+        Runner(build(suite, ["fake"], allow_insecure=True), store, run_id, {"threads": 1}).execute()
+        (rec,) = store.records(run_id)
+        got[n] = (rec.status, rec.input_state, len(rec.samples_ns), any("warm-up step(s)" in x for x in rec.notes),
+                  run_mod_latency.FIRST_COLD_NOTE in rec.notes)
+    assert got == {1: ("ok", "hot", 1, False, True), 3: ("ok", "hot", 3, True, True)}
 
 
 def test_each_process_makes_its_pool_once_and_no_job_takes_a_pair_twice_in_it(fake_registry, tmp_path, monkeypatch):

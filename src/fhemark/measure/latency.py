@@ -29,6 +29,7 @@ WARM_ROUND_NS = 20e6  # a sample shorter than this is warmed up again in every r
 # mul_relin at N = 8192, 2-core VM, 2026-11-28: 10 ms and 17-18 ms in one 0.1 s slice), so samples
 # paired across libraries must be tens of milliseconds apart, not a slice.
 TICK_S = 0.02
+FIRST_COLD_NOTE = "inputs: the first sample ran cold (the policy asks for no warm-up), the others hot"
 HOT_MAX_NS = 3e6  # inputs: hot warms up the ops faster than this (as their cold calibration sample reads)
 
 
@@ -130,8 +131,11 @@ def calibrate(req: Requests, tick: int) -> None:
     """The job's very first warm-up, a request of its own: it sizes the copies per region and
     decides hot or cold inputs, for the whole job."""
     pol, out = req.job.policy, req.out
-    warm, _, warm_scalars = req.batch(0, 1, max(pol.warmup, 1))
-    if pol.warmup == 0:  # no warm-up asked for: the first sample counts
+    # No warm-up asked for (the search's runs, a deep measurement, a smoke run): the first sample counts,
+    # and runs as it comes, cold. Warming its steps would be a hidden warm-up, and would run every step twice:
+    # at depth 60 a whole evaluation more, 94 s of a verification's 193.
+    warm, _, warm_scalars = req.batch(0, 1, max(pol.warmup, 1), cold=pol.warmup == 0)
+    if pol.warmup == 0:
         req.keep(warm, warm_scalars, tick)
     out.warmup = warm[: pol.warmup]
     t_op = float(np.median([total(w) for w in warm]))
@@ -142,6 +146,8 @@ def calibrate(req: Requests, tick: int) -> None:
     # nothing on a keygen.
     hot = pol.inputs == "hot" and t_op < HOT_MAX_NS and req.op.group != "keygen"
     out.input_state = "hot" if hot else "cold"
+    if hot and pol.warmup == 0:
+        out.notes.add(FIRST_COLD_NOTE)
     out.copies = 1 if hot else copies_for(req.job, req.op, req.base, t_op)
 
 
@@ -182,12 +188,14 @@ class Requests:
         # process. CKKS precision still comes from every checked output.
         self.facts_due = not out.copies
 
-    def batch(self, count: int, k: int, warm: int = 0) -> tuple[list[dict[str, float]], list[dict[str, float]], list]:
-        """One request: `warm` warm-up samples (their times apart), then `count` samples."""
+    def batch(self, count: int, k: int, warm: int = 0,
+              cold: bool = False) -> tuple[list[dict[str, float]], list[dict[str, float]], list]:
+        """One request: `warm` warm-up samples (their times apart), then `count` samples; `cold`: its steps
+        not warmed up whatever the input state."""
         out, facts = self.out, self.facts_due
         self.facts_due = False
         program = self.base.replicate(k) if facts else replace(self.base.replicate(k), noise=[], sizes=[], levels=[])
-        if (out.input_state or self.job.policy.inputs) == "hot":
+        if not cold and (out.input_state or self.job.policy.inputs) == "hot":
             program = program.warmed()
         drawn = draw(self.job, self.op, self.prep, self.rng, warm + count, k, self.pooled, out, self.p)
         (got, scal), wall = run_checked(self.drv, self.job, self.op, self.prep, program, drawn, out)
