@@ -66,19 +66,25 @@ def test_every_failure_is_recorded_with_its_kind_and_the_run_goes_on(fake_regist
 T = 12289
 
 
+def _one_add(db: Path, policy: dict):
+    """The record of one add job on the fake driver under `policy`, run into the store at `db`."""
+    suite = Suite(name="one-add", policy=policy,
+                  cases=[{"schemes": ["bfv"], "params": [{"N": 2048, "q_bits": [36, 36], "p_bits": [37], "t": T}],
+                          "ops": ["add"]}])
+    store = Store(db)
+    run_id = store.start_run("one-add", "h", True, {}, {})
+    Runner(build(suite, ["fake"], allow_insecure=True), store, run_id, {"threads": 1}).execute()
+    (rec,) = store.records(run_id)
+    return rec
+
+
 def test_inputs_hot_warms_each_region_and_cold_makes_copies_and_records_say_which(fake_registry, tmp_path):
     """The policy's input state reaches the driver and every record: hot (the default) times one
     copy per region after a warm-up of the same call; cold times copies on operands made before."""
     states = {}
     for inputs in ("hot", "cold", None):
-        policy = {"warmup": 1, "min_samples": 3, "max_samples": 3} | ({"inputs": inputs} if inputs else {})
-        suite = Suite(name="states", policy=policy,
-                      cases=[{"schemes": ["bfv"], "params": [{"N": 2048, "q_bits": [36, 36], "p_bits": [37], "t": T}],
-                              "ops": ["add"]}])
-        store = Store(tmp_path / f"{inputs}.db")
-        run_id = store.start_run("states", "h", True, {}, {})
-        Runner(build(suite, ["fake"], allow_insecure=True), store, run_id, {"threads": 1}).execute()
-        (rec,) = store.records(run_id)
+        rec = _one_add(tmp_path / f"{inputs}.db", {"warmup": 1, "min_samples": 3, "max_samples": 3}
+                       | ({"inputs": inputs} if inputs else {}))
         states[inputs] = (rec.status, rec.input_state, rec.copies > 1, "1 warm-up step(s)" in rec.notes)
         assert any(n.startswith("inputs: each ciphertext operand is the sum of two encryptions") for n in rec.notes)
     assert states == {"hot": ("ok", "hot", False, True), "cold": ("ok", "cold", True, False),
@@ -92,13 +98,7 @@ def test_without_warm_up_the_first_sample_runs_its_steps_once_and_counts_cold(fa
     saying its first sample ran cold."""
     got = {}
     for n in (1, 3):
-        suite = Suite(name="cold-first", policy={"warmup": 0, "min_samples": n, "max_samples": n},
-                      cases=[{"schemes": ["bfv"], "params": [{"N": 2048, "q_bits": [36, 36], "p_bits": [37], "t": T}],
-                              "ops": ["add"]}])
-        store = Store(tmp_path / f"{n}.db")
-        run_id = store.start_run("cold-first", "h", True, {}, {})
-        Runner(build(suite, ["fake"], allow_insecure=True), store, run_id, {"threads": 1}).execute()
-        (rec,) = store.records(run_id)
+        rec = _one_add(tmp_path / f"{n}.db", {"warmup": 0, "min_samples": n, "max_samples": n})
         got[n] = (rec.status, rec.input_state, len(rec.samples_ns), any("warm-up step(s)" in x for x in rec.notes),
                   run_mod_latency.FIRST_COLD_NOTE in rec.notes)
     assert got == {1: ("ok", "hot", 1, False, True), 3: ("ok", "hot", 3, True, True)}
