@@ -271,3 +271,26 @@ def test_warm_up_samples_are_recorded_or_counted_as_the_policy_says(fake_registr
     assert r.status == "ok" and len(r.samples_ns) == 4
     assert len(r.warmup_ns) == warmup
     assert sum(sent) == 4 + warmup  # every sample measured is counted or kept as a warm-up: none thrown away
+
+
+def test_a_driver_that_made_keys_past_a_gigabyte_is_not_kept_for_the_next_set(fake_registry, tmp_path, monkeypatch):
+    """A driver keeps every setup it made: choose's deep measurement would hold a 2^17 set's keys beside its
+    bootstrapping set's 16 GB. Past runner.HELD_KEYS_MAX of keys the next parameter set gets a fresh process;
+    below it the process serves the next set as before (a process start per set costs a cheap suite seconds)."""
+    setup = Runner._setup
+    for keys, fresh in ((2 << 30, True), (1 << 20, False)):
+        pids = []
+
+        def sized(self, g, setup_id, drv=None, keys=keys):
+            result = setup(self, g, setup_id, drv)
+            pids.append(self.drivers[("fake", 1)].proc.pid)
+            return {**result, "sizes_bytes": {"relin_keys": keys, "galois_key_count": 10 ** 12}}
+        monkeypatch.setattr(Runner, "_setup", sized)
+        suite = Suite(name="two-sets", policy={"warmup": 0, "min_samples": 1, "max_samples": 1, "processes": 1},
+                      cases=[{"schemes": ["bfv"], "ops": ["add"],
+                              "params": [{"N": 2048, "q_bits": [b, 36], "p_bits": [37], "t": T} for b in (36, 37)]}])
+        store = Store(tmp_path / f"{keys}.db")
+        run_id = store.start_run("two-sets", "h", True, {}, {})
+        Runner(build(suite, ["fake"], allow_insecure=True), store, run_id, {"threads": 1}).execute()
+        assert [r.status for r in store.records(run_id)] == ["ok", "ok"]
+        assert len(pids) == 2 and (pids[0] != pids[1]) == fresh, pids
