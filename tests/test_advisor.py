@@ -384,6 +384,9 @@ def test_a_deep_set_s_verification_budgets_are_cut_to_a_time_and_say_by_how_much
     (edges, search), cut = budgets.worst_budget(35.0)
     assert (edges + search) * 35.0 <= budgets.WORST_BUDGET_S and edges + search >= 2 * ROUND
     assert f"{edges + search} evaluations of the default 32" in cut and "35.0 s" in cut, cut
+    # a bootstrapped depth-60 evaluation (155 s): the edges alone, two, where eight took 21 minutes
+    assert budgets.worst_budget(155.0)[0] == (2, 0) and budgets.worst_budget(80.0)[0] == (3, 0)
+    assert budgets.worst_budget(70.0)[0] == (4, 4)
     w = Workload("deep_t", lambda c: c.encrypted("x"), {"x": Uniform(-1, 1, length=4)}, schemes=("ckks",))
     ans = Answer(w, {}, 20.0, 128, "hestd2018", [Candidate("lattigo", "ckks", verified=True, eval_s=0.02)])
     assert budgets.measure_policy(ans) == ({**budgets.measuring.MEASURE, "mode": "latency"}, "")
