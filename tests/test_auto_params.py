@@ -79,7 +79,7 @@ def test_choose_asks_every_library_and_ranks_its_choice_by_name(monkeypatch):
         # b: a set the search does not build (its own special prime); c: a set already tried
         return {**found, "p_bits": [61]} if lib == "b" else (found if lib == "c" else None)
 
-    def fake_search(w, need, lib, space, repeats, db, say, origin="search", deadline=None):
+    def fake_search(w, need, lib, space, repeats, db, say, origin="search", deadline=None, eval_s=None):
         return chooser.Candidate(lib, need.scheme, space[0], origin, verified=True)
     monkeypatch.setattr(chooser, "_search", fake_search)
     monkeypatch.setattr(chooser, "_measure", lambda ans, store, say: None)
@@ -99,7 +99,7 @@ def test_a_library_s_own_choice_starts_at_the_scale_the_search_s_shortfalls_aske
     w = replace(w, schemes=("ckks",))
     asked = []
 
-    def fake_search(w, need, lib, space, repeats, db, say, origin="search", deadline=None):
+    def fake_search(w, need, lib, space, repeats, db, say, origin="search", deadline=None, eval_s=None):
         return chooser.Candidate(lib, need.scheme, None, origin, scale_floor=47)
     monkeypatch.setattr(chooser, "_search", fake_search)
     monkeypatch.setattr(chooser, "_measure", lambda ans, store, say: None)
@@ -116,7 +116,7 @@ def test_under_a_budget_every_library_s_rings_come_before_any_other_way(monkeypa
     w = chain(tmp_path, 40, 16.0, "deep40")
     origins = []
 
-    def fake_search(w, need, lib, space, repeats, db, say, origin="search", deadline=None):
+    def fake_search(w, need, lib, space, repeats, db, say, origin="search", deadline=None, eval_s=None):
         origins.append((lib, origin))  # the rings hold it at N = 2^17 only: bootstrapping at 2^16 is worth trying
         return chooser.Candidate(lib, need.scheme, {**space[0], "N": 131072}, origin, verified=True)
     monkeypatch.setattr(chooser, "_search", fake_search)
@@ -138,7 +138,7 @@ def test_a_budget_is_shared_among_the_ways_still_to_be_tried(monkeypatch, tmp_pa
     w = chain(tmp_path, 40, 16.0, "deep40")
     shares = {}
 
-    def fake_search(w, need, lib, space, repeats, db, say, origin="search", deadline=None):
+    def fake_search(w, need, lib, space, repeats, db, say, origin="search", deadline=None, eval_s=None):
         shares[(lib, origin)] = round((deadline - time.monotonic()) / 1000, 2)
         return chooser.Candidate(lib, need.scheme, None, origin)  # nothing holds it
     monkeypatch.setattr(chooser, "_search", fake_search)
@@ -166,7 +166,7 @@ def test_a_computation_s_requirements_are_derived_once_per_scheme(monkeypatch, t
     w = chain(tmp_path, 6, 16.0, "once")
     before = requirements.derive.cache_info()
 
-    def fake_search(w, need, lib, space, repeats, db, say, origin="search", deadline=None):
+    def fake_search(w, need, lib, space, repeats, db, say, origin="search", deadline=None, eval_s=None):
         return chooser.Candidate(lib, need.scheme, space[0], origin, verified=True)
     monkeypatch.setattr(chooser, "_search", fake_search)
     monkeypatch.setattr(chooser, "_measure", lambda ans, store, say: None)
