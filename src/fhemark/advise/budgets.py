@@ -53,8 +53,11 @@ def worst_budget(eval_s: float | None, per: int = 1) -> tuple[tuple[int, int], s
     # Two rounds of search at least, where they fit the budget twice over; slower, the edges alone, two at
     # least (all inputs at one end, then the other): a bootstrapped depth-60 evaluation of 155 s took its
     # floor of eight evaluations to 21 minutes.
-    n = max(2 * ROUND, n // ROUND * ROUND) if 2 * n >= 2 * ROUND else max(2, n)
-    edges = n // 2 if n >= 2 * ROUND else n
+    if n < ROUND:
+        n = edges = max(2, n)
+    else:
+        n = max(2 * ROUND, n // ROUND * ROUND)
+        edges = n // 2
     return (edges, n - edges), (f"worst-input search: {n} evaluations of the default {full} ({edges} at the edges, "
                                 f"{n - edges} searched; an evaluation takes {eval_s:.1f} s, the budget {WORST_BUDGET_S:.0f} s)")
 
